@@ -1,0 +1,31 @@
+// swift-tools-version:6.0
+import PackageDescription
+
+// Strict concurrency is the Swift 6 language mode default; CI adds -warnings-as-errors.
+let package = Package(
+    name: "pushfan",
+    platforms: [.macOS(.v15)],
+    products: [
+        .executable(name: "pushfan", targets: ["pushfan"]),
+    ],
+    targets: [
+        // Thin C shims: one per library, each imported privately by exactly one Swift module.
+        .systemLibrary(name: "CRdkafka", pkgConfig: "rdkafka", providers: [.apt(["librdkafka-dev"])]),
+
+        // Pure domain: message schemas, configuration, logging. No C, no I/O beyond stderr.
+        .target(name: "PushfanCore"),
+        // Kafka producer, consumer group and development cluster over librdkafka.
+        .target(name: "PushfanKafka", dependencies: ["PushfanCore", "CRdkafka"]),
+        // Subcommands and argument parsing; the executable only dispatches into it.
+        .target(name: "PushfanCLI", dependencies: ["PushfanCore", "PushfanKafka"]),
+        .executableTarget(name: "pushfan", dependencies: ["PushfanCLI"]),
+
+        // Starting and stopping real processes (kafka-dev, simulators) for the suites below.
+        .target(name: "PushfanTestSupport", path: "Tests/PushfanTestSupport"),
+        .testTarget(name: "PushfanCoreTests", dependencies: ["PushfanCore"]),
+        .testTarget(name: "PushfanKafkaTests", dependencies: ["PushfanKafka", "PushfanCore", "PushfanTestSupport"]),
+        .testTarget(name: "PushfanCLITests", dependencies: ["PushfanCLI"]),
+        .testTarget(name: "EndToEndTests", dependencies: ["PushfanCore", "PushfanKafka", "PushfanTestSupport"]),
+    ],
+    swiftLanguageModes: [.v6]
+)

@@ -1,0 +1,93 @@
+import Foundation
+import PushfanCore
+
+/// A subcommand of `pushfan`.
+package protocol Command: Sendable {
+    static var spec: CommandSpec { get }
+    /// Returns the process exit code.
+    static func run(_ arguments: ParsedArguments, _ context: CommandContext) async throws -> Int32
+}
+
+/// What every command gets: the merged configuration and a logger.
+package struct CommandContext: Sendable {
+    package var configuration: PushfanConfiguration
+    package var logger: Logger
+}
+
+/// Dispatches `pushfan <command> ...`.
+package enum PushfanMain {
+    package static let commands: [any Command.Type] = [
+        KafkaDevCommand.self,
+        ProduceCommand.self,
+        ConsumeCommand.self,
+        SubmitCommand.self,
+        DemoCommand.self,
+    ]
+
+    package static var help: String {
+        var text = """
+            pushfan: push-notification campaigns to iOS devices through APNs, at scale.
+
+            Usage: pushfan <command> [options]    (pushfan <command> --help for details)
+
+            Commands:
+
+            """
+        let width = (commands.map { $0.spec.name.count }.max() ?? 0) + 2
+        for command in commands {
+            text += "  " + command.spec.name.padding(toLength: width, withPad: " ", startingAt: 0) + command.spec.summary + "\n"
+        }
+        text += """
+
+            Configuration: a JSON file (--config or PUSHFAN_CONFIG), then the environment
+            (PUSHFAN_KAFKA_BROKERS, PUSHFAN_DATABASE, PUSHFAN_APNS_URL, PUSHFAN_APNS_CA_FILE,
+            PUSHFAN_LOG_LEVEL), then flags. See docs/configuration.md.
+            """
+        return text
+    }
+
+    /// Runs the command named by the leading words of `arguments` (without the program name).
+    package static func run(_ arguments: [String]) async -> Int32 {
+        if arguments.isEmpty || arguments == ["--help"] || arguments == ["-h"] || arguments == ["help"] {
+            print(help)
+            return arguments.isEmpty ? 2 : 0
+        }
+        // The longest command name that matches the leading words wins ("bench kafka" over "bench").
+        let match = commands
+            .filter { command in
+                let words = command.spec.name.split(separator: " ").map(String.init)
+                return arguments.count >= words.count && Array(arguments.prefix(words.count)) == words
+            }
+            .max { $0.spec.name.count < $1.spec.name.count }
+        guard let command = match else {
+            printError("unknown command '\(arguments[0])'\n\n\(help)")
+            return 2
+        }
+        let rest = Array(arguments.dropFirst(command.spec.name.split(separator: " ").count))
+        do {
+            let parsed = try command.spec.parse(rest)
+            if parsed.flag("help") {
+                print(command.spec.help)
+                return 0
+            }
+            var configuration = try PushfanConfiguration.load(file: parsed.value("config"))
+            if let level = parsed.value("log-level") {
+                guard LogLevel(name: level) != nil else { throw UsageError("--log-level must be debug, info, notice, warning or error") }
+                configuration.logLevel = level
+            }
+            let logger = Logger(label: "pushfan", threshold: configuration.logThreshold)
+            return try await command.run(parsed, CommandContext(configuration: configuration, logger: logger))
+        } catch let error as UsageError {
+            printError("pushfan \(command.spec.name): \(error.description)")
+            return 2
+        } catch {
+            printError("pushfan \(command.spec.name): \(error)")
+            return 1
+        }
+    }
+}
+
+/// Writes a line to standard error.
+package func printError(_ text: String) {
+    FileHandle.standardError.write(Data((text + "\n").utf8))
+}

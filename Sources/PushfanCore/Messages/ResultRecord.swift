@@ -1,0 +1,274 @@
+/// A record of topic `results`: the final outcome for one device, or a
+/// campaign lifecycle event. In JSON the field `type` (`"device"` or
+/// `"campaign"`) says which.
+///
+/// Sends are at-least-once, so the same result can appear more than once;
+/// readers de-duplicate by Kafka key (`kafkaKey`), the last record per key
+/// winning, which also makes the topic safe to compact.
+package enum ResultRecord: VersionedMessage, Hashable {
+    case device(DeviceResult)
+    case campaign(CampaignEvent)
+
+    package static let currentVersion = 1
+
+    /// `<campaign>/<device>` for a device outcome, `<campaign>` for an event.
+    package var kafkaKey: String {
+        switch self {
+        case .device(let result): return result.kafkaKey
+        case .campaign(let event): return event.kafkaKey
+        }
+    }
+
+    /// The campaign id the record belongs to.
+    package var campaignID: String {
+        switch self {
+        case .device(let result): return result.campaign
+        case .campaign(let event): return event.campaign
+        }
+    }
+
+    /// The value of the `type` field.
+    package enum Kind: String, Codable, Sendable, CaseIterable {
+        case device, campaign
+
+        package init(from decoder: any Decoder) throws {
+            self = try StringEnum.decode(Self.self, from: decoder, what: "result type")
+        }
+    }
+
+    private enum CodingKeys: String, CodingKey { case type }
+
+    package init(from decoder: any Decoder) throws {
+        let container = try decoder.container(keyedBy: CodingKeys.self)
+        switch try container.field(.type, as: Kind.self) {
+        case .device: self = .device(try DeviceResult(from: decoder))
+        case .campaign: self = .campaign(try CampaignEvent(from: decoder))
+        }
+    }
+
+    /// Each payload writes `v` and `type` itself.
+    package func encode(to encoder: any Encoder) throws {
+        switch self {
+        case .device(let result): try result.encode(to: encoder)
+        case .campaign(let event): try event.encode(to: encoder)
+        }
+    }
+
+    package func validate() throws(MessageDecodingError) {
+        switch self {
+        case .device(let result): try result.validate()
+        case .campaign(let event): try event.validate()
+        }
+    }
+}
+
+/// The one final outcome of a device in a campaign.
+package enum DeviceOutcome: String, Codable, Sendable, CaseIterable {
+    /// APNs accepted the notification (HTTP 200). Acceptance, not proof of display.
+    case delivered
+    /// APNs refused the request itself (a 4xx other than a bad token); `reason`
+    /// has APNs' reason. Never resent.
+    case rejected
+    /// The token is malformed, for another topic or environment, or no longer
+    /// active (400 BadDeviceToken, DeviceTokenNotForTopic; 410 Unregistered).
+    case invalidToken = "invalid_token"
+    /// The campaign's expiration passed before the device could be sent to.
+    case expired
+    /// The campaign was cancelled before the device was sent to.
+    case cancelled
+    /// Deliberately not sent (dry run, opted out, no token, ...); `reason` says why.
+    case skipped
+    /// Sending kept failing (network, 5xx, 429) until the retries ran out.
+    case failed
+
+    package init(from decoder: any Decoder) throws {
+        self = try StringEnum.decode(Self.self, from: decoder, what: "outcome")
+    }
+}
+
+/// A device's final outcome. Kafka key `<campaign>/<device>`.
+package struct DeviceResult: Codable, Sendable, Hashable {
+    /// Campaign id.
+    package var campaign: String
+    /// Device id.
+    package var device: String
+    package var outcome: DeviceOutcome
+    /// APNs' HTTP status, when APNs answered.
+    package var status: Int?
+    /// APNs' reason (`BadDeviceToken`, `Unregistered`, ...) or, for skipped and
+    /// failed outcomes, Pushfan's own.
+    package var reason: String?
+    /// The `apns-id` APNs returned or was given.
+    package var apnsID: String?
+    /// Requests made to APNs for this device (0 when never sent).
+    package var attempts: Int
+    /// When the outcome was reached, in milliseconds since the epoch.
+    package var at: Int64
+
+    package init(
+        campaign: String, device: String, outcome: DeviceOutcome, status: Int? = nil,
+        reason: String? = nil, apnsID: String? = nil, attempts: Int, at: Int64
+    ) {
+        self.campaign = campaign
+        self.device = device
+        self.outcome = outcome
+        self.status = status
+        self.reason = reason
+        self.apnsID = apnsID
+        self.attempts = attempts
+        self.at = at
+    }
+
+    /// `<campaign>/<device>`. Neither id can contain `/`.
+    package var kafkaKey: String { "\(campaign)/\(device)" }
+
+    private enum CodingKeys: String, CodingKey {
+        case v, type, campaign, device, outcome, status, reason, apnsID = "apns_id", attempts, at
+    }
+
+    package init(from decoder: any Decoder) throws {
+        let container = try decoder.container(keyedBy: CodingKeys.self)
+        campaign = try container.field(.campaign)
+        device = try container.field(.device)
+        outcome = try container.field(.outcome)
+        status = try container.optionalField(.status)
+        reason = try container.optionalField(.reason)
+        apnsID = try container.optionalField(.apnsID)
+        attempts = try container.field(.attempts)
+        at = try container.field(.at)
+    }
+
+    /// Writes `v` and `"type": "device"` too; absent optionals as explicit `null`.
+    package func encode(to encoder: any Encoder) throws {
+        var container = encoder.container(keyedBy: CodingKeys.self)
+        try container.encode(ResultRecord.currentVersion, forKey: .v)
+        try container.encode(ResultRecord.Kind.device, forKey: .type)
+        try container.encode(campaign, forKey: .campaign)
+        try container.encode(device, forKey: .device)
+        try container.encode(outcome, forKey: .outcome)
+        try container.encode(status, forKey: .status)
+        try container.encode(reason, forKey: .reason)
+        try container.encode(apnsID, forKey: .apnsID)
+        try container.encode(attempts, forKey: .attempts)
+        try container.encode(at, forKey: .at)
+    }
+
+    package func validate() throws(MessageDecodingError) {
+        try Rules.identifier(campaign, field: "campaign")
+        try Rules.identifier(device, field: "device")
+        if let status, !(100...599).contains(status) {
+            throw .invalidField("status", "must be an HTTP status from 100 to 599, got \(status)")
+        }
+        try Rules.nonNegative(attempts, field: "attempts")
+        try Rules.nonNegative(at, field: "at")
+    }
+}
+
+/// A step in a campaign's life. Kafka key `<campaign>`, so the latest event per
+/// campaign is its current state.
+package struct CampaignEvent: Codable, Sendable, Hashable {
+    package enum Event: String, Codable, Sendable, CaseIterable {
+        /// The planner accepted the campaign and planned its tasks.
+        case accepted
+        /// Running totals while sending.
+        case progress
+        /// Every device has its final outcome.
+        case completed
+        /// The campaign could not run (unknown app, bad segment...); see `error`.
+        case failed
+
+        package init(from decoder: any Decoder) throws {
+            self = try StringEnum.decode(Self.self, from: decoder, what: "campaign event")
+        }
+    }
+
+    /// Campaign id.
+    package var campaign: String
+    /// App key.
+    package var app: String
+    package var event: Event
+    /// Number of devices targeted, once known.
+    package var audience: Int?
+    /// Devices per outcome so far, keyed by `DeviceOutcome` raw values.
+    package var counts: [String: Int]
+    /// What went wrong, for `failed`.
+    package var error: String?
+    /// When the event happened, in milliseconds since the epoch.
+    package var at: Int64
+
+    package init(
+        campaign: String, app: String, event: Event, audience: Int? = nil,
+        counts: [String: Int] = [:], error: String? = nil, at: Int64
+    ) {
+        self.campaign = campaign
+        self.app = app
+        self.event = event
+        self.audience = audience
+        self.counts = counts
+        self.error = error
+        self.at = at
+    }
+
+    /// Builds `counts` from outcome-keyed totals.
+    package init(
+        campaign: String, app: String, event: Event, audience: Int? = nil,
+        outcomeCounts: [DeviceOutcome: Int], error: String? = nil, at: Int64
+    ) {
+        var counts: [String: Int] = [:]
+        for (outcome, count) in outcomeCounts { counts[outcome.rawValue] = count }
+        self.init(campaign: campaign, app: app, event: event, audience: audience, counts: counts, error: error, at: at)
+    }
+
+    /// The count for one outcome; 0 when absent.
+    package func count(of outcome: DeviceOutcome) -> Int { counts[outcome.rawValue] ?? 0 }
+
+    /// Sum of all outcome counts: devices finished so far.
+    package var finished: Int { counts.values.reduce(0, +) }
+
+    /// `<campaign>`.
+    package var kafkaKey: String { campaign }
+
+    private enum CodingKeys: String, CodingKey {
+        case v, type, campaign, app, event, audience, counts, error, at
+    }
+
+    package init(from decoder: any Decoder) throws {
+        let container = try decoder.container(keyedBy: CodingKeys.self)
+        campaign = try container.field(.campaign)
+        app = try container.field(.app)
+        event = try container.field(.event)
+        audience = try container.optionalField(.audience)
+        counts = try container.optionalField(.counts) ?? [:]
+        error = try container.optionalField(.error)
+        at = try container.field(.at)
+    }
+
+    /// Writes `v` and `"type": "campaign"` too.
+    package func encode(to encoder: any Encoder) throws {
+        var container = encoder.container(keyedBy: CodingKeys.self)
+        try container.encode(ResultRecord.currentVersion, forKey: .v)
+        try container.encode(ResultRecord.Kind.campaign, forKey: .type)
+        try container.encode(campaign, forKey: .campaign)
+        try container.encode(app, forKey: .app)
+        try container.encode(event, forKey: .event)
+        try container.encodeIfPresent(audience, forKey: .audience)
+        try container.encode(counts, forKey: .counts)
+        try container.encodeIfPresent(error, forKey: .error)
+        try container.encode(at, forKey: .at)
+    }
+
+    package func validate() throws(MessageDecodingError) {
+        try Rules.identifier(campaign, field: "campaign")
+        try Rules.identifier(app, field: "app")
+        if let audience { try Rules.nonNegative(audience, field: "audience") }
+        for key in counts.keys.sorted() {
+            let field = JSONPath.join("counts", key)
+            guard DeviceOutcome(rawValue: key) != nil else {
+                let allowed = DeviceOutcome.allCases.map(\.rawValue).joined(separator: ", ")
+                throw .invalidField(field, "is not an outcome; expected one of: \(allowed)")
+            }
+            try Rules.nonNegative(counts[key] ?? 0, field: field)
+        }
+        try Rules.nonNegative(at, field: "at")
+    }
+}

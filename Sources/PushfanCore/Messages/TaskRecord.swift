@@ -1,0 +1,104 @@
+/// One shard of a campaign's audience: the devices whose row key lies in
+/// `(after, through]`. Topic `tasks`, Kafka key = `kafkaKey` (`<app>#<lane>`).
+///
+/// The planner splits an app's sends into `lanes` lanes and gives each lane
+/// `rate / lanes` of the app's rate. Every task of one lane has the same key,
+/// so it lands on one partition, and whichever worker owns that partition owns
+/// that share of the rate: the total stays within the limit however partitions
+/// move between workers.
+package struct TaskRecord: VersionedMessage, Hashable {
+    package static let currentVersion = 1
+
+    /// Campaign id.
+    package var campaign: String
+    /// App key.
+    package var app: String
+    /// This shard's number, `0 ..< shards`.
+    package var shard: Int
+    /// How many shards the campaign was split into.
+    package var shards: Int
+    /// Exclusive lower bound of the device row key; nil = from the first row.
+    package var after: Int64?
+    /// Inclusive upper bound of the device row key; nil = to the last row.
+    package var through: Int64?
+    /// Expected number of devices in the shard (for progress and planning only).
+    package var estimate: Int
+    /// The rate lane, `0 ..< lanes`.
+    package var lane: Int
+    /// How many lanes the app's rate is divided into.
+    package var lanes: Int
+
+    package init(
+        campaign: String, app: String, shard: Int, shards: Int,
+        after: Int64?, through: Int64?, estimate: Int, lane: Int, lanes: Int
+    ) {
+        self.campaign = campaign
+        self.app = app
+        self.shard = shard
+        self.shards = shards
+        self.after = after
+        self.through = through
+        self.estimate = estimate
+        self.lane = lane
+        self.lanes = lanes
+    }
+
+    /// `<app>#<lane>`: all tasks of one lane of one app go to one partition.
+    package var kafkaKey: String { "\(app)#\(lane)" }
+
+    /// True when `rowKey` belongs to this shard.
+    package func contains(rowKey: Int64) -> Bool {
+        if let after, rowKey <= after { return false }
+        if let through, rowKey > through { return false }
+        return true
+    }
+
+    private enum CodingKeys: String, CodingKey {
+        case v, campaign, app, shard, shards, after, through, estimate, lane, lanes
+    }
+
+    package init(from decoder: any Decoder) throws {
+        let container = try decoder.container(keyedBy: CodingKeys.self)
+        campaign = try container.field(.campaign)
+        app = try container.field(.app)
+        shard = try container.field(.shard)
+        shards = try container.field(.shards)
+        after = try container.optionalField(.after)
+        through = try container.optionalField(.through)
+        estimate = try container.field(.estimate)
+        lane = try container.field(.lane)
+        lanes = try container.field(.lanes)
+    }
+
+    /// Open bounds are written as explicit `null`s so a reader sees them.
+    package func encode(to encoder: any Encoder) throws {
+        var container = encoder.container(keyedBy: CodingKeys.self)
+        try container.encode(Self.currentVersion, forKey: .v)
+        try container.encode(campaign, forKey: .campaign)
+        try container.encode(app, forKey: .app)
+        try container.encode(shard, forKey: .shard)
+        try container.encode(shards, forKey: .shards)
+        try container.encode(after, forKey: .after)
+        try container.encode(through, forKey: .through)
+        try container.encode(estimate, forKey: .estimate)
+        try container.encode(lane, forKey: .lane)
+        try container.encode(lanes, forKey: .lanes)
+    }
+
+    package func validate() throws(MessageDecodingError) {
+        try Rules.identifier(campaign, field: "campaign")
+        try Rules.identifier(app, field: "app")
+        guard shards >= 1 else { throw .invalidField("shards", "must be at least 1, got \(shards)") }
+        guard (0..<shards).contains(shard) else {
+            throw .invalidField("shard", "must be from 0 to shards - 1 (\(shards - 1)), got \(shard)")
+        }
+        guard lanes >= 1 else { throw .invalidField("lanes", "must be at least 1, got \(lanes)") }
+        guard (0..<lanes).contains(lane) else {
+            throw .invalidField("lane", "must be from 0 to lanes - 1 (\(lanes - 1)), got \(lane)")
+        }
+        try Rules.nonNegative(estimate, field: "estimate")
+        if let after, let through, through <= after {
+            throw .invalidField("through", "must be greater than after (\(after)), got \(through)")
+        }
+    }
+}

@@ -1,0 +1,114 @@
+import Foundation
+
+/// A topic and partition.
+package struct TopicPartition: Sendable, Hashable, CustomStringConvertible {
+    package let topic: String
+    package let partition: Int32
+    package init(topic: String, partition: Int32) {
+        self.topic = topic
+        self.partition = partition
+    }
+    package var description: String { "\(topic)[\(partition)]" }
+}
+
+/// A consumed record. Store its offset (`KafkaConsumer.storeOffset`) once its work is durable.
+package struct KafkaRecord: Sendable {
+    package let topic: String
+    package let partition: Int32
+    package let offset: Int64
+    package let key: [UInt8]?
+    package let value: [UInt8]
+    /// Milliseconds since the epoch, when the broker reported one.
+    package let timestamp: Int64?
+
+    package var topicPartition: TopicPartition { TopicPartition(topic: topic, partition: partition) }
+    package var keyString: String? { key.map { String(decoding: $0, as: UTF8.self) } }
+}
+
+/// What the consumer's poll thread reports, in order.
+package enum ConsumerEvent: Sendable {
+    /// Records fetched in one poll, possibly from several partitions.
+    case records([KafkaRecord])
+    /// Partitions now owned by this member.
+    case assigned([TopicPartition])
+    /// Partitions taken away: stop their work; offsets stored so far were committed.
+    case revoked([TopicPartition])
+    /// A consumer-level error (fatal errors end the stream after this event).
+    case error(KafkaError)
+}
+
+/// Hands events from the blocking poll thread to async code. Bounded: when the caller
+/// falls behind by `capacity` records, the poll thread waits instead of buffering more.
+final class ConsumerEventChannel: @unchecked Sendable {
+    // All mutable state is guarded by `condition`, hence @unchecked.
+    private let condition = NSCondition()
+    private var buffer: [ConsumerEvent] = []
+    private var head = 0
+    private var bufferedRecords = 0
+    private var waiter: CheckedContinuation<ConsumerEvent?, Never>?
+    private var finished = false
+    private let capacity: Int
+
+    init(capacity: Int) { self.capacity = max(1, capacity) }
+
+    /// Called on the poll thread; blocks while the buffer is full.
+    func publish(_ event: ConsumerEvent) {
+        condition.lock()
+        if case .records = event {
+            while bufferedRecords >= capacity && !finished { condition.wait() }
+        }
+        if finished {
+            condition.unlock()
+            return
+        }
+        if let waiter {
+            self.waiter = nil
+            condition.unlock()
+            waiter.resume(returning: event)
+            return
+        }
+        buffer.append(event)
+        if case .records(let records) = event { bufferedRecords += records.count }
+        condition.unlock()
+    }
+
+    func publishError(_ error: KafkaError) { publish(.error(error)) }
+
+    /// Called by the consumer's iterator; nil once finished and drained.
+    func next() async -> ConsumerEvent? {
+        await withCheckedContinuation { continuation in
+            condition.lock()
+            if head < buffer.count {
+                let event = buffer[head]
+                head += 1
+                if head == buffer.count {
+                    buffer.removeAll(keepingCapacity: true)
+                    head = 0
+                }
+                if case .records(let records) = event {
+                    bufferedRecords -= records.count
+                    condition.broadcast()
+                }
+                condition.unlock()
+                continuation.resume(returning: event)
+            } else if finished {
+                condition.unlock()
+                continuation.resume(returning: nil)
+            } else {
+                waiter = continuation
+                condition.unlock()
+            }
+        }
+    }
+
+    /// Ends the stream: the iterator sees the buffered events, then nil; publishers stop blocking.
+    func finish() {
+        condition.lock()
+        finished = true
+        let waiter = self.waiter
+        self.waiter = nil
+        condition.broadcast()
+        condition.unlock()
+        waiter?.resume(returning: nil)
+    }
+}

@@ -1,0 +1,248 @@
+import Foundation
+import PushfanCore
+import Synchronization
+internal import CRdkafka
+
+/// A member of a Kafka consumer group.
+///
+/// Polling runs on a dedicated thread (never on Swift's cooperative pool) and reaches the
+/// caller through `events`, in order: records, assignments, revocations and errors.
+/// Offsets are stored only when the caller says a record's work is durable
+/// (`storeOffset`), and librdkafka commits what was stored, so a crash re-delivers the
+/// records whose work was not finished and nothing else.
+package final class KafkaConsumer: Sendable {
+    private let handle: RDKafkaHandle
+    private let context: Unmanaged<ClientContext>
+    private let channel: ConsumerEventChannel
+    private let poller: ServiceThread
+    private let logger: Logger
+    private let closed = Atomic<Bool>(false)
+
+    package init(configuration: KafkaConsumerConfiguration, logger: Logger) throws(KafkaError) {
+        let channel = ConsumerEventChannel(capacity: configuration.bufferCapacity)
+        let context = ClientContext(logger: logger, consumerEvents: channel)
+        (handle, self.context) = try makeRDKafkaClient(
+            type: RD_KAFKA_CONSUMER, properties: configuration.rdkafkaProperties, context: context
+        ) { conf in
+            rd_kafka_conf_set_rebalance_cb(conf) { client, code, partitions, opaque in
+                guard let client, let context = ClientContext.from(opaque) else { return }
+                KafkaConsumer.rebalance(client: client, code: code, partitions: partitions, context: context)
+            }
+        }
+        self.channel = channel
+        self.logger = logger
+        // Route the main queue (errors, rebalances) to the consumer queue the poll thread serves.
+        rd_kafka_poll_set_consumer(handle.raw)
+        let handle = self.handle
+        poller = ServiceThread(name: "pushfan.kafka.consumer") { isStopping in
+            KafkaConsumer.pollLoop(handle: handle, channel: channel, isStopping: isStopping)
+        }
+    }
+
+    deinit {
+        if !closed.load(ordering: .relaxed) {
+            logger.warning("kafka.consumer_not_closed")
+            channel.finish()
+            poller.stop()
+            rd_kafka_destroy(handle.raw)
+            context.release()
+        }
+    }
+
+    /// Joins the group for these topics; assignments arrive as `.assigned` events.
+    package func subscribe(topics: [String]) throws(KafkaError) {
+        try withPartitionList(topics.map { TopicPartition(topic: $0, partition: pushfan_rdk_partition_unassigned()) }) { list throws(KafkaError) in
+            try KafkaError.check(rd_kafka_subscribe(handle.raw, list), "subscribe")
+        }
+    }
+
+    /// The event stream. Iterate it from one task only.
+    package var events: Events { Events(channel: channel) }
+
+    package struct Events: AsyncSequence, Sendable {
+        package typealias Element = ConsumerEvent
+        fileprivate let channel: ConsumerEventChannel
+
+        package struct AsyncIterator: AsyncIteratorProtocol {
+            fileprivate let channel: ConsumerEventChannel
+            package mutating func next() async -> ConsumerEvent? { await channel.next() }
+        }
+
+        package func makeAsyncIterator() -> AsyncIterator { AsyncIterator(channel: channel) }
+    }
+
+    /// Marks everything up to and including these records as done. Call it only once their
+    /// work is durable; the highest offset per partition wins.
+    package func storeOffsets(_ records: some Sequence<KafkaRecord>) throws(KafkaError) {
+        var next: [TopicPartition: Int64] = [:]
+        for record in records {
+            next[record.topicPartition] = max(next[record.topicPartition] ?? 0, record.offset + 1)
+        }
+        guard !next.isEmpty else { return }
+        try storeNextOffsets(next)
+    }
+
+    package func storeOffset(_ record: KafkaRecord) throws(KafkaError) {
+        try storeNextOffsets([record.topicPartition: record.offset + 1])
+    }
+
+    /// Stores "next offset to read" per partition. A partition this member no longer owns
+    /// is refused (its new owner re-reads the records), which is reported, not hidden.
+    package func storeNextOffsets(_ offsets: [TopicPartition: Int64]) throws(KafkaError) {
+        let entries = offsets.map { ($0.key, $0.value) }
+        try withPartitionList(entries.map(\.0)) { list throws(KafkaError) in
+            for (index, entry) in entries.enumerated() { list.pointee.elems[index].offset = entry.1 }
+            try KafkaError.check(rd_kafka_offsets_store(handle.raw, list), "store offsets")
+            for index in 0..<Int(list.pointee.cnt) where list.pointee.elems[index].err != RD_KAFKA_RESP_ERR_NO_ERROR {
+                throw KafkaError(operation: "store offsets for \(entries[index].0)", code: list.pointee.elems[index].err)
+            }
+        }
+    }
+
+    /// Commits stored offsets now and waits for the broker's answer.
+    package func commit() async throws(KafkaError) {
+        let handle = self.handle
+        let code = await BlockingWork.run { rd_kafka_commit(handle.raw, nil, 0).rawValue }
+        let error = rd_kafka_resp_err_t(rawValue: code)
+        // _NO_OFFSET: nothing was stored since the last commit.
+        if error != RD_KAFKA_RESP_ERR__NO_OFFSET { try KafkaError.check(error, "commit") }
+    }
+
+    /// Stops fetching these partitions while keeping them (long work, back-pressure).
+    package func pause(_ partitions: [TopicPartition]) throws(KafkaError) {
+        try withPartitionList(partitions) { list throws(KafkaError) in
+            try KafkaError.check(rd_kafka_pause_partitions(handle.raw, list), "pause")
+        }
+    }
+
+    package func resume(_ partitions: [TopicPartition]) throws(KafkaError) {
+        try withPartitionList(partitions) { list throws(KafkaError) in
+            try KafkaError.check(rd_kafka_resume_partitions(handle.raw, list), "resume")
+        }
+    }
+
+    /// The partitions this member owns now.
+    package func assignment() throws(KafkaError) -> [TopicPartition] {
+        var list: UnsafeMutablePointer<rd_kafka_topic_partition_list_t>?
+        try KafkaError.check(rd_kafka_assignment(handle.raw, &list), "assignment")
+        defer { if let list { rd_kafka_topic_partition_list_destroy(list) } }
+        return list.map(KafkaConsumer.partitions(of:)) ?? []
+    }
+
+    /// Commits stored offsets, leaves the group (so partitions move at once rather than
+    /// after the session timeout) and releases the client. The event stream ends.
+    package func close() async {
+        if closed.exchange(true, ordering: .relaxed) { return }
+        channel.finish()
+        poller.stop()
+        let handle = self.handle
+        let code = await BlockingWork.run { rd_kafka_consumer_close(handle.raw).rawValue }
+        if code != 0 {
+            logger.warning("kafka.consumer_close", ["kafka.code": String(cString: rd_kafka_err2name(rd_kafka_resp_err_t(rawValue: code)))])
+        }
+        await BlockingWork.run { rd_kafka_destroy(handle.raw) }
+        context.release()
+    }
+
+    // MARK: - Poll thread
+
+    private static func pollLoop(handle: RDKafkaHandle, channel: ConsumerEventChannel, isStopping: () -> Bool) {
+        guard let queue = rd_kafka_queue_get_consumer(handle.raw) else { return }
+        defer { rd_kafka_queue_destroy(queue) }
+        let capacity = 1000
+        let messages = UnsafeMutablePointer<UnsafeMutablePointer<rd_kafka_message_t>?>.allocate(capacity: capacity)
+        defer { messages.deallocate() }
+        while !isStopping() {
+            let count = rd_kafka_consume_batch_queue(queue, 100, messages, capacity)
+            guard count > 0 else { continue }
+            var records: [KafkaRecord] = []
+            records.reserveCapacity(count)
+            var topicNames: [OpaquePointer: String] = [:]
+            for index in 0..<count {
+                guard let message = messages[index] else { continue }
+                defer { rd_kafka_message_destroy(message) }
+                let m = message.pointee
+                let topic: String
+                if let rkt = m.rkt {
+                    if let known = topicNames[rkt] {
+                        topic = known
+                    } else {
+                        topic = String(cString: rd_kafka_topic_name(rkt))
+                        topicNames[rkt] = topic
+                    }
+                } else {
+                    topic = ""
+                }
+                if m.err != RD_KAFKA_RESP_ERR_NO_ERROR {
+                    let text = m.payload.map { String(decoding: UnsafeRawBufferPointer(start: $0, count: m.len), as: UTF8.self) }
+                    channel.publish(.error(KafkaError(operation: "consume \(topic)[\(m.partition)]", code: m.err, message: text)))
+                    continue
+                }
+                var timestampType = RD_KAFKA_TIMESTAMP_NOT_AVAILABLE
+                let timestamp = rd_kafka_message_timestamp(message, &timestampType)
+                records.append(
+                    KafkaRecord(
+                        topic: topic, partition: m.partition, offset: m.offset,
+                        key: m.key.map { Array(UnsafeRawBufferPointer(start: $0, count: m.key_len)) },
+                        value: m.payload.map { Array(UnsafeRawBufferPointer(start: $0, count: m.len)) } ?? [],
+                        timestamp: timestampType == RD_KAFKA_TIMESTAMP_NOT_AVAILABLE ? nil : timestamp))
+            }
+            if !records.isEmpty { channel.publish(.records(records)) }
+        }
+    }
+
+    /// Runs on the poll thread (or in close) when the group coordinator moves partitions.
+    private static func rebalance(
+        client: OpaquePointer, code: rd_kafka_resp_err_t, partitions: UnsafeMutablePointer<rd_kafka_topic_partition_list_t>?,
+        context: ClientContext
+    ) {
+        let cooperative = String(cString: rd_kafka_rebalance_protocol(client)) == "COOPERATIVE"
+        let changed = partitions.map(KafkaConsumer.partitions(of:)) ?? []
+        let events = context.consumerEvents
+        switch code {
+        case RD_KAFKA_RESP_ERR__ASSIGN_PARTITIONS:
+            if cooperative {
+                if let error = rd_kafka_incremental_assign(client, partitions) {
+                    events?.publish(.error(KafkaError(operation: "assign", consuming: error)))
+                }
+            } else {
+                _ = rd_kafka_assign(client, partitions)
+            }
+            context.logger.info("kafka.assigned", ["kafka.partitions": changed.map(\.description).joined(separator: ",")])
+            events?.publish(.assigned(changed))
+        case RD_KAFKA_RESP_ERR__REVOKE_PARTITIONS:
+            events?.publish(.revoked(changed))
+            // What the caller stored before losing the partitions is committed now, so the
+            // next owner starts right after the last durable record.
+            _ = rd_kafka_commit(client, nil, 0)
+            if cooperative {
+                if let error = rd_kafka_incremental_unassign(client, partitions) { rd_kafka_error_destroy(error) }
+            } else {
+                _ = rd_kafka_assign(client, nil)
+            }
+            context.logger.info("kafka.revoked", ["kafka.partitions": changed.map(\.description).joined(separator: ",")])
+        default:
+            _ = rd_kafka_assign(client, nil)
+            events?.publish(.error(KafkaError(operation: "rebalance", code: code)))
+        }
+    }
+
+    static func partitions(of list: UnsafeMutablePointer<rd_kafka_topic_partition_list_t>) -> [TopicPartition] {
+        (0..<Int(list.pointee.cnt)).map { index in
+            let element = list.pointee.elems[index]
+            return TopicPartition(topic: String(cString: element.topic), partition: element.partition)
+        }
+    }
+}
+
+/// Builds a temporary `rd_kafka_topic_partition_list_t` for one call.
+func withPartitionList<R>(
+    _ partitions: [TopicPartition], _ body: (UnsafeMutablePointer<rd_kafka_topic_partition_list_t>) throws(KafkaError) -> R
+) throws(KafkaError) -> R {
+    guard let list = rd_kafka_topic_partition_list_new(Int32(clamping: partitions.count)) else {
+        throw KafkaError.configuration("out of memory for a partition list")
+    }
+    defer { rd_kafka_topic_partition_list_destroy(list) }
+    for partition in partitions { _ = rd_kafka_topic_partition_list_add(list, partition.topic, partition.partition) }
+    return try body(list)
+}
