@@ -130,22 +130,14 @@ struct ConsumeCommand: Command {
         let consumer = try KafkaConsumer(configuration: configuration, logger: context.logger)
         try consumer.subscribe(topics: topics)
         let activity = ActivityClock()
-        let watchdog = Task {
-            // Ends the event stream when idle too long or on SIGINT/SIGTERM.
-            await withTaskGroup(of: Void.self) { group in
-                group.addTask { _ = await ShutdownSignal.wait() }
-                if idle > 0 {
-                    group.addTask {
-                        while !Task.isCancelled {
-                            try? await Task.sleep(for: .milliseconds(100))
-                            if activity.secondsSinceLast() >= idle { return }
-                        }
-                    }
-                }
-                await group.next()
-                group.cancelAll()
+        // Closing the consumer ends the event stream below; it is idempotent.
+        ShutdownSignal.install { _ in Task { await consumer.close() } }
+        let idleWatch = Task {
+            guard idle > 0 else { return }
+            while !Task.isCancelled, activity.secondsSinceLast() < idle {
+                try? await Task.sleep(for: .milliseconds(100))
             }
-            await consumer.close()
+            if !Task.isCancelled { await consumer.close() }
         }
         var printed = 0
         var output = OutputBuffer()
@@ -177,9 +169,8 @@ struct ConsumeCommand: Command {
                 }
             }
         }
-        watchdog.cancel()
+        idleWatch.cancel()
         await consumer.close()
-        _ = await watchdog.value
         return status
     }
 

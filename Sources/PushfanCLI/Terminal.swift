@@ -67,25 +67,29 @@ struct OutputBuffer {
     }
 }
 
-/// Turns SIGINT and SIGTERM into an async event so commands can stop cleanly.
+/// SIGINT and SIGTERM as events, so commands can stop cleanly (commit, flush, leave the group).
 enum ShutdownSignal {
-    /// Resolves when the process receives SIGINT or SIGTERM; returns the signal number.
-    static func wait() async -> Int32 {
-        await withCheckedContinuation { continuation in
-            let once = OnceFlag()
-            for number in [SIGINT, SIGTERM] {
-                signal(number, SIG_IGN)
-                let source = DispatchSource.makeSignalSource(signal: number, queue: .global())
-                source.setEventHandler {
-                    if once.claim() { continuation.resume(returning: number) }
-                }
-                source.resume()
-                retainedSources.append(source)
+    /// Calls `handler` once, on the first SIGINT or SIGTERM.
+    static func install(_ handler: @escaping @Sendable (Int32) -> Void) {
+        let once = OnceFlag()
+        for number in [SIGINT, SIGTERM] {
+            signal(number, SIG_IGN)
+            let source = DispatchSource.makeSignalSource(signal: number, queue: .global())
+            source.setEventHandler {
+                if once.claim() { handler(number) }
             }
+            source.resume()
+            // Dispatch sources stop when released; this one lives as long as the process.
+            _ = Unmanaged.passRetained(source as AnyObject)
         }
     }
 
-    nonisolated(unsafe) private static var retainedSources: [any DispatchSourceSignal] = []
+    /// Resolves on the first SIGINT or SIGTERM with the signal number.
+    static func wait() async -> Int32 {
+        await withCheckedContinuation { continuation in
+            install { continuation.resume(returning: $0) }
+        }
+    }
 }
 
 /// True for the first caller only.

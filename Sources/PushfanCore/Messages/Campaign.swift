@@ -106,9 +106,9 @@ extension Campaign {
                 throw MessageDecodingError.invalidField(at: decoder.codingPath, reason)
             }
             switch form {
-            case .segment: self = .segment(try container.decode(String.self, forKey: .segment))
-            case .named: self = .named(try container.decode(String.self, forKey: .named))
-            case .devices: self = .devices(try container.decode([String].self, forKey: .devices))
+            case .segment: self = .segment(try container.field(.segment))
+            case .named: self = .named(try container.field(.named))
+            case .devices: self = .devices(try container.field(.devices))
             }
         }
 
@@ -172,6 +172,31 @@ extension Campaign {
             try container.encodeIfPresent(content, forKey: .content)
             try container.encodeIfPresent(aps, forKey: .aps)
             try container.encodeIfPresent(data, forKey: .data)
+        }
+
+        /// The `aps` dictionary for a device locale: `aps` as given, with the
+        /// texts for that locale (`Content.text(forLocale:)`) set as
+        /// `alert.title`, `subtitle` and `body`. Other keys of an `alert` object
+        /// (`loc-key`, `launch-image`...) are kept; a string `alert` is replaced
+        /// by the texts. Without texts for the locale, `aps` is returned as given.
+        package func aps(forLocale locale: String?) -> [String: JSONValue] {
+            var result = aps ?? [:]
+            guard let text = content?.text(forLocale: locale) else { return result }
+            var alert = result["alert"]?.objectValue ?? [:]
+            for (key, value) in [("title", text.title), ("subtitle", text.subtitle), ("body", text.body)] {
+                if let value, !value.isEmpty { alert[key] = .string(value) }
+            }
+            result["alert"] = .object(alert)
+            return result
+        }
+
+        /// The APNs payload for a device locale: `data`'s keys beside `aps`.
+        /// Its encoded size must be checked against `pushType.maxPayloadBytes`,
+        /// which depends on the locale's texts.
+        package func payload(forLocale locale: String?) -> [String: JSONValue] {
+            var payload = data ?? [:]
+            payload["aps"] = .object(aps(forLocale: locale))
+            return payload
         }
     }
 
@@ -345,7 +370,7 @@ extension Campaign {
         package var collapseID: String?
         /// Sends per second for this campaign, as a cap below the app's own limit.
         package var rate: Int?
-        /// Expand and count the audience, report results as `skipped`, send nothing.
+        /// Expand and count the audience without sending anything.
         package var dryRun: Bool
 
         package init(

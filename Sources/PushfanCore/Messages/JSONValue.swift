@@ -95,9 +95,14 @@ extension JSONValue: Codable {
             self = .bool(value)
             return
         }
-        if let value = try? single.decode(String.self) {
-            self = .string(value)
+        do {
+            self = .string(try single.decode(String.self))
             return
+        } catch is DecodingError {
+            // Not a string.
+        } catch {
+            // A string whose text the parser refuses (raw newline, bad escape).
+            throw ParserFailure.classify(error, at: decoder.codingPath)
         }
         // Whole numbers first, so integers stay integers. The parser raises a
         // DecodingError when the value is not a number at all and its own error

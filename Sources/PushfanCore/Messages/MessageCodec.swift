@@ -42,8 +42,8 @@ package struct MessageDecodingError: Error, CustomStringConvertible, Equatable {
 
     package var description: String { field.isEmpty ? reason : "\(field): \(reason)" }
 
-    package static func notJSON(_ reason: String) -> MessageDecodingError {
-        MessageDecodingError(.notJSON, field: "", reason: reason)
+    package static func notJSON(_ reason: String, field: String = "") -> MessageDecodingError {
+        MessageDecodingError(.notJSON, field: field, reason: reason)
     }
 
     package static func wrongSchema(_ field: String, _ reason: String) -> MessageDecodingError {
@@ -113,6 +113,7 @@ package enum MessageCodec {
     package static func decode<M: VersionedMessage>(
         _ type: M.Type, from data: Data
     ) throws(MessageDecodingError) -> M {
+        if let problem = precheck(data) { throw problem }
         let message: M
         do {
             message = try JSONDecoder().decode(Envelope<M>.self, from: data).message
@@ -164,13 +165,13 @@ package enum MessageCodec {
                 let container: KeyedDecodingContainer<Keys>
                 do {
                     container = try decoder.container(keyedBy: Keys.self)
-                } catch {
+                } catch let error as DecodingError {
                     throw MessageDecodingError.wrongSchema(
                         "", "a message must be a JSON object\(JSONPath.found(in: error))")
                 }
                 guard container.contains(.v) else {
                     throw MessageDecodingError.wrongSchema(
-                        "v", "missing: every message needs an integer version field \"v\"")
+                        "v", "required field is missing; every message needs an integer version \"v\"")
                 }
                 let version: Int
                 do {
@@ -187,23 +188,68 @@ package enum MessageCodec {
             } catch let error as DecodingError {
                 throw JSONPath.translate(error)
             } catch {
-                // The parser reports numbers it cannot represent (1e400 as a
-                // Double, 1.5 as an Int) with an internal error type and no path.
-                throw MessageDecodingError.wrongSchema(
-                    "", "a number is out of range, or is a fraction where a whole number is expected")
+                // The parser's own error, raised lazily for a value it could not
+                // convert; the field helpers usually catch it first, with a path.
+                throw ParserFailure.classify(error, at: [])
             }
         }
     }
 
-    /// A short explanation of why the bytes are not JSON.
-    private static func describeUnparsable(_ data: Data) -> String {
-        if data.isEmpty { return "the payload is empty" }
-        guard let text = String(validating: data, as: UTF8.self) else {
-            return "the payload is not valid UTF-8 text, so it cannot be JSON"
+    /// Checks the parser leaves for later: it validates the text inside strings
+    /// only when a field is read, so bad bytes in a key or an ignored field
+    /// would otherwise pass or be reported as something else. One pass over
+    /// the bytes, before parsing.
+    private static func precheck(_ data: Data) -> MessageDecodingError? {
+        if data.isEmpty { return .notJSON("the payload is empty") }
+        guard String(validating: data, as: UTF8.self) != nil else {
+            return .notJSON("the payload is not valid UTF-8 text, so it cannot be JSON")
         }
+        // JSON allows raw bytes below 0x20 only as whitespace between tokens.
+        if let index = data.firstIndex(where: { $0 < 0x20 && $0 != 0x09 && $0 != 0x0A && $0 != 0x0D }) {
+            let offset = data.distance(from: data.startIndex, to: index)
+            let byte = String(data[index], radix: 16, uppercase: true)
+            return .notJSON(
+                "not valid JSON: raw control character 0x\(byte.count == 1 ? "0" : "")\(byte) at byte \(offset); "
+                    + "inside strings write it escaped, like \\u0000")
+        }
+        return nil
+    }
+
+    /// A short explanation of why the parser refused the bytes.
+    private static func describeUnparsable(_ data: Data) -> String {
+        let text = String(decoding: data, as: UTF8.self)
         if text.allSatisfy(\.isWhitespace) { return "the payload is only whitespace" }
         return "not valid JSON (syntax error, trailing text, or nesting deeper than 512 levels); "
             + "the payload starts with \(Quote.clip(text.trimmingCharacters(in: .whitespacesAndNewlines), max: 32))"
+    }
+}
+
+/// The parser (swift-foundation's JSONDecoder) reports some problems only when
+/// a value is read, with an internal error type that carries no coding path:
+/// numbers it cannot represent as the requested type (1e400, 1.5 as an Int)
+/// and strings whose text is invalid (raw newline, bad escape, lone surrogate).
+enum ParserFailure {
+    static func classify(_ error: any Error, at path: [any CodingKey], expected: Any.Type? = nil) -> MessageDecodingError {
+        let name = String(describing: error)
+        if name.contains("number") || name.contains("Number") {
+            if let expected, JSONPath.describe(expected) == "an integer" {
+                return .wrongSchema(at: path, "expected an integer (a whole number within 64 bits)")
+            }
+            return .wrongSchema(at: path, "a number is out of range, or is a fraction where a whole number is expected")
+        }
+        let problem: String
+        if name.contains("ControlCharacter") {
+            problem = "a string contains a raw control character (newline, tab...); write it escaped, like \\n"
+        } else if name.contains("Surrogate") || name.contains("UnicodeScalar") || name.contains("HexDigit") {
+            problem = "a string contains an invalid \\u escape"
+        } else if name.contains("Escape") {
+            problem = "a string contains an invalid escape sequence"
+        } else if name.contains("UTF8") {
+            problem = "a string is not valid UTF-8"
+        } else {
+            problem = "a value could not be read"
+        }
+        return .notJSON("not valid JSON: \(problem)", field: JSONPath.render(path))
     }
 }
 
@@ -313,8 +359,8 @@ enum JSONPath {
 }
 
 extension KeyedDecodingContainerProtocol {
-    /// `decode` that names the field when the parser rejects a number (its own
-    /// error for that case carries no path).
+    /// `decode` that names the field when the parser raises its own, pathless
+    /// error (see `ParserFailure`).
     func field<T: Decodable>(_ key: Key, as type: T.Type = T.self) throws -> T {
         do {
             return try decode(T.self, forKey: key)
@@ -323,12 +369,12 @@ extension KeyedDecodingContainerProtocol {
         } catch let error as MessageDecodingError {
             throw error
         } catch {
-            throw MessageDecodingError.wrongSchema(at: codingPath + [key], Self.numberProblem(T.self))
+            throw ParserFailure.classify(error, at: codingPath + [key], expected: T.self)
         }
     }
 
     /// `decodeIfPresent` (absent or null gives nil) that names the field when
-    /// the parser rejects a number.
+    /// the parser raises its own, pathless error (see `ParserFailure`).
     func optionalField<T: Decodable>(_ key: Key, as type: T.Type = T.self) throws -> T? {
         do {
             return try decodeIfPresent(T.self, forKey: key)
@@ -337,16 +383,8 @@ extension KeyedDecodingContainerProtocol {
         } catch let error as MessageDecodingError {
             throw error
         } catch {
-            throw MessageDecodingError.wrongSchema(at: codingPath + [key], Self.numberProblem(T.self))
+            throw ParserFailure.classify(error, at: codingPath + [key], expected: T.self)
         }
-    }
-
-    private static func numberProblem(_ type: Any.Type) -> String {
-        let description = JSONPath.describe(type)
-        if description == "an integer" {
-            return "expected an integer (a whole number within 64 bits)"
-        }
-        return "contains a number that is out of range or is a fraction where a whole number is expected"
     }
 }
 
@@ -355,7 +393,14 @@ enum StringEnum {
     static func decode<E: RawRepresentable & CaseIterable>(
         _ type: E.Type, from decoder: any Decoder, what: String
     ) throws -> E where E.RawValue == String {
-        let raw = try decoder.singleValueContainer().decode(String.self)
+        let raw: String
+        do {
+            raw = try decoder.singleValueContainer().decode(String.self)
+        } catch let error as DecodingError {
+            throw error
+        } catch {
+            throw ParserFailure.classify(error, at: decoder.codingPath)
+        }
         guard let value = E(rawValue: raw) else {
             let allowed = E.allCases.map(\.rawValue).joined(separator: ", ")
             throw MessageDecodingError.invalidField(

@@ -1,0 +1,227 @@
+import Foundation
+import Testing
+
+@testable import PushfanCore
+
+@Suite("TaskRecord")
+struct TaskRecordTests {
+    static let base: JSONValue = [
+        "v": 1, "campaign": "c1", "app": "shop-ios", "shard": 3, "shards": 12,
+        "after": 1000, "through": 2000, "estimate": 1000, "lane": 2, "lanes": 4,
+    ]
+
+    @Test func decodesTheDocumentedForm() throws {
+        let task = try #require(decodeOrRecord(TaskRecord.self, Array(Self.base.jsonText.utf8)))
+        #expect(task == TaskRecord(campaign: "c1", app: "shop-ios", shard: 3, shards: 12, after: 1000, through: 2000,
+                                   estimate: 1000, lane: 2, lanes: 4))
+        #expect(task.kafkaKey == "shop-ios#2")
+    }
+
+    @Test func openBoundsAreExplicitNulls() throws {
+        let task = TaskRecord(campaign: "c1", app: "a", shard: 0, shards: 1, after: nil, through: nil, estimate: 5, lane: 0, lanes: 1)
+        let text = String(decoding: MessageCodec.encode(task), as: UTF8.self)
+        #expect(text.contains("\"after\":null"))
+        #expect(text.contains("\"through\":null"))
+        let absent = Self.base.setting("after", nil).setting("through", nil)
+        let decoded = try #require(decodeOrRecord(TaskRecord.self, Array(absent.jsonText.utf8)))
+        #expect(decoded.after == nil && decoded.through == nil)
+    }
+
+    @Test(arguments: [(Int64(1000), false), (1001, true), (2000, true), (2001, false)])
+    func shardBoundsAreExclusiveThenInclusive(_ rowKey: Int64, _ inside: Bool) {
+        let task = TaskRecord(campaign: "c1", app: "a", shard: 0, shards: 1, after: 1000, through: 2000, estimate: 0, lane: 0, lanes: 1)
+        #expect(task.contains(rowKey: rowKey) == inside)
+        let open = TaskRecord(campaign: "c1", app: "a", shard: 0, shards: 1, after: nil, through: nil, estimate: 0, lane: 0, lanes: 1)
+        #expect(open.contains(rowKey: rowKey))
+    }
+
+    static let rejects: [RejectCase] = [
+        RejectCase("shard equal to shards", value: base.setting("shard", 12), code: "invalid_field", field: "shard", mentions: "from 0 to shards - 1 (11), got 12"),
+        RejectCase("negative shard", value: base.setting("shard", -1), code: "invalid_field", field: "shard", mentions: "got -1"),
+        RejectCase("zero shards", value: base.setting("shards", 0).setting("shard", 0), code: "invalid_field", field: "shards", mentions: "at least 1"),
+        RejectCase("lane equal to lanes", value: base.setting("lane", 4), code: "invalid_field", field: "lane", mentions: "from 0 to lanes - 1 (3), got 4"),
+        RejectCase("zero lanes", value: base.setting("lanes", 0).setting("lane", 0), code: "invalid_field", field: "lanes", mentions: "at least 1"),
+        RejectCase("negative estimate", value: base.setting("estimate", -1), code: "invalid_field", field: "estimate", mentions: "must not be negative"),
+        RejectCase("empty range", value: base.setting("through", 1000), code: "invalid_field", field: "through", mentions: "greater than after"),
+        RejectCase("missing shards", value: base.setting("shards", nil), code: "wrong_schema", field: "shards", mentions: "missing"),
+        RejectCase("after as a string", value: base.setting("after", "1000"), code: "wrong_schema", field: "after", mentions: "expected an integer"),
+        RejectCase("bad campaign id", value: base.setting("campaign", "a#b"), code: "invalid_field", field: "campaign", mentions: "characters of"),
+        RejectCase("bad app", value: base.setting("app", "shop ios"), code: "invalid_field", field: "app", mentions: "characters of"),
+        RejectCase("v = 2", value: base.setting("v", 2), code: "unsupported_version", field: "v", mentions: "version 2"),
+    ]
+
+    @Test(arguments: rejects)
+    func rejected(_ reject: RejectCase) {
+        reject.check(as: TaskRecord.self)
+    }
+}
+
+@Suite("ResultRecord")
+struct ResultRecordTests {
+    static let device: JSONValue = [
+        "v": 1, "type": "device", "campaign": "c", "device": "d", "outcome": "delivered", "status": 200,
+        "reason": nil, "apns_id": "6a1e5c2e-8a61-4b1c-9a8e-2f4c3f1f7d10", "attempts": 1, "at": 1_764_489_600_123,
+    ]
+    static let campaign: JSONValue = [
+        "v": 1, "type": "campaign", "campaign": "c", "app": "shop-ios", "event": "progress", "audience": 100_000,
+        "counts": ["delivered": 10, "invalid_token": 1], "at": 1_764_489_600_123,
+    ]
+
+    @Test func decodesADeviceOutcome() throws {
+        let record = try #require(decodeOrRecord(ResultRecord.self, Array(Self.device.jsonText.utf8)))
+        guard case .device(let result) = record else {
+            Issue.record("decoded \(record)")
+            return
+        }
+        #expect(result.outcome == .delivered)
+        #expect(result.status == 200)
+        #expect(result.reason == nil)
+        #expect(record.kafkaKey == "c/d")
+        #expect(record.campaignID == "c")
+    }
+
+    @Test func decodesACampaignEvent() throws {
+        let record = try #require(decodeOrRecord(ResultRecord.self, Array(Self.campaign.jsonText.utf8)))
+        guard case .campaign(let event) = record else {
+            Issue.record("decoded \(record)")
+            return
+        }
+        #expect(event.event == .progress)
+        #expect(event.count(of: .delivered) == 10)
+        #expect(event.count(of: .invalidToken) == 1)
+        #expect(event.count(of: .failed) == 0)
+        #expect(event.finished == 11)
+        #expect(record.kafkaKey == "c")
+    }
+
+    @Test func deviceOutcomeWritesTypeAndNulls() {
+        let record = ResultRecord.device(.init(campaign: "c", device: "d", outcome: .failed, attempts: 5, at: 1))
+        let text = String(decoding: MessageCodec.encode(record), as: UTF8.self)
+        #expect(text.contains("\"type\":\"device\""))
+        #expect(text.contains("\"outcome\":\"failed\""))
+        #expect(text.contains("\"status\":null"))
+        #expect(text.contains("\"apns_id\":null"))
+        #expect(text.contains("\"v\":1"))
+    }
+
+    @Test func invalidTokenUsesSnakeCase() {
+        #expect(DeviceOutcome.invalidToken.rawValue == "invalid_token")
+        #expect(DeviceOutcome.allCases.map(\.rawValue) == ["delivered", "rejected", "invalid_token", "expired", "cancelled", "skipped", "failed"])
+    }
+
+    static let rejects: [RejectCase] = [
+        RejectCase("missing type", value: device.setting("type", nil), code: "wrong_schema", field: "type", mentions: "missing"),
+        RejectCase("unknown type", value: device.setting("type", "token"), code: "invalid_field", field: "type",
+                   mentions: "unknown result type \"token\"; expected one of: device, campaign"),
+        RejectCase("unknown outcome", value: device.setting("outcome", "sent"), code: "invalid_field", field: "outcome",
+                   mentions: "expected one of: delivered, rejected, invalid_token"),
+        RejectCase("status out of range", value: device.setting("status", 700), code: "invalid_field", field: "status", mentions: "100 to 599"),
+        RejectCase("negative attempts", value: device.setting("attempts", -1), code: "invalid_field", field: "attempts", mentions: "negative"),
+        RejectCase("missing device", value: device.setting("device", nil), code: "wrong_schema", field: "device", mentions: "missing"),
+        RejectCase("device with a slash", value: device.setting("device", "a/b"), code: "invalid_field", field: "device", mentions: "characters of"),
+        RejectCase("unknown event", value: campaign.setting("event", "started"), code: "invalid_field", field: "event",
+                   mentions: "expected one of: accepted, progress, completed, failed"),
+        RejectCase("count for an unknown outcome", value: campaign.setting("counts.sent", 3), code: "invalid_field", field: "counts.sent",
+                   mentions: "not an outcome"),
+        RejectCase("negative count", value: campaign.setting("counts.delivered", -3), code: "invalid_field", field: "counts.delivered", mentions: "negative"),
+        RejectCase("count as a string", value: campaign.setting("counts.delivered", "3"), code: "wrong_schema", field: "counts.delivered",
+                   mentions: "expected an integer"),
+        RejectCase("negative audience", value: campaign.setting("audience", -1), code: "invalid_field", field: "audience", mentions: "negative"),
+        RejectCase("missing app in an event", value: campaign.setting("app", nil), code: "wrong_schema", field: "app", mentions: "missing"),
+    ]
+
+    @Test(arguments: rejects)
+    func rejected(_ reject: RejectCase) {
+        reject.check(as: ResultRecord.self)
+    }
+}
+
+@Suite("ControlRecord")
+struct ControlRecordTests {
+    static let base: JSONValue = ["v": 1, "campaign": "spring-sale-2026", "action": "cancel", "at": 1_764_489_600_000]
+
+    @Test func decodesTheDocumentedForm() throws {
+        let control = try #require(decodeOrRecord(ControlRecord.self, Array(Self.base.jsonText.utf8)))
+        #expect(control == ControlRecord(campaign: "spring-sale-2026", action: .cancel, at: 1_764_489_600_000))
+        #expect(control.kafkaKey == "spring-sale-2026")
+    }
+
+    static let rejects: [RejectCase] = [
+        RejectCase("unknown action", value: base.setting("action", "stop"), code: "invalid_field", field: "action",
+                   mentions: "unknown action \"stop\"; expected one of: cancel, pause, resume"),
+        RejectCase("action as a number", value: base.setting("action", 1), code: "wrong_schema", field: "action", mentions: "expected a string"),
+        RejectCase("at in seconds", value: base.setting("at", 1_764_489_600), code: "invalid_field", field: "at", mentions: "looks like seconds"),
+        RejectCase("missing campaign", value: base.setting("campaign", nil), code: "wrong_schema", field: "campaign", mentions: "missing"),
+    ]
+
+    @Test(arguments: rejects)
+    func rejected(_ reject: RejectCase) {
+        reject.check(as: ControlRecord.self)
+    }
+}
+
+@Suite("DeadLetterRecord")
+struct DeadLetterRecordTests {
+    @Test func keepsARefusedRecordWithItsReasonAndBytes() throws {
+        let original = Array("{\"v\":1,\"id\":\"bad id\"}".utf8)
+        let failure = Result { () throws(MessageDecodingError) in try MessageCodec.decode(Campaign.self, from: original) }
+        guard case .failure(let error) = failure else {
+            Issue.record("accepted")
+            return
+        }
+        let letter = DeadLetterRecord(
+            topic: "pushfan.campaigns", partition: 3, offset: 42, key: "bad id", failure: error,
+            originalBytes: original, at: 1_764_489_600_000)
+        #expect(letter.error == error.code)
+        #expect(letter.reason == error.description)
+        #expect(letter.kafkaKey == "bad id")
+
+        let decoded = try MessageCodec.decode(DeadLetterRecord.self, from: MessageCodec.encode(letter))
+        #expect(decoded == letter)
+        #expect(decoded.originalBytes() == Data(original))
+    }
+
+    static let base: JSONValue = [
+        "v": 1, "topic": "pushfan.campaigns", "partition": 0, "offset": 42, "key": "spring-sale-2026",
+        "error": "not_json", "reason": "not valid JSON", "original": "aGVsbG8=", "at": 1_764_489_600_000,
+    ]
+
+    @Test func decodesTheDocumentedForm() throws {
+        let letter = try #require(decodeOrRecord(DeadLetterRecord.self, Array(Self.base.jsonText.utf8)))
+        #expect(letter.originalBytes() == Data("hello".utf8))
+        #expect(letter.key == "spring-sale-2026")
+    }
+
+    static let rejects: [RejectCase] = [
+        RejectCase("original not base64", value: base.setting("original", "hello!"), code: "invalid_field", field: "original", mentions: "base64"),
+        RejectCase("error code with capitals", value: base.setting("error", "NotJSON"), code: "invalid_field", field: "error", mentions: "lowercase"),
+        RejectCase("empty topic", value: base.setting("topic", ""), code: "invalid_field", field: "topic", mentions: "Kafka topic name"),
+        RejectCase("negative offset", value: base.setting("offset", -1), code: "invalid_field", field: "offset", mentions: "negative"),
+        RejectCase("missing reason", value: base.setting("reason", nil), code: "wrong_schema", field: "reason", mentions: "missing"),
+    ]
+
+    @Test(arguments: rejects)
+    func rejected(_ reject: RejectCase) {
+        reject.check(as: DeadLetterRecord.self)
+    }
+}
+
+@Suite("TopicNames")
+struct TopicNamesTests {
+    @Test func defaults() {
+        let names = TopicNames()
+        #expect(names.all == ["pushfan.campaigns", "pushfan.tasks", "pushfan.results", "pushfan.control", "pushfan.deadletter"])
+        #expect(TopicNames(prefix: "pushfan") == names)
+    }
+
+    @Test func prefix() {
+        #expect(TopicNames(prefix: "test-42").tasks == "test-42.tasks")
+    }
+
+    @Test func missingKeysKeepTheirDefaults() throws {
+        let names = try JSONDecoder().decode(TopicNames.self, from: Data("{\"results\":\"shop.results\"}".utf8))
+        #expect(names.results == "shop.results")
+        #expect(names.campaigns == "pushfan.campaigns")
+        #expect(names.deadletter == "pushfan.deadletter")
+    }
+}
