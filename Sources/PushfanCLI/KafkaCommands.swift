@@ -57,8 +57,7 @@ struct ProduceCommand: Command {
         let producer = try KafkaProducer(configuration: KafkaProducerConfiguration(client: KafkaOptions.client(arguments, context)), logger: context.logger)
         var reader = LineReader(descriptor: descriptor)
         var tickets: [DeliveryTicket] = []
-        var batch: [ProducerRecord] = []
-        batch.reserveCapacity(10_000)
+        var batch = ProducerBatch(topic: topic, partition: partition, capacity: 10_000, bytesPerRecord: 256)
         var total = 0, delivered = 0
         var failures: [String] = []
         func settle(_ ticket: DeliveryTicket) async {
@@ -66,18 +65,19 @@ struct ProduceCommand: Command {
             delivered += result.delivered
             failures.append(contentsOf: result.failures.prefix(10).map { "\($0.error)" })
         }
-        while let line = reader.next() {
-            var key = fixedKey
-            var value = line
+        while reader.next({ line in
             if let delimiter, let split = line.firstIndex(of: delimiter) {
-                key = Array(line[line.startIndex..<split])
-                value = line[(split + 1)...]
+                batch.append(key: UnsafeRawBufferPointer(rebasing: line[..<split]), value: UnsafeRawBufferPointer(rebasing: line[(split + 1)...]))
+            } else if let fixedKey {
+                fixedKey.withUnsafeBytes { batch.append(key: $0, value: line) }
+            } else {
+                batch.append(key: nil, value: line)
             }
-            batch.append(ProducerRecord(topic: topic, key: key, value: Array(value), partition: partition))
+        }) {
             total += 1
             if batch.count == 10_000 {
                 tickets.append(try await producer.enqueue(batch))
-                batch.removeAll(keepingCapacity: true)
+                batch.removeAll()
                 // Keep a bounded number of batches in flight.
                 if tickets.count > 8 { await settle(tickets.removeFirst()) }
             }
@@ -152,7 +152,7 @@ struct ConsumeCommand: Command {
                         output.append(jsonLine(record))
                     } else {
                         output.append(record.value)
-                        output.append([UInt8(ascii: "\n")])
+                        output.append(UInt8(ascii: "\n"))
                     }
                 }
                 guard output.flush() else { break loop }

@@ -1,39 +1,46 @@
 import Foundation
 
-/// Reads newline-separated records from a file descriptor in large chunks.
-struct LineReader {
+/// Reads newline-separated records from a file descriptor in large chunks into one
+/// fixed buffer, handing each line out as raw bytes without copying it.
+struct LineReader: ~Copyable {
     private let descriptor: Int32
-    private var buffer = [UInt8]()
+    private let buffer: UnsafeMutableRawBufferPointer
     private var start = 0
+    private var end = 0
     private var atEnd = false
 
-    init(descriptor: Int32) { self.descriptor = descriptor }
+    init(descriptor: Int32, chunkSize: Int = 1 << 20) {
+        self.descriptor = descriptor
+        buffer = .allocate(byteCount: chunkSize, alignment: 16)
+    }
 
-    /// The next line without its newline (a trailing "\r" is kept), or nil at end of input.
-    mutating func next() -> ArraySlice<UInt8>? {
+    deinit { buffer.deallocate() }
+
+    /// Calls `body` with the next line (without its newline); false at end of input.
+    /// A line longer than the buffer is handed out in buffer-sized pieces.
+    mutating func next(_ body: (UnsafeRawBufferPointer) -> Void) -> Bool {
         while true {
-            if let newline = buffer[start...].firstIndex(of: UInt8(ascii: "\n")) {
-                let line = buffer[start..<newline]
+            let base = buffer.baseAddress!
+            if start < end, let hit = memchr(base + start, 0x0A, end - start) {
+                let newline = UnsafeRawPointer(hit) - UnsafeRawPointer(base)
+                body(UnsafeRawBufferPointer(start: base + start, count: newline - start))
                 start = newline + 1
-                return line
+                return true
             }
-            if atEnd {
-                guard start < buffer.count else { return nil }
-                let line = buffer[start...]
-                start = buffer.count
-                return line
+            if atEnd || (start == 0 && end == buffer.count) {
+                guard start < end else { return false }
+                body(UnsafeRawBufferPointer(start: base + start, count: end - start))
+                start = end
+                return true
             }
+            // Move the partial line to the front and fill the rest.
             if start > 0 {
-                buffer.removeFirst(start)
+                memmove(base, base + start, end - start)
+                end -= start
                 start = 0
             }
-            let chunk = 1 << 20
-            let oldCount = buffer.count
-            buffer.reserveCapacity(oldCount + chunk)
-            buffer.append(contentsOf: repeatElement(0, count: chunk))
-            let got = buffer.withUnsafeMutableBytes { raw in read(descriptor, raw.baseAddress! + oldCount, chunk) }
-            buffer.removeLast(chunk - max(got, 0))
-            if got <= 0 { atEnd = true }
+            let got = read(descriptor, base + end, buffer.count - end)
+            if got > 0 { end += got } else if got < 0 && errno == EINTR { continue } else { atEnd = true }
         }
     }
 }
@@ -47,6 +54,7 @@ struct OutputBuffer {
 
     mutating func append(_ data: some Sequence<UInt8>) { bytes.append(contentsOf: data) }
     mutating func append(_ text: String) { bytes.append(contentsOf: text.utf8) }
+    mutating func append(_ byte: UInt8) { bytes.append(byte) }
 
     /// Writes everything; false when the reader went away (EPIPE) or writing failed.
     @discardableResult

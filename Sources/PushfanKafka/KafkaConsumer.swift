@@ -75,9 +75,22 @@ package final class KafkaConsumer: Sendable {
     /// work is durable; the highest offset per partition wins.
     package func storeOffsets(_ records: some Sequence<KafkaRecord>) throws(KafkaError) {
         var next: [TopicPartition: Int64] = [:]
-        for record in records {
-            next[record.topicPartition] = max(next[record.topicPartition] ?? 0, record.offset + 1)
+        // Records come in runs per partition; touch the table once per run.
+        var run: (topic: String, partition: Int32, offset: Int64)?
+        func flushRun() {
+            guard let run else { return }
+            let key = TopicPartition(topic: run.topic, partition: run.partition)
+            next[key] = max(next[key] ?? 0, run.offset + 1)
         }
+        for record in records {
+            if let current = run, current.partition == record.partition, current.topic == record.topic {
+                run?.offset = max(current.offset, record.offset)
+            } else {
+                flushRun()
+                run = (record.topic, record.partition, record.offset)
+            }
+        }
+        flushRun()
         guard !next.isEmpty else { return }
         try storeNextOffsets(next)
     }

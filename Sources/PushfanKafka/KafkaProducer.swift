@@ -22,6 +22,61 @@ package struct ProducerRecord: Sendable {
     }
 }
 
+/// Many records for one topic in one contiguous buffer: the allocation-free way to queue
+/// records at high rates (a `[ProducerRecord]` costs two arrays per record).
+package struct ProducerBatch: Sendable {
+    fileprivate struct Entry: Sendable {
+        var keyStart: Int
+        /// -1 for a record without a key.
+        var keyLength: Int
+        var valueStart: Int
+        var valueLength: Int
+    }
+
+    package let topic: String
+    package let partition: Int32?
+    fileprivate private(set) var storage: [UInt8] = []
+    fileprivate private(set) var entries: [Entry] = []
+
+    package init(topic: String, partition: Int32? = nil, capacity: Int = 0, bytesPerRecord: Int = 0) {
+        self.topic = topic
+        self.partition = partition
+        entries.reserveCapacity(capacity)
+        storage.reserveCapacity(capacity * bytesPerRecord)
+    }
+
+    package var count: Int { entries.count }
+    package var isEmpty: Bool { entries.isEmpty }
+
+    /// Concrete byte types rather than generic collections: this runs once per record and
+    /// is called from other modules, where a generic would not be specialised.
+    package mutating func append(key: UnsafeRawBufferPointer?, value: UnsafeRawBufferPointer) {
+        var entry = Entry(keyStart: storage.count, keyLength: -1, valueStart: 0, valueLength: value.count)
+        if let key {
+            storage.append(contentsOf: key)
+            entry.keyLength = key.count
+        }
+        entry.valueStart = storage.count
+        storage.append(contentsOf: value)
+        entries.append(entry)
+    }
+
+    package mutating func append(key: [UInt8]?, value: [UInt8]) {
+        value.withUnsafeBytes { value in
+            if let key {
+                key.withUnsafeBytes { append(key: $0, value: value) }
+            } else {
+                append(key: nil, value: value)
+            }
+        }
+    }
+
+    package mutating func removeAll() {
+        storage.removeAll(keepingCapacity: true)
+        entries.removeAll(keepingCapacity: true)
+    }
+}
+
 /// Where a record was written.
 package struct DeliveryReport: Sendable, Equatable {
     package let partition: Int32
@@ -45,81 +100,86 @@ package struct BatchDelivery: Sendable {
     package var allDelivered: Bool { delivered == count }
 }
 
-/// A handle on an enqueued batch; await `delivery()` exactly once to learn its fate.
+/// A handle on an enqueued batch; await `delivery()` to learn its fate.
 package struct DeliveryTicket: Sendable {
-    fileprivate let id: UInt64
-    fileprivate let tracker: DeliveryTracker
+    fileprivate let pending: PendingBatch
 
-    package func delivery() async -> BatchDelivery { await tracker.wait(id) }
+    package func delivery() async -> BatchDelivery { await pending.wait() }
 }
 
-/// Matches librdkafka's delivery reports to waiting batches without an allocation per
-/// record: a record's `msg_opaque` is not a pointer but `batch id << 24 | index`.
-final class DeliveryTracker: Sendable {
-    static let maxBatch = 1 << 24
+/// The delivery state of one enqueued batch.
+///
+/// Delivery reports find it without a table lookup or an allocation per record: a record's
+/// `msg_opaque` carries the batch object's address in its low 48 bits (user-space
+/// addresses fit in 48 bits on x86-64 and arm64 Linux) and the record's index in the high
+/// 16, hence at most 65,535 records per batch. The object holds one retain while any of its
+/// records is in flight (taken in `retainWhileInFlight`, released by the last report).
+final class PendingBatch: Sendable {
+    static let maxCount = 0xFFFF
 
-    private struct Pending {
+    private struct State {
         var result: BatchDelivery
         var remaining: Int
         var waiter: CheckedContinuation<BatchDelivery, Never>?
     }
 
-    private let pending = Mutex<[UInt64: Pending]>([:])
-    private let nextID = Atomic<UInt64>(1)
+    private let state: Mutex<State>
 
-    func begin(count: Int) -> UInt64 {
-        let id = nextID.wrappingAdd(1, ordering: .relaxed).oldValue
-        pending.withLock { $0[id] = Pending(result: BatchDelivery(count: count), remaining: count) }
-        return id
+    init(count: Int) {
+        state = Mutex(State(result: BatchDelivery(count: count), remaining: count))
+        if count > 0 { _ = Unmanaged.passRetained(self) }
     }
 
-    static func opaque(batch: UInt64, index: Int) -> UnsafeMutableRawPointer? {
-        UnsafeMutableRawPointer(bitPattern: UInt(batch << 24) | UInt(index))
+    func opaque(index: Int) -> UnsafeMutableRawPointer? {
+        let address = UInt(bitPattern: Unmanaged.passUnretained(self).toOpaque())
+        return UnsafeMutableRawPointer(bitPattern: address | UInt(index) << 48)
     }
 
-    func complete(opaque: UnsafeMutableRawPointer?, _ outcome: Result<DeliveryReport, KafkaError>) {
-        let bits = UInt64(UInt(bitPattern: opaque))
-        complete(batch: bits >> 24, index: Int(bits & 0xFF_FFFF), outcome)
+    /// Records a report delivered with an opaque made by `opaque(index:)`.
+    static func complete(opaque: UnsafeMutableRawPointer?, _ outcome: Result<DeliveryReport, KafkaError>) {
+        let bits = UInt(bitPattern: opaque)
+        guard let address = UnsafeMutableRawPointer(bitPattern: bits & 0xFFFF_FFFF_FFFF) else { return }
+        let batch = Unmanaged<PendingBatch>.fromOpaque(address)
+        let last = batch._withUnsafeGuaranteedRef { $0.complete(index: Int(bits >> 48), outcome) }
+        // The last report gives back the in-flight retain.
+        if last { batch.release() }
     }
 
-    func complete(batch: UInt64, index: Int, _ outcome: Result<DeliveryReport, KafkaError>) {
-        let resume: (CheckedContinuation<BatchDelivery, Never>, BatchDelivery)? = pending.withLock { table in
-            guard var entry = table[batch] else { return nil }
+    /// Returns true when this was the batch's last outstanding record.
+    @discardableResult
+    func complete(index: Int, _ outcome: Result<DeliveryReport, KafkaError>) -> Bool {
+        let (waiter, result, last): (CheckedContinuation<BatchDelivery, Never>?, BatchDelivery?, Bool) = state.withLock { state in
             switch outcome {
             case .success(let report):
-                entry.result.delivered += 1
-                if index == 0 { entry.result.firstReport = report }
+                state.result.delivered += 1
+                if index == 0 { state.result.firstReport = report }
             case .failure(let error):
-                entry.result.failures.append(.init(index: index, error: error))
+                state.result.failures.append(.init(index: index, error: error))
             }
-            entry.remaining -= 1
-            if entry.remaining == 0, let waiter = entry.waiter {
-                table[batch] = nil
-                return (waiter, entry.result)
-            }
-            table[batch] = entry
-            return nil
+            state.remaining -= 1
+            guard state.remaining == 0 else { return (nil, nil, false) }
+            defer { state.waiter = nil }
+            return (state.waiter, state.result, true)
         }
-        if let (waiter, result) = resume { waiter.resume(returning: result) }
+        if let waiter, let result { waiter.resume(returning: result) }
+        return last
     }
 
-    func wait(_ batch: UInt64) async -> BatchDelivery {
+    /// Records that never reached librdkafka complete here, on the enqueueing side.
+    func fail(index: Int, _ error: KafkaError) {
+        if complete(index: index, .failure(error)) { Unmanaged.passUnretained(self).release() }
+    }
+
+    func wait() async -> BatchDelivery {
         await withCheckedContinuation { continuation in
-            let ready: BatchDelivery? = pending.withLock { table in
-                guard var entry = table[batch] else { return BatchDelivery(count: 0) }
-                if entry.remaining == 0 {
-                    table[batch] = nil
-                    return entry.result
-                }
-                entry.waiter = continuation
-                table[batch] = entry
+            let ready: BatchDelivery? = state.withLock { state in
+                if state.remaining == 0 { return state.result }
+                state.waiter = continuation
                 return nil
             }
             if let ready { continuation.resume(returning: ready) }
         }
     }
-
-    var outstandingBatches: Int { pending.withLock { $0.count } }
 }
 
 /// Produces records to Kafka: idempotent by default, asynchronous, and never dropping a
@@ -127,13 +187,15 @@ final class DeliveryTracker: Sendable {
 package final class KafkaProducer: Sendable {
     private let handle: RDKafkaHandle
     private let context: Unmanaged<ClientContext>
-    private let deliveries: DeliveryTracker
     private let poller: ServiceThread
     private let logger: Logger
     /// Topic handles by name; destroyed in `close` before the client.
     private let topics = Mutex<[String: TopicHandle]>([:])
     private let closed = Atomic<Bool>(false)
     private let queueFullWaits = Atomic<Int>(0)
+    /// Senders waiting for room in librdkafka's queue; the poll thread wakes them whenever
+    /// it has served delivery reports (which is what frees room), and at least every 100 ms.
+    private let roomWaiters = RoomWaiters()
 
     /// How many times a send found librdkafka's queue full and waited for room.
     package var backPressureWaits: Int { queueFullWaits.load(ordering: .relaxed) }
@@ -141,32 +203,35 @@ package final class KafkaProducer: Sendable {
     private struct TopicHandle: @unchecked Sendable { let raw: OpaquePointer }
 
     package init(configuration: KafkaProducerConfiguration, logger: Logger) throws(KafkaError) {
-        let deliveries = DeliveryTracker()
-        let context = ClientContext(logger: logger, deliveries: deliveries)
+        let context = ClientContext(logger: logger)
         (handle, self.context) = try makeRDKafkaClient(
             type: RD_KAFKA_PRODUCER, properties: configuration.rdkafkaProperties, context: context
         ) { conf in
             rd_kafka_conf_set_dr_msg_cb(conf) { _, message, opaque in
-                guard let message, let context = ClientContext.from(opaque), let deliveries = context.deliveries else { return }
+                guard let message else { return }
                 let record = message.pointee
                 // The status tells persisted from possibly-persisted; only the first counts as delivered.
                 let status = rd_kafka_message_status(message)
                 if record.err == RD_KAFKA_RESP_ERR_NO_ERROR && status == RD_KAFKA_MSG_STATUS_PERSISTED {
-                    deliveries.complete(opaque: record._private, .success(DeliveryReport(partition: record.partition, offset: record.offset)))
+                    PendingBatch.complete(opaque: record._private, .success(DeliveryReport(partition: record.partition, offset: record.offset)))
                 } else {
                     let persisted = status == RD_KAFKA_MSG_STATUS_POSSIBLY_PERSISTED ? " (the broker may have written it)" : ""
                     let code = record.err == RD_KAFKA_RESP_ERR_NO_ERROR ? RD_KAFKA_RESP_ERR__FAIL : record.err
                     let error = KafkaError(operation: "produce", code: code, message: String(cString: rd_kafka_err2str(code)) + persisted)
-                    deliveries.complete(opaque: record._private, .failure(error))
+                    PendingBatch.complete(opaque: record._private, .failure(error))
                 }
             }
         }
-        self.deliveries = deliveries
         self.logger = logger
         let handle = self.handle
+        let roomWaiters = self.roomWaiters
         // Serves delivery reports; they are the only callbacks a producer needs polled.
         poller = ServiceThread(name: "pushfan.kafka.producer") { isStopping in
-            while !isStopping() { rd_kafka_poll(handle.raw, 100) }
+            while !isStopping() {
+                rd_kafka_poll(handle.raw, 100)
+                roomWaiters.wakeAll()
+            }
+            roomWaiters.wakeAll()
         }
     }
 
@@ -185,55 +250,76 @@ package final class KafkaProducer: Sendable {
         return report
     }
 
-    /// The high-rate path: queues a batch (waiting whenever the local queue is full) and
-    /// returns a ticket for its delivery, so the next batch can be queued while this one
-    /// is in flight. Records keep their order within a partition.
+    /// Queues records (waiting whenever the local queue is full) and returns a ticket for
+    /// their delivery, so the next batch can be queued while this one is in flight.
+    /// Records keep their order within a partition.
     package func enqueue(_ records: [ProducerRecord]) async throws(KafkaError) -> DeliveryTicket {
-        guard !closed.load(ordering: .relaxed) else { throw KafkaError.closed("produce") }
-        precondition(records.count < DeliveryTracker.maxBatch, "batches are limited to 16M records")
-        let batch = deliveries.begin(count: records.count)
         var cachedName = ""
         var cachedTopic: OpaquePointer?
-        var index = 0
-        while index < records.count {
+        return try await enqueue(count: records.count) { index, opaque in
             let record = records[index]
             if record.topic != cachedName || cachedTopic == nil {
                 cachedTopic = topicHandle(record.topic)
                 cachedName = record.topic
             }
-            let code = produce(record, topic: cachedTopic, opaque: DeliveryTracker.opaque(batch: batch, index: index))
+            guard let topic = cachedTopic else { return RD_KAFKA_RESP_ERR__INVALID_ARG }
+            let rc = record.value.withUnsafeBytes { value in
+                withOptionalBytes(record.key) { key in
+                    rd_kafka_produce(
+                        topic, record.partition ?? pushfan_rdk_partition_unassigned(), pushfan_rdk_msg_f_copy(),
+                        UnsafeMutableRawPointer(mutating: value.baseAddress), value.count, key?.baseAddress, key?.count ?? 0, opaque)
+                }
+            }
+            return rc == 0 ? RD_KAFKA_RESP_ERR_NO_ERROR : rd_kafka_last_error()
+        }
+    }
+
+    /// The high-rate path: queues a `ProducerBatch`, like `enqueue(_: [ProducerRecord])`.
+    package func enqueue(_ batch: ProducerBatch) async throws(KafkaError) -> DeliveryTicket {
+        guard let topic = topicHandle(batch.topic) else { throw KafkaError.configuration("cannot create a handle for topic \(batch.topic)") }
+        let partition = batch.partition ?? pushfan_rdk_partition_unassigned()
+        return try await enqueue(count: batch.count) { index, opaque in
+            let entry = batch.entries[index]
+            let rc = batch.storage.withUnsafeBytes { bytes in
+                rd_kafka_produce(
+                    topic, partition, pushfan_rdk_msg_f_copy(), UnsafeMutableRawPointer(mutating: bytes.baseAddress! + entry.valueStart),
+                    entry.valueLength, entry.keyLength < 0 ? nil : bytes.baseAddress! + entry.keyStart, max(entry.keyLength, 0), opaque)
+            }
+            return rc == 0 ? RD_KAFKA_RESP_ERR_NO_ERROR : rd_kafka_last_error()
+        }
+    }
+
+    /// Calls `produce` for each index, waiting while librdkafka's queue is full; a record
+    /// refused for any other reason is reported as failed at once.
+    private func enqueue(
+        count: Int, produce: (Int, UnsafeMutableRawPointer?) -> rd_kafka_resp_err_t
+    ) async throws(KafkaError) -> DeliveryTicket {
+        guard !closed.load(ordering: .relaxed) else { throw KafkaError.closed("produce") }
+        guard count <= PendingBatch.maxCount else {
+            throw KafkaError.configuration("a batch holds at most \(PendingBatch.maxCount) records, got \(count)")
+        }
+        let batch = PendingBatch(count: count)
+        var index = 0
+        while index < count {
+            let code = produce(index, batch.opaque(index: index))
             if code == RD_KAFKA_RESP_ERR_NO_ERROR {
                 index += 1
             } else if code == RD_KAFKA_RESP_ERR__QUEUE_FULL {
-                // Back-pressure: the poll thread drains deliveries meanwhile.
+                // Back-pressure: wait until the poll thread has served delivery reports.
                 queueFullWaits.wrappingAdd(1, ordering: .relaxed)
-                do {
-                    try await Task.sleep(for: .milliseconds(1))
-                } catch {
-                    for rest in index..<records.count {
-                        deliveries.complete(batch: batch, index: rest, .failure(.cancelled("produce")))
+                await roomWaiters.wait()
+                if Task.isCancelled {
+                    for rest in index..<count {
+                        batch.fail(index: rest, .cancelled("produce"))
                     }
                     break
                 }
             } else {
-                deliveries.complete(batch: batch, index: index, .failure(KafkaError(operation: "produce", code: code)))
+                batch.fail(index: index, KafkaError(operation: "produce", code: code))
                 index += 1
             }
         }
-        return DeliveryTicket(id: batch, tracker: deliveries)
-    }
-
-    private func produce(_ record: ProducerRecord, topic: OpaquePointer?, opaque: UnsafeMutableRawPointer?) -> rd_kafka_resp_err_t {
-        guard let topic else { return RD_KAFKA_RESP_ERR__INVALID_ARG }
-        let partition = record.partition ?? pushfan_rdk_partition_unassigned()
-        let rc = record.value.withUnsafeBytes { value in
-            withOptionalBytes(record.key) { key in
-                rd_kafka_produce(
-                    topic, partition, pushfan_rdk_msg_f_copy(), UnsafeMutableRawPointer(mutating: value.baseAddress), value.count,
-                    key?.baseAddress, key?.count ?? 0, opaque)
-            }
-        }
-        return rc == 0 ? RD_KAFKA_RESP_ERR_NO_ERROR : rd_kafka_last_error()
+        return DeliveryTicket(pending: batch)
     }
 
     private func topicHandle(_ name: String) -> OpaquePointer? {
@@ -276,6 +362,23 @@ package final class KafkaProducer: Sendable {
         }
         rd_kafka_destroy(handle.raw)
         context.release()
+    }
+}
+
+/// Tasks waiting for room in the producer queue.
+private final class RoomWaiters: Sendable {
+    private let waiting = Mutex<[CheckedContinuation<Void, Never>]>([])
+
+    func wait() async {
+        await withCheckedContinuation { continuation in waiting.withLock { $0.append(continuation) } }
+    }
+
+    func wakeAll() {
+        let waiters = waiting.withLock { list in
+            defer { list.removeAll() }
+            return list
+        }
+        for waiter in waiters { waiter.resume() }
     }
 }
 

@@ -14,12 +14,10 @@ struct RDKafkaHandle: @unchecked Sendable {
 /// `rd_kafka_destroy`, when no callback can run any more.
 final class ClientContext: Sendable {
     let logger: Logger
-    let deliveries: DeliveryTracker?
     let consumerEvents: ConsumerEventChannel?
 
-    init(logger: Logger, deliveries: DeliveryTracker? = nil, consumerEvents: ConsumerEventChannel? = nil) {
+    init(logger: Logger, consumerEvents: ConsumerEventChannel? = nil) {
         self.logger = logger
-        self.deliveries = deliveries
         self.consumerEvents = consumerEvents
     }
 

@@ -19,16 +19,24 @@ struct ConsumerGroupProcessTests {
         return try ManagedProcess(TestBinaries.pushfan, arguments, name: "consume")
     }
 
+    /// True when the member's last rebalance event in its log is a non-empty assignment.
+    func ownsPartitions(_ log: String) -> Bool {
+        let events = log.split(separator: "\n").filter { $0.contains("event=kafka.assigned") || $0.contains("event=kafka.revoked") }
+        guard let last = events.last, last.contains("event=kafka.assigned") else { return false }
+        return !last.contains("kafka.partitions=\"\"")
+    }
+
     @Test func partitionsSplitAndMoveToTheSurvivorAfterKill9() async throws {
         let cluster = try await DevClusterProcess(partitions: 4)
         let topic = "pushfan.tasks"
         let first = try consumer(cluster, topic: topic)
         let second = try consumer(cluster, topic: topic)
-        // Both members own partitions before anything is produced.
-        for member in [first, second] {
-            let assigned = await member.waitForError(timeout: .seconds(40)) { $0.contains("event=kafka.assigned") && !$0.hasSuffix("kafka.partitions=\"\"\n") }
-            #expect(assigned != nil, "\(member.name) got no partitions: \(member.standardError)")
+        // Both members own partitions (their latest group event is a non-empty assignment)
+        // before anything is produced.
+        let settled = await first.waitForError(timeout: .seconds(60)) { _ in
+            ownsPartitions(first.standardError) && ownsPartitions(second.standardError)
         }
+        #expect(settled != nil, "the group did not settle: \(first.standardError)\n\(second.standardError)")
         try await produce(cluster, 0..<1000, topic: topic)
         let union = { Set(first.outputLines + second.outputLines) }
         let all = await first.waitForOutput(timeout: .seconds(30)) { _ in union().count >= 1000 }
