@@ -11,13 +11,20 @@ let package = Package(
     targets: [
         // Thin C shims: one per library, each imported privately by exactly one Swift module.
         .systemLibrary(name: "CRdkafka", pkgConfig: "rdkafka", providers: [.apt(["librdkafka-dev"])]),
+        .systemLibrary(name: "CSQLite", pkgConfig: "sqlite3", providers: [.apt(["libsqlite3-dev"])]),
+        .systemLibrary(name: "CLibpq", pkgConfig: "libpq", providers: [.apt(["libpq-dev"])]),
+        .systemLibrary(name: "COpenSSL", pkgConfig: "openssl", providers: [.apt(["libssl-dev"])]),
 
         // Pure domain: message schemas, configuration, logging. No C, no I/O beyond stderr.
         .target(name: "PushfanCore"),
         // Kafka producer, consumer group and development cluster over librdkafka.
         .target(name: "PushfanKafka", dependencies: ["PushfanCore", "CRdkafka"]),
+        // Hashing, randomness (and, with the sender, ES256) over OpenSSL.
+        .target(name: "PushfanCrypto", dependencies: ["COpenSSL"]),
+        // Device store: SQLite and PostgreSQL behind one interface, segments, expansion, ledger.
+        .target(name: "PushfanStore", dependencies: ["PushfanCore", "PushfanCrypto", "CSQLite", "CLibpq"]),
         // Subcommands and argument parsing; the executable only dispatches into it.
-        .target(name: "PushfanCLI", dependencies: ["PushfanCore", "PushfanKafka"]),
+        .target(name: "PushfanCLI", dependencies: ["PushfanCore", "PushfanKafka", "PushfanStore"]),
         .executableTarget(name: "pushfan", dependencies: ["PushfanCLI"]),
 
         // Starting and stopping real processes (kafka-dev, simulators) for the suites below.
@@ -25,6 +32,7 @@ let package = Package(
         .testTarget(name: "PushfanCoreTests", dependencies: ["PushfanCore"]),
         .testTarget(name: "PushfanKafkaTests", dependencies: ["PushfanKafka", "PushfanCore", "PushfanTestSupport"]),
         .testTarget(name: "PushfanCLITests", dependencies: ["PushfanCLI"]),
+        .testTarget(name: "PushfanStoreTests", dependencies: ["PushfanStore", "PushfanCore", "PushfanTestSupport"]),
         .testTarget(name: "EndToEndTests", dependencies: ["PushfanCore", "PushfanKafka", "PushfanTestSupport"]),
     ],
     swiftLanguageModes: [.v6]

@@ -1,5 +1,6 @@
 import Foundation
 import PushfanCore
+import PushfanStore
 
 /// A subcommand of `pushfan`.
 package protocol Command: Sendable {
@@ -21,6 +22,14 @@ package enum PushfanMain {
         ProduceCommand.self,
         ConsumeCommand.self,
         SubmitCommand.self,
+        AppsAddCommand.self,
+        DevicesRegisterCommand.self,
+        DevicesUnregisterCommand.self,
+        DevicesListCommand.self,
+        DevicesImportCommand.self,
+        SegmentsCountCommand.self,
+        SegmentsSampleCommand.self,
+        SegmentsSaveCommand.self,
         DemoCommand.self,
     ]
 
@@ -77,6 +86,9 @@ package enum PushfanMain {
             }
             let logger = Logger(label: "pushfan", threshold: configuration.logThreshold)
             return try await command.run(parsed, CommandContext(configuration: configuration, logger: logger))
+        } catch let error as StoreError where error.code == .invalidInput || error.code == .notFound || error.code == .conflict {
+            printError("pushfan \(command.spec.name): \(error.description)")
+            return 1
         } catch let error as UsageError {
             printError("pushfan \(command.spec.name): \(error.description)")
             return 2

@@ -1,0 +1,295 @@
+import Foundation
+import PushfanCore
+import PushfanStore
+
+/// Options shared by commands that use the device store.
+enum StoreOptions {
+    static let specs: [OptionSpec] = [
+        .option("database", "URL", "sqlite:PATH or postgres://... (default: $PUSHFAN_DATABASE or sqlite:pushfan.db)"),
+    ]
+
+    static func open(_ arguments: ParsedArguments, _ context: CommandContext) async throws -> DeviceStore {
+        try await DeviceStore.open(arguments.value("database") ?? context.configuration.database, logger: context.logger)
+    }
+}
+
+/// `pushfan apps add`: registers an app and prints its secret once.
+struct AppsAddCommand: Command {
+    static let spec = CommandSpec(
+        name: "apps add",
+        summary: "Add an app (app key, APNs topic and credentials, send rate); prints its secret once",
+        discussion: """
+            Token auth: --team-id, --key-id and --key-file (the .p8 key). Certificate auth: --cert
+            (PEM, or PKCS#12 without --cert-key) and --cert-key. The secret is stored only as a
+            salted hash; keep the printed value, it cannot be shown again.
+            """,
+        options: [
+            .option("app", "KEY", "app key (required)"),
+            .option("topic", "BUNDLE", "bundle id, the APNs topic (required)"),
+            .option("team-id", "T", "Apple team id (token auth)"),
+            .option("key-id", "K", "signing key id (token auth)"),
+            .option("key-file", "F", ".p8 signing key file (token auth)"),
+            .option("cert", "F", "client certificate, PEM or PKCS#12 (certificate auth)"),
+            .option("cert-key", "F", "private key of the certificate, PEM"),
+            .option("rate", "N", "sends per second across all workers (default 1000)"),
+            .option("environment", "E", "production or sandbox (default production)"),
+        ] + StoreOptions.specs)
+
+    static func run(_ arguments: ParsedArguments, _ context: CommandContext) async throws -> Int32 {
+        let credentials: APNsCredentialsReference
+        if let team = arguments.value("team-id") {
+            guard let key = arguments.value("key-id"), let file = arguments.value("key-file") else {
+                throw UsageError("token auth needs --team-id, --key-id and --key-file together")
+            }
+            credentials = .token(teamID: team, keyID: key, keyFile: file)
+        } else if let certificate = arguments.value("cert") {
+            credentials = .certificate(certificateFile: certificate, keyFile: arguments.value("cert-key"))
+        } else {
+            throw UsageError("give --team-id/--key-id/--key-file (token auth) or --cert [--cert-key] (certificate auth)")
+        }
+        let registration = AppRegistration(
+            app: try arguments.required("app"), topic: try arguments.required("topic"), credentials: credentials,
+            environment: try APNsEnvironment(parsing: arguments.value("environment") ?? "production"),
+            ratePerSecond: try arguments.int("rate", default: 1000, range: 1...1_000_000))
+        let store = try await StoreOptions.open(arguments, context)
+        let secret = try await store.addApp(registration)
+        print("app \(registration.app) added (topic \(registration.topic), \(registration.ratePerSecond)/s)")
+        print("secret: \(secret)")
+        print("This secret is shown once and stored only as a salted hash.")
+        return 0
+    }
+}
+
+/// `pushfan devices register`: what a client SDK does on launch.
+struct DevicesRegisterCommand: Command {
+    static let spec = CommandSpec(
+        name: "devices register",
+        summary: "Register or update one device (idempotent)",
+        discussion: "A token registered before under another device id moves to this one.",
+        options: [
+            .option("app", "KEY", "app key (required)"),
+            .option("token", "HEX", "APNs device token, hexadecimal (required)"),
+            .option("device-id", "ID", "stable device id (default: the token)"),
+            .option("environment", "E", "production or sandbox (default production)"),
+            .option("locale", "L", "e.g. de_DE"),
+            .option("timezone", "TZ", "IANA name, e.g. Europe/Berlin"),
+            .option("app-version", "V", "app version, e.g. 2.3.1"),
+            .option("os-version", "V", "iOS version, e.g. 17.4"),
+            .option("tag", "T", "a tag", repeatable: true),
+            .option("attr", "K=V", "an attribute; numbers are stored as numbers", repeatable: true),
+        ] + StoreOptions.specs)
+
+    static func run(_ arguments: ParsedArguments, _ context: CommandContext) async throws -> Int32 {
+        let token = try arguments.required("token")
+        var registration = DeviceRegistration(deviceID: arguments.value("device-id") ?? token, token: token)
+        registration.environment = try APNsEnvironment(parsing: arguments.value("environment") ?? "production")
+        registration.locale = arguments.value("locale")
+        registration.timezone = arguments.value("timezone")
+        registration.appVersion = arguments.value("app-version")
+        registration.osVersion = arguments.value("os-version")
+        registration.tags = arguments.values("tag")
+        for pair in arguments.values("attr") {
+            guard let equals = pair.firstIndex(of: "="), equals != pair.startIndex else { throw UsageError("--attr must look like name=value, got '\(pair)'") }
+            let value = String(pair[pair.index(after: equals)...])
+            registration.attributes[String(pair[..<equals])] = Int64(value).map(JSONValue.int) ?? Double(value).map(JSONValue.number) ?? .string(value)
+        }
+        let app = try arguments.required("app")
+        let store = try await StoreOptions.open(arguments, context)
+        let result = try await store.register(app: app, registration)
+        print("device \(registration.deviceID) \(result.created ? "registered" : "updated") (row \(result.rowKey))")
+        if !result.tokenMovedFrom.isEmpty { print("token moved from device \(result.tokenMovedFrom.joined(separator: ", "))") }
+        return 0
+    }
+}
+
+struct DevicesUnregisterCommand: Command {
+    static let spec = CommandSpec(
+        name: "devices unregister",
+        summary: "Stop sending to a device",
+        options: [.option("app", "KEY", "app key (required)"), .option("device-id", "ID", "device id (required)")] + StoreOptions.specs)
+
+    static func run(_ arguments: ParsedArguments, _ context: CommandContext) async throws -> Int32 {
+        let store = try await StoreOptions.open(arguments, context)
+        let deviceID = try arguments.required("device-id")
+        guard try await store.unregister(app: try arguments.required("app"), deviceID: deviceID) else {
+            printError("pushfan devices unregister: no device \(deviceID)")
+            return 1
+        }
+        print("device \(deviceID) unregistered")
+        return 0
+    }
+}
+
+struct DevicesListCommand: Command {
+    static let spec = CommandSpec(
+        name: "devices list",
+        summary: "List an app's devices in registration order",
+        options: [
+            .option("app", "KEY", "app key (required)"),
+            .option("limit", "N", "how many (default 20)"),
+            .option("after", "ROW", "continue after this row key"),
+        ] + StoreOptions.specs)
+
+    static func run(_ arguments: ParsedArguments, _ context: CommandContext) async throws -> Int32 {
+        let store = try await StoreOptions.open(arguments, context)
+        let limit = try arguments.int("limit", default: 20, range: 1...100_000)
+        let after = try arguments.value("after").map { _ throws(UsageError) in Int64(try arguments.int("after", default: 0)) }
+        let devices = try await store.devices(app: try arguments.required("app"), after: after, limit: limit)
+        print(["row", "device id", "token", "env", "locale", "app", "status", "tags"].joined(separator: "\t"))
+        for device in devices {
+            print([
+                String(device.rowKey), device.deviceID, String(device.token.prefix(12)) + "…", device.environment.rawValue,
+                device.locale ?? "-", device.appVersion ?? "-", device.status.rawValue + (device.invalidReason.map { " (\($0))" } ?? ""),
+                device.tags.joined(separator: ","),
+            ].joined(separator: "\t"))
+        }
+        return 0
+    }
+}
+
+/// `pushfan devices import`: streaming bulk import with per-line errors.
+struct DevicesImportCommand: Command {
+    static let spec = CommandSpec(
+        name: "devices import",
+        summary: "Import devices from NDJSON or CSV, reporting bad lines and importing the rest",
+        discussion: """
+            NDJSON: one object per line with device_id, token and optional environment, locale,
+            timezone, app_version, os_version, tags (array), attributes (object), last_seen (ms).
+            CSV: a header line naming device_id, token and any of the other columns; tags are
+            separated by ';'; attr.NAME columns become attributes. Bad lines are listed with their
+            line number and reason; exit code 1 when any line was rejected.
+            """,
+        positionals: ["FILE"],
+        options: [
+            .option("app", "KEY", "app key (required)"),
+            .option("format", "F", "ndjson or csv (default: from the file name, else ndjson)"),
+            .option("batch", "N", "devices per transaction (default 5000)"),
+        ] + StoreOptions.specs)
+
+    static func run(_ arguments: ParsedArguments, _ context: CommandContext) async throws -> Int32 {
+        let path = arguments.positionals[0]
+        let app = try arguments.required("app")
+        let format: DeviceImportParser.Format
+        switch arguments.value("format") {
+        case nil: format = path.lowercased().hasSuffix(".csv") ? .csv : .ndjson
+        case let name?:
+            guard let parsed = DeviceImportParser.Format(rawValue: name) else { throw UsageError("--format must be ndjson or csv, got '\(name)'") }
+            format = parsed
+        }
+        let batchSize = try arguments.int("batch", default: 5000, range: 1...1_000_000)
+        let descriptor = path == "-" ? 0 : open(path, O_RDONLY)
+        guard descriptor >= 0 else { throw UsageError("cannot open \(path): \(String(cString: strerror(errno)))") }
+        defer { if descriptor > 0 { close(descriptor) } }
+
+        let store = try await StoreOptions.open(arguments, context)
+        guard try await store.app(app) != nil else {
+            printError("pushfan devices import: unknown app '\(app)'; add it with `pushfan apps add`")
+            return 1
+        }
+        var parser = DeviceImportParser(format: format)
+        var reader = LineReader(descriptor: descriptor)
+        var batch: [ValidatedDevice] = []
+        batch.reserveCapacity(batchSize)
+        var lineNumber = 0, imported = 0, rejected = 0
+        let progress = ProgressLine()
+        let started = ContinuousClock.now
+        var pending: [(Int, String)] = []
+        while reader.next({ bytes in
+            lineNumber += 1
+            let line = String(decoding: bytes, as: UTF8.self)
+            do {
+                if let device = try parser.parse(line) { batch.append(device) }
+            } catch {
+                rejected += 1
+                pending.append((lineNumber, "\(error)"))
+            }
+        }) {
+            for (number, reason) in pending where rejected <= 1000 { printError("line \(number): \(reason)") }
+            pending.removeAll()
+            if batch.count >= batchSize {
+                imported += try await store.importDevices(app: app, batch)
+                batch.removeAll(keepingCapacity: true)
+                let seconds = Double((ContinuousClock.now - started).components.seconds) + 0.001
+                progress.show("imported \(imported) devices, \(rejected) bad lines (\(Int(Double(imported) / seconds))/s)")
+            }
+        }
+        if !batch.isEmpty { imported += try await store.importDevices(app: app, batch) }
+        progress.finish()
+        if rejected > 1000 { printError("... and \(rejected - 1000) more bad lines") }
+        print("imported \(imported) devices, rejected \(rejected) lines")
+        return rejected == 0 ? 0 : 1
+    }
+}
+
+/// Segment commands share the expression or saved-segment lookup.
+enum SegmentInput {
+    static func expression(_ arguments: ParsedArguments, _ store: DeviceStore, app: String) async throws -> SegmentExpression? {
+        var text = arguments.positionals.first
+        if let name = arguments.value("name") {
+            guard let saved = try await store.segment(app: app, name: name) else { throw UsageError("no saved segment '\(name)' for app \(app)") }
+            text = saved
+        }
+        guard let text, text.trimmingCharacters(in: .whitespaces) != "all" else { return nil }
+        do {
+            return try SegmentParser.parse(text)
+        } catch {
+            throw UsageError("segment \(error)")
+        }
+    }
+}
+
+struct SegmentsCountCommand: Command {
+    static let spec = CommandSpec(
+        name: "segments count",
+        summary: "Count an app's active devices matching a segment (docs/segments.md)",
+        positionals: ["[EXPR]"],
+        options: [.option("app", "KEY", "app key (required)"), .option("name", "NAME", "use a saved segment instead of EXPR")] + StoreOptions.specs)
+
+    static func run(_ arguments: ParsedArguments, _ context: CommandContext) async throws -> Int32 {
+        let app = try arguments.required("app")
+        let store = try await StoreOptions.open(arguments, context)
+        let expression = try await SegmentInput.expression(arguments, store, app: app)
+        print(try await store.count(app: app, segment: expression))
+        return 0
+    }
+}
+
+struct SegmentsSampleCommand: Command {
+    static let spec = CommandSpec(
+        name: "segments sample",
+        summary: "Show some devices matching a segment",
+        positionals: ["[EXPR]"],
+        options: [
+            .option("app", "KEY", "app key (required)"), .option("name", "NAME", "use a saved segment instead of EXPR"),
+            .option("limit", "N", "how many (default 10)"),
+        ] + StoreOptions.specs)
+
+    static func run(_ arguments: ParsedArguments, _ context: CommandContext) async throws -> Int32 {
+        let app = try arguments.required("app")
+        let store = try await StoreOptions.open(arguments, context)
+        let expression = try await SegmentInput.expression(arguments, store, app: app)
+        let limit = try arguments.int("limit", default: 10, range: 1...10_000)
+        let devices = try await store.page(app: app, segment: expression, shard: ShardRange(after: nil, through: nil), cursor: nil, limit: limit)
+        for device in devices {
+            print([String(device.rowKey), device.deviceID, device.environment.rawValue, device.locale ?? "-"].joined(separator: "\t"))
+        }
+        return 0
+    }
+}
+
+struct SegmentsSaveCommand: Command {
+    static let spec = CommandSpec(
+        name: "segments save",
+        summary: "Save a named segment for an app (campaigns can target it by name)",
+        positionals: ["EXPR"],
+        options: [.option("app", "KEY", "app key (required)"), .option("name", "NAME", "segment name (required)")] + StoreOptions.specs)
+
+    static func run(_ arguments: ParsedArguments, _ context: CommandContext) async throws -> Int32 {
+        let app = try arguments.required("app")
+        let name = try arguments.required("name")
+        let store = try await StoreOptions.open(arguments, context)
+        try await store.saveSegment(app: app, name: name, expression: arguments.positionals[0])
+        print("segment \(name) saved for app \(app)")
+        return 0
+    }
+}

@@ -1,0 +1,298 @@
+import Foundation
+
+/// One APNs request, checked against the provider API's header and payload
+/// rules when it is made: a value of this type is something APNs can accept,
+/// short of the token's and credentials' standing with Apple.
+///
+/// The rules enforced here (see docs/apns.md):
+/// - the topic gets its push type's suffix (`.voip`, `.push-type.liveactivity`,
+///   ...) unless it already ends with it; a topic carrying another push type's
+///   suffix is refused;
+/// - background: priority 5, `content-available: 1`, no alert, sound or badge;
+/// - liveactivity: `event` and `timestamp`; `content-state` for start and
+///   update; `attributes-type` and `attributes` for start;
+/// - mdm: no `aps`, a string `mdm` (the PushMagic) beside it;
+/// - collapse id: 1 to 64 bytes, no control characters;
+/// - expiration: epoch seconds, 0 meaning try once;
+/// - payload: at most 4,096 bytes (5,120 for VoIP) as serialised.
+package struct APNsNotification: Sendable, Hashable {
+    /// `apns-priority`.
+    package enum Priority: Int, Sendable, Hashable, CaseIterable {
+        /// 10: deliver immediately. APNs' default.
+        case immediate = 10
+        /// 5: deliver when it suits the device's power state; the only value
+        /// allowed for background pushes.
+        case powerConsiderate = 5
+        /// 1: power-considerate and never wakes the device.
+        case low = 1
+    }
+
+    /// `apns-expiration`: until when APNs stores and retries the notification
+    /// for an offline device. Pushfan's `RetryPolicy` stops resending after it
+    /// too.
+    package enum Expiration: Sendable, Hashable {
+        /// No header: APNs applies its own storage policy.
+        case unspecified
+        /// `0`: deliver now or never; APNs tries once and does not store it.
+        case immediately
+        /// Epoch seconds.
+        case at(epochSeconds: Int64)
+
+        /// Expires at `date`, rounded down to whole seconds.
+        package static func until(_ date: Date) -> Expiration {
+            .at(epochSeconds: Int64(date.timeIntervalSince1970.rounded(.down)))
+        }
+
+        /// A campaign's `options.expiration`: nil, 0 or epoch seconds.
+        package init(epochSeconds: Int64?) {
+            switch epochSeconds {
+            case nil: self = .unspecified
+            case 0?: self = .immediately
+            case let seconds?: self = .at(epochSeconds: seconds)
+            }
+        }
+
+        /// The header value; nil means no header.
+        package var headerValue: String? {
+            switch self {
+            case .unspecified: return nil
+            case .immediately: return "0"
+            case .at(let seconds): return String(seconds)
+            }
+        }
+    }
+
+    /// Where the request goes (`path`).
+    package let token: DeviceToken
+    /// `apns-topic` as sent: the bundle id with the push type's suffix.
+    package let topic: String
+    /// `apns-push-type`.
+    package let pushType: Campaign.PushType
+    package let priority: Priority
+    package let expiration: Expiration
+    /// `apns-collapse-id`: notifications with the same id replace each other
+    /// on the device, which also hides a duplicate from a resend.
+    package let collapseID: String?
+    /// `apns-id`: sent on every request (so a retry carries the same id and a
+    /// rejection can be matched), lowercase in the header.
+    package let apnsID: UUID
+    /// The serialised payload; `payload.count` is what APNs measures.
+    package let payload: Data
+
+    /// Longest `apns-collapse-id`, in UTF-8 bytes.
+    package static let maxCollapseIDBytes = 64
+
+    /// Builds a request, enforcing the rules above. `topic` is the app's bundle
+    /// id; `priority` defaults to 5 for background pushes and 10 otherwise.
+    package init(
+        token: DeviceToken,
+        topic: String,
+        pushType: Campaign.PushType = .alert,
+        payload: APNsPayload,
+        priority: Priority? = nil,
+        expiration: Expiration = .unspecified,
+        collapseID: String? = nil,
+        apnsID: UUID = UUID()
+    ) throws(APNsRequestError) {
+        try self.init(
+            token: token, topic: topic, prepared: APNsPreparedPayload(payload, pushType: pushType, priority: priority),
+            expiration: expiration, collapseID: collapseID, apnsID: apnsID)
+    }
+
+    /// Builds a request from a payload already checked and serialised, for
+    /// sending the same content to many devices: only the per-request headers
+    /// are checked here.
+    package init(
+        token: DeviceToken,
+        topic: String,
+        prepared: APNsPreparedPayload,
+        expiration: Expiration = .unspecified,
+        collapseID: String? = nil,
+        apnsID: UUID = UUID()
+    ) throws(APNsRequestError) {
+        self.topic = try Self.requestTopic(topic, pushType: prepared.pushType)
+        self.expiration = try Self.check(expiration)
+        if let collapseID { try Self.checkCollapseID(collapseID) }
+        self.token = token
+        self.pushType = prepared.pushType
+        self.priority = prepared.priority
+        self.collapseID = collapseID
+        self.apnsID = apnsID
+        self.payload = prepared.bytes
+    }
+
+    /// The request a campaign sends to one device: its push type, its payload
+    /// for the device's locale, `effectivePriority`, `options.expiration` and
+    /// `effectiveCollapseID`.
+    package init(
+        campaign: Campaign, token: DeviceToken, topic: String, locale: String?, apnsID: UUID = UUID()
+    ) throws(APNsRequestError) {
+        guard let priority = Priority(rawValue: campaign.effectivePriority) else {
+            throw .invalidPriority("must be 10, 5 or 1; found \(campaign.effectivePriority)")
+        }
+        try self.init(
+            token: token,
+            topic: topic,
+            pushType: campaign.notification.pushType,
+            payload: APNsPayload(notification: campaign.notification, locale: locale),
+            priority: priority,
+            expiration: Expiration(epochSeconds: campaign.options.expiration),
+            collapseID: campaign.effectiveCollapseID,
+            apnsID: apnsID)
+    }
+
+    /// `/3/device/<hex token>`.
+    package var path: String { "/3/device/" + token.hex }
+
+    /// `apns-id` as sent: a lowercase UUID.
+    package var apnsIDString: String { apnsID.uuidString.lowercased() }
+
+    /// The APNs headers, names in lowercase as HTTP/2 requires, in a fixed
+    /// order. Without `authorization`: the transport adds the provider token
+    /// (or uses the TLS client certificate).
+    package var headers: [(String, String)] {
+        var result: [(String, String)] = [
+            ("apns-topic", topic),
+            ("apns-push-type", pushType.rawValue),
+            ("apns-priority", String(priority.rawValue)),
+        ]
+        if let value = expiration.headerValue { result.append(("apns-expiration", value)) }
+        if let collapseID { result.append(("apns-collapse-id", collapseID)) }
+        result.append(("apns-id", apnsIDString))
+        return result
+    }
+}
+
+// MARK: - Rules
+
+extension APNsNotification {
+    /// Suffixes of all push types, to notice a topic meant for another one.
+    private static let knownSuffixes: [(suffix: String, pushType: Campaign.PushType)] =
+        Campaign.PushType.allCases.filter { !$0.topicSuffix.isEmpty }.map { ($0.topicSuffix, $0) }
+
+    /// The topic as sent: `base` checked, with `pushType`'s suffix appended
+    /// unless already there.
+    package static func requestTopic(_ base: String, pushType: Campaign.PushType) throws(APNsRequestError) -> String {
+        guard !base.isEmpty else { throw .invalidTopic("is empty; give the app's bundle id") }
+        if !base.utf8.allSatisfy({ (0x21...0x7E).contains($0) }) {
+            for (offset, character) in base.enumerated() {
+                guard let ascii = character.asciiValue, (0x21...0x7E).contains(ascii) else {
+                    throw .invalidTopic(
+                        "must be a bundle id of printable ASCII; found \(APNsQuote.character(character)) at position \(offset + 1)")
+                }
+            }
+        }
+        let suffix = pushType.topicSuffix
+        guard !suffix.isEmpty else { return base }
+        if base.hasSuffix(suffix) { return base }
+        // `.voip` is not a suffix of `.voip-ptt` topics, nor the reverse, so a
+        // plain hasSuffix test tells the types apart.
+        if let other = knownSuffixes.first(where: { base.hasSuffix($0.suffix) }) {
+            throw .invalidTopic(
+                "\(APNsQuote.text(base, max: 80)) ends with \(other.suffix), the suffix of \(other.pushType.rawValue) pushes, "
+                    + "but the push type is \(pushType.rawValue); give the base bundle id")
+        }
+        return base + suffix
+    }
+
+    /// The push type's payload and priority rules; returns the priority to send.
+    fileprivate static func checkRules(
+        pushType: Campaign.PushType, payload: APNsPayload, priority: Priority?
+    ) throws(APNsRequestError) -> Priority {
+        let aps = payload.aps
+        try aps.validate()
+        switch pushType {
+        case .background:
+            if let priority, priority != .powerConsiderate {
+                throw .pushTypeRule(.background, "must have apns-priority 5 (APNs refuses \(priority.rawValue)); found \(priority.rawValue)")
+            }
+            for (key, present) in [("alert", aps.alert != nil), ("sound", aps.sound != nil), ("badge", aps.badge != nil)] where present {
+                throw .pushTypeRule(.background, "cannot have aps.\(key); remove it or send an alert push")
+            }
+            guard aps.contentAvailable else {
+                throw .pushTypeRule(.background, "needs aps.content-available: 1")
+            }
+            return .powerConsiderate
+        case .liveactivity:
+            guard let event = aps.event else {
+                throw .pushTypeRule(.liveactivity, "needs aps.event (start, update or end)")
+            }
+            guard aps.timestamp != nil else {
+                throw .pushTypeRule(.liveactivity, "needs aps.timestamp (epoch seconds of this update)")
+            }
+            if event != .end, aps.contentState == nil {
+                throw .pushTypeRule(.liveactivity, "with event \(event.rawValue) needs aps.content-state")
+            }
+            if event == .start {
+                if aps.attributesType == nil {
+                    throw .pushTypeRule(.liveactivity, "with event start needs aps.attributes-type")
+                }
+                if aps.attributes == nil {
+                    throw .pushTypeRule(.liveactivity, "with event start needs aps.attributes")
+                }
+            }
+        case .mdm:
+            if !aps.jsonObject.isEmpty {
+                throw .pushTypeRule(.mdm, "cannot have aps keys; its payload is {\"mdm\": PushMagic}")
+            }
+            guard payload.custom["mdm"]?.stringValue != nil else {
+                throw .pushTypeRule(.mdm, "needs a string \"mdm\" (the device's PushMagic) beside aps")
+            }
+        case .alert, .voip, .complication, .fileprovider, .location, .pushtotalk, .widgets, .controls:
+            break
+        }
+        return priority ?? .immediate
+    }
+
+    private static func check(_ expiration: Expiration) throws(APNsRequestError) -> Expiration {
+        guard case .at(let seconds) = expiration else { return expiration }
+        if seconds == 0 { return .immediately }
+        if seconds < 0 {
+            throw .invalidExpiration("must be seconds since the epoch (0 = try once); found \(seconds)")
+        }
+        if seconds >= 100_000_000_000 {
+            throw .invalidExpiration("must be seconds since the epoch; \(seconds) looks like milliseconds")
+        }
+        return expiration
+    }
+
+    private static func checkCollapseID(_ collapseID: String) throws(APNsRequestError) {
+        if collapseID.isEmpty {
+            throw .invalidCollapseID("must not be empty; leave it out instead")
+        }
+        let bytes = collapseID.utf8.count
+        if bytes > maxCollapseIDBytes {
+            throw .invalidCollapseID("is \(bytes) bytes, APNs allows at most \(maxCollapseIDBytes)")
+        }
+        // A CR or LF would end the header; no control character belongs in one.
+        if let bad = collapseID.unicodeScalars.firstIndex(where: { $0.value < 0x20 || $0.value == 0x7F }) {
+            let position = collapseID.unicodeScalars.distance(from: collapseID.unicodeScalars.startIndex, to: bad) + 1
+            throw .invalidCollapseID(
+                "must not contain control characters; found \(APNsQuote.text(String(collapseID.unicodeScalars[bad]))) at position \(position)")
+        }
+    }
+}
+
+/// A payload checked against its push type's rules (background, Live
+/// Activity, MDM, priority, size) and serialised once. Only this initializer
+/// makes one, so a prepared payload is always one APNs can accept.
+package struct APNsPreparedPayload: Sendable, Hashable {
+    package let pushType: Campaign.PushType
+    /// The `apns-priority` to send: as given, or 5 for background and 10
+    /// otherwise.
+    package let priority: APNsNotification.Priority
+    /// The exact body, at most `pushType.maxPayloadBytes` long.
+    package let bytes: Data
+
+    package init(
+        _ payload: APNsPayload, pushType: Campaign.PushType, priority: APNsNotification.Priority? = nil
+    ) throws(APNsRequestError) {
+        self.priority = try APNsNotification.checkRules(pushType: pushType, payload: payload, priority: priority)
+        let bytes = payload.encoded()
+        guard bytes.count <= pushType.maxPayloadBytes else {
+            throw .payloadTooLarge(bytes: bytes.count, limit: pushType.maxPayloadBytes, pushType: pushType)
+        }
+        self.pushType = pushType
+        self.bytes = bytes
+    }
+}

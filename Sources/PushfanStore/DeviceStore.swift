@@ -1,0 +1,558 @@
+import Dispatch
+import Foundation
+import PushfanCore
+import PushfanCrypto
+
+/// The device store: apps, devices, segments, audience expansion and the delivery ledger,
+/// on SQLite (embedded default) or PostgreSQL (at scale), with the same behaviour on both.
+///
+/// Every call runs on the store's own serial queue, never on Swift's cooperative pool,
+/// because SQLite and libpq calls block.
+package final class DeviceStore: Sendable {
+    private let executor: ConnectionExecutor
+    package let dialect: SQLDialect
+    /// Where the store lives, with any password removed (safe to log).
+    package let location: String
+
+    /// Opens `sqlite:PATH` or a `postgres://` / `postgresql://` URL and applies migrations.
+    package static func open(_ url: String, logger: Logger) async throws(StoreError) -> DeviceStore {
+        let store: DeviceStore
+        if url.hasPrefix("sqlite:") {
+            // sqlite:PATH[?busy_timeout_ms=N]
+            let parts = url.dropFirst("sqlite:".count).split(separator: "?", maxSplits: 1)
+            let path = parts.first.map(String.init) ?? ""
+            guard !path.isEmpty else { throw StoreError.invalidInput("database URL 'sqlite:' needs a path, e.g. sqlite:pushfan.db") }
+            var busyTimeout = Duration.seconds(5)
+            if parts.count == 2 {
+                guard parts[1].hasPrefix("busy_timeout_ms="), let millis = Int(parts[1].dropFirst("busy_timeout_ms=".count)), millis >= 0 else {
+                    throw StoreError.invalidInput("the only SQLite option is busy_timeout_ms=N, got '\(parts[1])'")
+                }
+                busyTimeout = .milliseconds(millis)
+            }
+            let timeout = busyTimeout
+            store = try await DeviceStore(location: url) { () throws(StoreError) -> any SQLConnection in try SQLiteConnection(path: path, busyTimeout: timeout) }
+        } else if url.hasPrefix("postgres://") || url.hasPrefix("postgresql://") {
+            store = try await DeviceStore(location: PostgresConnection.redact(url)) { () throws(StoreError) -> any SQLConnection in
+                try PostgresConnection(url: url, logger: logger)
+            }
+        } else {
+            throw StoreError.invalidInput("database must be sqlite:PATH or a postgres:// URL, got '\(url)'")
+        }
+        let applied = try await store.migrate()
+        if !applied.isEmpty { logger.notice("store.migrated", ["store.versions": applied.map(String.init).joined(separator: ","), "store.location": store.location]) }
+        return store
+    }
+
+    private init(location: String, connect: @escaping @Sendable () throws(StoreError) -> any SQLConnection) async throws(StoreError) {
+        self.executor = try await ConnectionExecutor.make(connect)
+        self.dialect = executor.dialect
+        self.location = location
+    }
+
+    private func run<T: Sendable>(_ body: @escaping @Sendable (any SQLConnection) throws(StoreError) -> T) async throws(StoreError) -> T {
+        try await executor.run(body)
+    }
+
+    static func now() -> Int64 { Int64(Date().timeIntervalSince1970 * 1000) }
+
+    /// Applies pending migrations; returns the versions applied now.
+    @discardableResult
+    package func migrate() async throws(StoreError) -> [Int] {
+        try await run { connection throws(StoreError) in try Schema.migrate(connection, now: DeviceStore.now()) }
+    }
+
+    package func schemaVersion() async throws(StoreError) -> Int {
+        try await run { connection throws(StoreError) in
+            let version: Int64?? = try connection.queryOne("SELECT MAX(version) FROM schema_migrations") { $0.int(0) }
+            return Int((version ?? nil) ?? 0)
+        }
+    }
+
+    // MARK: Apps
+
+    /// Adds an app and returns its secret, which is shown once and stored only hashed.
+    package func addApp(_ registration: AppRegistration) async throws(StoreError) -> String {
+        try Validation.appKey(registration.app)
+        guard !registration.topic.isEmpty, registration.topic.allSatisfy({ $0.isLetter || $0.isNumber || $0 == "." || $0 == "-" || $0 == "_" }) else {
+            throw StoreError.invalidInput("topic must be a bundle id like com.example.app, got '\(registration.topic)'")
+        }
+        guard (1...1_000_000).contains(registration.ratePerSecond) else {
+            throw StoreError.invalidInput("rate must be between 1 and 1000000 per second, got \(registration.ratePerSecond)")
+        }
+        let secret = SecretHash.generateSecret()
+        let hashed = SecretHash(secret: secret)
+        let (team, key, keyFile, certFile, certKey): (String?, String?, String?, String?, String?) =
+            switch registration.credentials {
+            case .token(let teamID, let keyID, let file): (teamID, keyID, file, nil, nil)
+            case .certificate(let certificate, let keyPath): (nil, nil, nil, certificate, keyPath)
+            }
+        let now = DeviceStore.now()
+        let inserted = try await run { connection throws(StoreError) in
+            try connection.execute("""
+                INSERT INTO apps (app, secret_salt, secret_hash, topic, team_id, key_id, key_file, cert_file, cert_key_file, environment, rate_per_second, created_at)
+                VALUES (\(registration.app), \(hashed.salt), \(hashed.hash), \(registration.topic), \(.optional(team)), \(.optional(key)), \(.optional(keyFile)),
+                        \(.optional(certFile)), \(.optional(certKey)), \(registration.environment.rawValue), \(registration.ratePerSecond), \(now))
+                ON CONFLICT (app) DO NOTHING
+                """)
+        }
+        guard inserted == 1 else { throw StoreError.conflict("app \(registration.app) already exists") }
+        return secret
+    }
+
+    package func app(_ key: String) async throws(StoreError) -> AppRecord? {
+        try await run { connection throws(StoreError) in
+            try connection.queryOne("""
+                SELECT app, topic, team_id, key_id, key_file, cert_file, cert_key_file, environment, rate_per_second, created_at
+                FROM apps WHERE app = \(key)
+                """) { row in
+                let credentials: APNsCredentialsReference =
+                    if let team = row.text(2), let keyID = row.text(3), let file = row.text(4) {
+                        .token(teamID: team, keyID: keyID, keyFile: file)
+                    } else {
+                        .certificate(certificateFile: row.text(5) ?? "", keyFile: row.text(6))
+                    }
+                return AppRecord(
+                    app: row.text(0) ?? "", topic: row.text(1) ?? "", credentials: credentials,
+                    environment: APNsEnvironment(rawValue: row.text(7) ?? "") ?? .production,
+                    ratePerSecond: Int(row.int(8) ?? 0), createdAt: row.int(9) ?? 0)
+            }
+        }
+    }
+
+    /// Checks an app's secret in constant time.
+    package func verifySecret(app: String, secret: String) async throws(StoreError) -> Bool {
+        let stored = try await run { connection throws(StoreError) in
+            try connection.queryOne("SELECT secret_salt, secret_hash FROM apps WHERE app = \(app)") { row in
+                SecretHash(salt: row.text(0) ?? "", hash: row.text(1) ?? "")
+            }
+        }
+        return stored?.matches(secret) ?? false
+    }
+
+    // MARK: Devices
+
+    /// Registers or updates a device (idempotent). A token registered before under another
+    /// device id moves to this one: the old row is removed.
+    package func register(app: String, _ registration: DeviceRegistration) async throws(StoreError) -> RegistrationResult {
+        let device = try Validation.device(registration)
+        let now = DeviceStore.now()
+        return try await run { connection throws(StoreError) in
+            try connection.transaction { () throws(StoreError) -> RegistrationResult in
+                try DeviceStore.requireApp(connection, app)
+                return try DeviceStore.upsert(connection, app: app, device: device, now: now)
+            }
+        }
+    }
+
+    /// Imports a batch in one transaction; every registration must already be validated
+    /// (`Validation.device`). Returns how many rows were written.
+    package func importDevices(app: String, _ devices: [ValidatedDevice]) async throws(StoreError) -> Int {
+        let now = DeviceStore.now()
+        return try await run { connection throws(StoreError) in
+            try connection.transaction { () throws(StoreError) -> Int in
+                try DeviceStore.requireApp(connection, app)
+                for device in devices { _ = try DeviceStore.upsert(connection, app: app, device: device, now: now) }
+                return devices.count
+            }
+        }
+    }
+
+    /// Marks a device unregistered; it no longer receives campaigns. False if unknown.
+    package func unregister(app: String, deviceID: String) async throws(StoreError) -> Bool {
+        let now = DeviceStore.now()
+        return try await run { connection throws(StoreError) in
+            try connection.execute("""
+                UPDATE devices SET status = 'unregistered', invalid_reason = 'unregistered', invalid_at = \(now)
+                WHERE app = \(app) AND device_id = \(deviceID)
+                """) > 0
+        }
+    }
+
+    /// Devices of an app in row-key order, `limit` at a time after `after`.
+    package func devices(app: String, after: Int64? = nil, limit: Int = 100) async throws(StoreError) -> [DeviceRecord] {
+        try await run { connection throws(StoreError) in
+            return try connection.queryAll("""
+                SELECT row_key, device_id, token, environment, locale, timezone, app_version, os_version, attributes,
+                       created_at, last_seen_at, status, invalid_reason, invalid_at
+                FROM devices WHERE app = \(app) AND row_key > \(after ?? Int64.min) ORDER BY row_key LIMIT \(limit)
+                """) { row in DeviceStore.deviceRecord(row, tags: []) }
+                .map { record throws(StoreError) in
+                    let tags = try connection.queryAll("SELECT tag FROM device_tags WHERE row_key = \(record.rowKey) ORDER BY tag") { $0.text(0) ?? "" }
+                    return DeviceStore.withTags(record, tags)
+                }
+        }
+    }
+
+    package func device(app: String, deviceID: String) async throws(StoreError) -> DeviceRecord? {
+        try await run { connection throws(StoreError) in
+            guard let record = try connection.queryOne("""
+                SELECT row_key, device_id, token, environment, locale, timezone, app_version, os_version, attributes,
+                       created_at, last_seen_at, status, invalid_reason, invalid_at
+                FROM devices WHERE app = \(app) AND device_id = \(deviceID)
+                """, { row in DeviceStore.deviceRecord(row, tags: []) })
+            else { return nil }
+            let tags = try connection.queryAll("SELECT tag FROM device_tags WHERE row_key = \(record.rowKey) ORDER BY tag") { $0.text(0) ?? "" }
+            return DeviceStore.withTags(record, tags)
+        }
+    }
+
+    // MARK: Segments
+
+    /// Saves (or replaces) a named segment after checking that it parses.
+    package func saveSegment(app: String, name: String, expression: String) async throws(StoreError) {
+        try Validation.segmentName(name)
+        do { _ = try SegmentParser.parse(expression) } catch { throw StoreError.invalidInput("segment \(name): \(error)") }
+        let now = DeviceStore.now()
+        try await run { connection throws(StoreError) in
+            try DeviceStore.requireApp(connection, app)
+            try connection.execute("""
+                INSERT INTO segments (app, name, expression, created_at) VALUES (\(app), \(name), \(expression), \(now))
+                ON CONFLICT (app, name) DO UPDATE SET expression = excluded.expression, created_at = excluded.created_at
+                """)
+        }
+    }
+
+    package func segment(app: String, name: String) async throws(StoreError) -> String? {
+        try await run { connection throws(StoreError) in
+            try connection.queryOne("SELECT expression FROM segments WHERE app = \(app) AND name = \(name)") { $0.text(0) }.flatMap { $0 }
+        }
+    }
+
+    /// Active devices of the app matching the segment (all active devices for nil).
+    package func count(app: String, segment: SegmentExpression?, now: Int64 = DeviceStore.now()) async throws(StoreError) -> Int {
+        try await run { connection throws(StoreError) in
+            let count: Int64?? = try connection.queryOne("SELECT COUNT(*) FROM devices d WHERE d.app = \(app) AND d.status = 'active'" + DeviceStore.filter(segment, now: now)) { $0.int(0) }
+            return Int((count ?? nil) ?? 0)
+        }
+    }
+
+    // MARK: Expansion
+
+    /// Splits the app's devices into contiguous row-key ranges of about `size` devices.
+    /// Cost: one index probe per shard (`OFFSET` over the app's row-key index), no
+    /// scan of the device rows and no segment evaluation.
+    package func shards(app: String, size: Int) async throws(StoreError) -> [ShardRange] {
+        guard size > 0 else { throw StoreError.invalidInput("shard size must be positive") }
+        return try await run { connection throws(StoreError) in
+            var shards: [ShardRange] = []
+            var after: Int64?
+            while true {
+                let boundary = try connection.queryOne("""
+                    SELECT row_key FROM devices WHERE app = \(app) AND row_key > \(after ?? Int64.min)
+                    ORDER BY row_key LIMIT 1 OFFSET \(size - 1)
+                    """) { $0.int(0) } ?? nil
+                if let boundary {
+                    shards.append(ShardRange(after: after, through: boundary))
+                    after = boundary
+                    continue
+                }
+                let more = try connection.queryOne("SELECT 1 FROM devices WHERE app = \(app) AND row_key > \(after ?? Int64.min) LIMIT 1") { $0.int(0) } ?? nil
+                if more != nil || shards.isEmpty { shards.append(ShardRange(after: after, through: nil)) }
+                return shards
+            }
+        }
+    }
+
+    /// One page of a shard: active matching devices with row key above `cursor` (and the
+    /// shard's lower bound), in row-key order. Pass the last row key as the next cursor.
+    package func page(
+        app: String, segment: SegmentExpression?, shard: ShardRange, cursor: Int64?, limit: Int, now: Int64 = DeviceStore.now()
+    ) async throws(StoreError) -> [DeviceTarget] {
+        let lower = max(cursor ?? Int64.min, shard.after ?? Int64.min)
+        return try await run { connection throws(StoreError) in
+            var statement: SQLStatement = """
+                SELECT d.row_key, d.device_id, d.token, d.environment, d.locale FROM devices d
+                WHERE d.app = \(app) AND d.status = 'active' AND d.row_key > \(lower)
+                """
+            if let through = shard.through { statement = statement + " AND d.row_key <= \(through)" }
+            statement = statement + DeviceStore.filter(segment, now: now) + " ORDER BY d.row_key LIMIT \(limit)"
+            return try connection.queryAll(statement, DeviceStore.target)
+        }
+    }
+
+    // MARK: Ledger
+
+    /// Records a campaign once; false when its id was already known (the same id twice is
+    /// one campaign).
+    package func recordCampaign(id: String, app: String, audience: Int, shards: Int, now: Int64 = DeviceStore.now()) async throws(StoreError) -> Bool {
+        try await run { connection throws(StoreError) in
+            try connection.execute("""
+                INSERT INTO campaigns (id, app, status, audience, shards, created_at, updated_at)
+                VALUES (\(id), \(app), 'running', \(audience), \(shards), \(now), \(now)) ON CONFLICT (id) DO NOTHING
+                """) == 1
+        }
+    }
+
+    package struct CampaignRow: Sendable, Equatable {
+        package let id: String
+        package let app: String
+        package let status: String
+        package let audience: Int
+        package let shards: Int
+    }
+
+    package func campaign(_ id: String) async throws(StoreError) -> CampaignRow? {
+        try await run { connection throws(StoreError) in
+            try connection.queryOne("SELECT id, app, status, audience, shards FROM campaigns WHERE id = \(id)") { row in
+                CampaignRow(id: row.text(0) ?? "", app: row.text(1) ?? "", status: row.text(2) ?? "", audience: Int(row.int(3) ?? 0), shards: Int(row.int(4) ?? 0))
+            }
+        }
+    }
+
+    package func setCampaignStatus(_ id: String, _ status: String, now: Int64 = DeviceStore.now()) async throws(StoreError) {
+        _ = try await run { connection throws(StoreError) in
+            try connection.execute("UPDATE campaigns SET status = \(status), updated_at = \(now) WHERE id = \(id)")
+        }
+    }
+
+    /// The result of claiming a page.
+    package struct Claim: Sendable, Equatable {
+        /// Devices this owner must send now: newly claimed, already its own, or taken over
+        /// from an owner whose lease ran out.
+        package let toSend: [DeviceTarget]
+        /// Devices of the page with a final outcome already (nothing to do).
+        package let alreadyFinal: Int
+        /// Devices claimed by another owner whose lease has not run out (retry later).
+        package let heldElsewhere: Int
+    }
+
+    /// Claims a page's devices for a campaign: insert-if-absent, so re-processing a page
+    /// after a crash never claims a device that already has its final outcome. A claim is
+    /// leased to `owner`; after `lease` another owner may take it over.
+    package func claim(
+        campaign: String, targets: [DeviceTarget], owner: String, lease: Duration = .seconds(60), now: Int64 = DeviceStore.now()
+    ) async throws(StoreError) -> Claim {
+        guard let low = targets.map(\.rowKey).min(), let high = targets.map(\.rowKey).max() else {
+            return Claim(toSend: [], alreadyFinal: 0, heldElsewhere: 0)
+        }
+        let leaseUntil = now + lease.components.seconds * 1000
+        return try await run { connection throws(StoreError) in
+            try connection.transaction { () throws(StoreError) -> Claim in
+                for target in targets {
+                    try connection.execute("""
+                        INSERT INTO deliveries (campaign, row_key, device_id, state, attempts, claimed_by, lease_until, claimed_at)
+                        VALUES (\(campaign), \(target.rowKey), \(target.deviceID), 'claimed', 0, \(owner), \(leaseUntil), \(now))
+                        ON CONFLICT (campaign, row_key) DO NOTHING
+                        """)
+                }
+                try connection.execute("""
+                    UPDATE deliveries SET claimed_by = \(owner), lease_until = \(leaseUntil)
+                    WHERE campaign = \(campaign) AND row_key >= \(low) AND row_key <= \(high) AND state = 'claimed'
+                      AND (claimed_by = \(owner) OR lease_until < \(now))
+                    """)
+                var mine = Set<Int64>()
+                var final = 0, elsewhere = 0
+                let wanted = Set(targets.map(\.rowKey))
+                try connection.query("""
+                    SELECT row_key, state, claimed_by FROM deliveries
+                    WHERE campaign = \(campaign) AND row_key >= \(low) AND row_key <= \(high)
+                    """) { row throws(StoreError) in
+                    let key = row.int(0) ?? 0
+                    guard wanted.contains(key) else { return }
+                    if row.text(1) != LedgerState.claimed.rawValue {
+                        final += 1
+                    } else if row.text(2) == owner {
+                        mine.insert(key)
+                    } else {
+                        elsewhere += 1
+                    }
+                }
+                return Claim(toSend: targets.filter { mine.contains($0.rowKey) }, alreadyFinal: final, heldElsewhere: elsewhere)
+            }
+        }
+    }
+
+    /// Records final outcomes of claimed devices. A device that already has a final outcome
+    /// keeps it (the first outcome wins); returns how many rows were finalised now.
+    @discardableResult
+    package func record(campaign: String, _ outcomes: [LedgerOutcome], now: Int64 = DeviceStore.now()) async throws(StoreError) -> Int {
+        try await run { connection throws(StoreError) in
+            try connection.transaction { () throws(StoreError) -> Int in
+                var changed = 0
+                for outcome in outcomes where outcome.state.isFinal {
+                    changed += try connection.execute("""
+                        UPDATE deliveries SET state = \(outcome.state.rawValue), attempts = \(outcome.attempts), apns_id = \(.optional(outcome.apnsID)),
+                            status = \(.optional(outcome.status.map(Int64.init))), reason = \(.optional(outcome.reason)), finished_at = \(now)
+                        WHERE campaign = \(campaign) AND row_key = \(outcome.rowKey) AND state = 'claimed'
+                        """)
+                }
+                return changed
+            }
+        }
+    }
+
+    /// Claimed devices without a final outcome, for recovery after a crash.
+    package func unfinished(campaign: String, limit: Int = 1000) async throws(StoreError) -> [LedgerEntry] {
+        try await entries("SELECT row_key, device_id, state, attempts, apns_id, status, reason FROM deliveries WHERE campaign = \(campaign) AND state = 'claimed' ORDER BY row_key LIMIT \(limit)")
+    }
+
+    /// Final entries after `cursor`, for re-emitting results from the ledger.
+    package func finished(campaign: String, after cursor: Int64?, limit: Int = 1000) async throws(StoreError) -> [LedgerEntry] {
+        try await entries("""
+            SELECT row_key, device_id, state, attempts, apns_id, status, reason FROM deliveries
+            WHERE campaign = \(campaign) AND state <> 'claimed' AND row_key > \(cursor ?? Int64.min) ORDER BY row_key LIMIT \(limit)
+            """)
+    }
+
+    private func entries(_ statement: SQLStatement) async throws(StoreError) -> [LedgerEntry] {
+        try await run { connection throws(StoreError) in
+            try connection.queryAll(statement) { row in
+                LedgerEntry(
+                    rowKey: row.int(0) ?? 0, deviceID: row.text(1) ?? "", state: LedgerState(rawValue: row.text(2) ?? "") ?? .claimed,
+                    attempts: Int(row.int(3) ?? 0), apnsID: row.text(4), status: row.int(5).map { Int($0) }, reason: row.text(6))
+            }
+        }
+    }
+
+    /// Ledger rows per state for a campaign.
+    package func outcomeCounts(campaign: String) async throws(StoreError) -> [LedgerState: Int] {
+        try await run { connection throws(StoreError) in
+            var counts: [LedgerState: Int] = [:]
+            try connection.query("SELECT state, COUNT(*) FROM deliveries WHERE campaign = \(campaign) GROUP BY state") { row throws(StoreError) in
+                if let state = LedgerState(rawValue: row.text(0) ?? "") { counts[state] = Int(row.int(1) ?? 0) }
+            }
+            return counts
+        }
+    }
+
+    // MARK: Token hygiene
+
+    /// Applies APNs' 410 (Unregistered/ExpiredToken) with its timestamp: the device is
+    /// invalidated only if it did not register again after that moment. True if invalidated.
+    package func applyUnregistered(app: String, environment: APNsEnvironment, token: String, at timestamp: Int64, reason: String = "Unregistered") async throws(StoreError) -> Bool {
+        let normalized = try Validation.token(token)
+        return try await run { connection throws(StoreError) in
+            try connection.execute("""
+                UPDATE devices SET status = 'invalid', invalid_reason = \(reason), invalid_at = \(timestamp)
+                WHERE app = \(app) AND environment = \(environment.rawValue) AND token = \(normalized)
+                  AND status = 'active' AND last_seen_at <= \(timestamp)
+                """) > 0
+        }
+    }
+
+    /// Records a token rejection (BadDeviceToken, DeviceTokenNotForTopic) for the token in
+    /// that environment; the device leaves every later expansion. True if invalidated.
+    package func invalidate(app: String, environment: APNsEnvironment, token: String, reason: String, now: Int64 = DeviceStore.now()) async throws(StoreError) -> Bool {
+        let normalized = try Validation.token(token)
+        return try await run { connection throws(StoreError) in
+            try connection.execute("""
+                UPDATE devices SET status = 'invalid', invalid_reason = \(reason), invalid_at = \(now)
+                WHERE app = \(app) AND environment = \(environment.rawValue) AND token = \(normalized) AND status = 'active'
+                """) > 0
+        }
+    }
+
+    // MARK: Helpers
+
+    private static func filter(_ segment: SegmentExpression?, now: Int64) -> SQLStatement {
+        guard let segment else { return "" }
+        return " AND \(segment: segment, now: now)"
+    }
+
+    private static func requireApp(_ connection: any SQLConnection, _ app: String) throws(StoreError) {
+        guard try connection.queryOne("SELECT 1 FROM apps WHERE app = \(app)", { $0.int(0) }) != nil else {
+            throw StoreError.notFound("unknown app '\(app)'; add it with `pushfan apps add`")
+        }
+    }
+
+    private static func upsert(_ connection: any SQLConnection, app: String, device: ValidatedDevice, now: Int64) throws(StoreError) -> RegistrationResult {
+        let seen = device.seenAt ?? now
+        let jsonCast = connection.dialect == .postgres ? "::jsonb" : ""
+        // The token follows the device that registers it last.
+        let previous = try connection.queryAll("""
+            SELECT device_id FROM devices
+            WHERE app = \(app) AND environment = \(device.environment.rawValue) AND token = \(device.token) AND device_id <> \(device.deviceID)
+            """) { $0.text(0) ?? "" }
+        if !previous.isEmpty {
+            try connection.execute("DELETE FROM devices WHERE app = \(app) AND environment = \(device.environment.rawValue) AND token = \(device.token) AND device_id <> \(device.deviceID)")
+        }
+        let existing = try connection.queryOne("SELECT row_key FROM devices WHERE app = \(app) AND device_id = \(device.deviceID)") { $0.int(0) } ?? nil
+        let rowKey: Int64
+        if let existing {
+            try connection.execute("""
+                UPDATE devices SET token = \(device.token), environment = \(device.environment.rawValue), locale = \(.optional(device.locale)),
+                    timezone = \(.optional(device.timezone)), app_version = \(.optional(device.appVersion)), app_version_key = \(.optional(device.appVersionKey)),
+                    os_version = \(.optional(device.osVersion)), os_version_key = \(.optional(device.osVersionKey)),
+                    attributes = \(device.attributesJSON)\(raw: jsonCast), last_seen_at = \(seen),
+                    status = 'active', invalid_reason = NULL, invalid_at = NULL
+                WHERE row_key = \(existing)
+                """)
+            try connection.execute("DELETE FROM device_tags WHERE row_key = \(existing)")
+            rowKey = existing
+        } else {
+            guard let inserted = try connection.queryOne("""
+                INSERT INTO devices (app, device_id, token, environment, locale, timezone, app_version, app_version_key, os_version, os_version_key,
+                                     attributes, created_at, last_seen_at, status)
+                VALUES (\(app), \(device.deviceID), \(device.token), \(device.environment.rawValue), \(.optional(device.locale)), \(.optional(device.timezone)),
+                        \(.optional(device.appVersion)), \(.optional(device.appVersionKey)), \(.optional(device.osVersion)), \(.optional(device.osVersionKey)),
+                        \(device.attributesJSON)\(raw: jsonCast), \(now), \(seen), 'active')
+                RETURNING row_key
+                """, { $0.int(0) }) ?? nil
+            else { throw StoreError.database("insert returned no row key") }
+            rowKey = inserted
+        }
+        for tag in device.tags {
+            try connection.execute("INSERT INTO device_tags (app, row_key, tag) VALUES (\(app), \(rowKey), \(tag)) ON CONFLICT DO NOTHING")
+        }
+        return RegistrationResult(rowKey: rowKey, created: existing == nil, tokenMovedFrom: previous)
+    }
+
+    private static func target(_ row: any SQLRow) -> DeviceTarget {
+        DeviceTarget(
+            rowKey: row.int(0) ?? 0, deviceID: row.text(1) ?? "", token: row.text(2) ?? "",
+            environment: APNsEnvironment(rawValue: row.text(3) ?? "") ?? .production, locale: row.text(4))
+    }
+
+    private static func deviceRecord(_ row: any SQLRow, tags: [String]) -> DeviceRecord {
+        let attributes = row.text(8).flatMap { try? JSONDecoder().decode([String: JSONValue].self, from: Data($0.utf8)) } ?? [:]
+        return DeviceRecord(
+            rowKey: row.int(0) ?? 0, deviceID: row.text(1) ?? "", token: row.text(2) ?? "",
+            environment: APNsEnvironment(rawValue: row.text(3) ?? "") ?? .production, locale: row.text(4), timezone: row.text(5),
+            appVersion: row.text(6), osVersion: row.text(7), tags: tags, attributes: attributes,
+            createdAt: row.int(9) ?? 0, lastSeenAt: row.int(10) ?? 0, status: DeviceStatus(rawValue: row.text(11) ?? "") ?? .active,
+            invalidReason: row.text(12), invalidAt: row.int(13))
+    }
+
+    private static func withTags(_ record: DeviceRecord, _ tags: [String]) -> DeviceRecord {
+        DeviceRecord(
+            rowKey: record.rowKey, deviceID: record.deviceID, token: record.token, environment: record.environment, locale: record.locale,
+            timezone: record.timezone, appVersion: record.appVersion, osVersion: record.osVersion, tags: tags, attributes: record.attributes,
+            createdAt: record.createdAt, lastSeenAt: record.lastSeenAt, status: record.status, invalidReason: record.invalidReason, invalidAt: record.invalidAt)
+    }
+}
+
+/// Owns one connection and the serial queue every call on it runs on.
+private final class ConnectionExecutor: @unchecked Sendable {
+    // `connection` is only touched on `queue`, which is what makes this type sendable.
+    private let queue = DispatchQueue(label: "pushfan.store")
+    private let connection: any SQLConnection
+    let dialect: SQLDialect
+
+    private init(connection: any SQLConnection) {
+        self.connection = connection
+        self.dialect = connection.dialect
+    }
+
+    static func make(_ connect: @escaping @Sendable () throws(StoreError) -> any SQLConnection) async throws(StoreError) -> ConnectionExecutor {
+        let made = await BlockingWork.run { () -> Result<UncheckedBox<any SQLConnection>, StoreError> in
+            do throws(StoreError) { return .success(UncheckedBox(try connect())) } catch { return .failure(error) }
+        }
+        return ConnectionExecutor(connection: try made.get().value)
+    }
+
+    func run<T: Sendable>(_ body: @escaping @Sendable (any SQLConnection) throws(StoreError) -> T) async throws(StoreError) -> T {
+        let box = UncheckedBox(connection)
+        let result: Result<T, StoreError> = await withCheckedContinuation { continuation in
+            queue.async {
+                do throws(StoreError) { continuation.resume(returning: .success(try body(box.value))) } catch { continuation.resume(returning: .failure(error)) }
+            }
+        }
+        return try result.get()
+    }
+}
+
+/// Carries a value confined by other means (here: the store's serial queue) across isolation.
+private struct UncheckedBox<Value>: @unchecked Sendable {
+    let value: Value
+    init(_ value: Value) { self.value = value }
+}

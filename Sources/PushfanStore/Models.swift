@@ -1,0 +1,167 @@
+import Foundation
+import PushfanCore
+
+/// Where an app's APNs credentials live. The store keeps references (file paths and ids),
+/// never key material.
+package enum APNsCredentialsReference: Sendable, Equatable {
+    /// Token auth: a .p8 signing key.
+    case token(teamID: String, keyID: String, keyFile: String)
+    /// Certificate auth: a PEM certificate and key, or a PKCS#12 file (`keyFile` nil).
+    case certificate(certificateFile: String, keyFile: String?)
+}
+
+/// APNs environment of a device token: tokens from debug builds belong to the sandbox.
+package enum APNsEnvironment: String, Sendable, CaseIterable {
+    case production, sandbox
+
+    package init(parsing text: String) throws(StoreError) {
+        guard let environment = APNsEnvironment(rawValue: text.lowercased()) else {
+            throw StoreError.invalidInput("environment must be production or sandbox, got '\(text)'")
+        }
+        self = environment
+    }
+}
+
+/// A new app.
+package struct AppRegistration: Sendable {
+    package var app: String
+    /// Bundle id; the APNs topic base.
+    package var topic: String
+    package var credentials: APNsCredentialsReference
+    package var environment: APNsEnvironment
+    /// Sends per second across all workers.
+    package var ratePerSecond: Int
+
+    package init(app: String, topic: String, credentials: APNsCredentialsReference, environment: APNsEnvironment = .production, ratePerSecond: Int = 1000) {
+        self.app = app
+        self.topic = topic
+        self.credentials = credentials
+        self.environment = environment
+        self.ratePerSecond = ratePerSecond
+    }
+}
+
+/// An app as stored (without its secret, which exists only as a salted hash).
+package struct AppRecord: Sendable, Equatable {
+    package let app: String
+    package let topic: String
+    package let credentials: APNsCredentialsReference
+    package let environment: APNsEnvironment
+    package let ratePerSecond: Int
+    package let createdAt: Int64
+}
+
+/// What a client SDK registers: the device id (stable per install), its token and traits.
+package struct DeviceRegistration: Sendable, Equatable {
+    package var deviceID: String
+    package var token: String
+    package var environment: APNsEnvironment = .production
+    package var locale: String?
+    package var timezone: String?
+    package var appVersion: String?
+    package var osVersion: String?
+    package var tags: [String] = []
+    package var attributes: [String: JSONValue] = [:]
+    /// When the device was seen (ms since the epoch); registration time by default.
+    package var seenAt: Int64?
+
+    package init(deviceID: String, token: String) {
+        self.deviceID = deviceID
+        self.token = token
+    }
+}
+
+/// Lifecycle of a device row.
+package enum DeviceStatus: String, Sendable {
+    case active
+    /// APNs said the token is no longer valid (410, BadDeviceToken, DeviceTokenNotForTopic).
+    case invalid
+    /// The app unregistered the device.
+    case unregistered
+}
+
+/// A device as stored.
+package struct DeviceRecord: Sendable, Equatable {
+    package let rowKey: Int64
+    package let deviceID: String
+    package let token: String
+    package let environment: APNsEnvironment
+    package let locale: String?
+    package let timezone: String?
+    package let appVersion: String?
+    package let osVersion: String?
+    package let tags: [String]
+    package let attributes: [String: JSONValue]
+    package let createdAt: Int64
+    package let lastSeenAt: Int64
+    package let status: DeviceStatus
+    package let invalidReason: String?
+    package let invalidAt: Int64?
+}
+
+/// What expansion yields per device: enough to render and send.
+package struct DeviceTarget: Sendable, Equatable {
+    package let rowKey: Int64
+    package let deviceID: String
+    package let token: String
+    package let environment: APNsEnvironment
+    package let locale: String?
+}
+
+/// A contiguous range of row keys, `(after, through]`; nil bounds are open.
+package struct ShardRange: Sendable, Equatable {
+    package let after: Int64?
+    package let through: Int64?
+
+    package init(after: Int64?, through: Int64?) {
+        self.after = after
+        self.through = through
+    }
+}
+
+/// Result of a registration.
+package struct RegistrationResult: Sendable, Equatable {
+    package let rowKey: Int64
+    /// True when the row was new.
+    package let created: Bool
+    /// Device ids that lost this token to the registering device.
+    package let tokenMovedFrom: [String]
+}
+
+/// A final (or pending) delivery state in the ledger.
+package enum LedgerState: String, Sendable, CaseIterable {
+    case claimed
+    case delivered, rejected, invalidToken = "invalid_token", expired, cancelled, skipped, failed
+
+    package var isFinal: Bool { self != .claimed }
+}
+
+/// The outcome to record for one claimed device.
+package struct LedgerOutcome: Sendable, Equatable {
+    package let rowKey: Int64
+    package let state: LedgerState
+    package let attempts: Int
+    package let apnsID: String?
+    package let status: Int?
+    package let reason: String?
+
+    package init(rowKey: Int64, state: LedgerState, attempts: Int = 1, apnsID: String? = nil, status: Int? = nil, reason: String? = nil) {
+        self.rowKey = rowKey
+        self.state = state
+        self.attempts = attempts
+        self.apnsID = apnsID
+        self.status = status
+        self.reason = reason
+    }
+}
+
+/// A ledger row.
+package struct LedgerEntry: Sendable, Equatable {
+    package let rowKey: Int64
+    package let deviceID: String
+    package let state: LedgerState
+    package let attempts: Int
+    package let apnsID: String?
+    package let status: Int?
+    package let reason: String?
+}

@@ -1,0 +1,153 @@
+import Foundation
+import PushfanCore
+internal import CLibpq
+
+/// One libpq connection. A dropped connection is re-established with backoff on the next
+/// statement; while the server stays unreachable, calls fail with "store unavailable" so
+/// callers can pause instead of failing devices. Used from the store's serial queue only.
+final class PostgresConnection: SQLConnection {
+    let dialect = SQLDialect.postgres
+    private var connection: OpaquePointer?
+    private let url: String
+    private let logger: Logger
+    private var inTransaction = false
+    /// Waits between reconnection attempts within one call.
+    private let backoff: [Duration] = [.milliseconds(100), .milliseconds(400), .seconds(1)]
+
+    init(url: String, logger: Logger) throws(StoreError) {
+        self.url = url
+        self.logger = logger
+        try connect()
+    }
+
+    deinit { PQfinish(connection) }
+
+    /// The URL without its password, for logs and errors.
+    static func redact(_ url: String) -> String {
+        guard var components = URLComponents(string: url), components.password != nil else { return url }
+        components.password = "***"
+        return components.string ?? url
+    }
+
+    private func connect() throws(StoreError) {
+        PQfinish(connection)
+        connection = PQconnectdb(url)
+        guard let connection, PQstatus(connection) == CONNECTION_OK else {
+            let message = connection.map { String(cString: PQerrorMessage($0)) } ?? "out of memory"
+            throw StoreError.unavailable("cannot connect to PostgreSQL at \(PostgresConnection.redact(url)): \(message.trimmingCharacters(in: .whitespacesAndNewlines))")
+        }
+        // Warnings (e.g. "no transaction in progress") are not errors; keep them out of stderr.
+        _ = PQexec(connection, "SET client_min_messages = warning").map { PQclear($0) }
+    }
+
+    /// Re-establishes a lost connection, waiting a little longer after each failed attempt.
+    private func ensureConnected() throws(StoreError) {
+        if let connection, PQstatus(connection) == CONNECTION_OK { return }
+        var lastError = StoreError.unavailable("PostgreSQL connection lost")
+        for (attempt, delay) in backoff.enumerated() {
+            do {
+                try connect()
+                logger.notice("store.reconnected", ["store.attempt": String(attempt + 1)])
+                return
+            } catch {
+                lastError = error
+                Thread.sleep(forTimeInterval: Double(delay.components.seconds) + Double(delay.components.attoseconds) / 1e18)
+            }
+        }
+        throw lastError
+    }
+
+    /// Runs one statement and hands back its result (caller clears it).
+    private func exec(_ statement: SQLStatement) throws(StoreError) -> OpaquePointer {
+        let (sql, parameters) = statement.render(.postgres)
+        // Inside a transaction a reconnect would silently lose the earlier statements.
+        if !inTransaction { try ensureConnected() }
+        let texts: [String?] = parameters.map { value in
+            switch value {
+            case .null: nil
+            case .integer(let number): String(number)
+            case .real(let number): String(number)
+            case .text(let text): text
+            }
+        }
+        let result = withCStrings(texts) { pointers in
+            PQexecParams(connection, sql, Int32(pointers.count), nil, pointers, nil, nil, 0)
+        }
+        guard let result else { throw lost("no result") }
+        let status = PQresultStatus(result)
+        if status == PGRES_COMMAND_OK || status == PGRES_TUPLES_OK { return result }
+        defer { PQclear(result) }
+        let sqlState = PQresultErrorField(result, pushfan_pq_diag_sqlstate()).map { String(cString: $0) } ?? ""
+        let message = String(cString: PQresultErrorMessage(result)).trimmingCharacters(in: .whitespacesAndNewlines)
+        if PQstatus(connection) != CONNECTION_OK { throw lost(message) }
+        switch sqlState.prefix(2) {
+        case "23": throw StoreError.conflict(message)
+        case "08", "53", "57", "40": throw StoreError.unavailable("\(message) (SQLSTATE \(sqlState))")
+        default: throw StoreError.database("\(message) (SQLSTATE \(sqlState))")
+        }
+    }
+
+    private func lost(_ message: String) -> StoreError {
+        StoreError.unavailable("PostgreSQL connection lost: \(message)")
+    }
+
+    @discardableResult
+    func execute(_ statement: SQLStatement) throws(StoreError) -> Int {
+        let result = try exec(statement)
+        defer { PQclear(result) }
+        return Int(String(cString: PQcmdTuples(result))) ?? 0
+    }
+
+    func query(_ statement: SQLStatement, _ row: (any SQLRow) throws(StoreError) -> Void) throws(StoreError) {
+        let result = try exec(statement)
+        defer { PQclear(result) }
+        let rows = PQntuples(result)
+        for index in 0..<rows { try row(PostgresRow(result: result, row: index)) }
+    }
+
+    func transaction<T>(_ body: () throws(StoreError) -> T) throws(StoreError) -> T {
+        try ensureConnected()
+        try execute("BEGIN")
+        inTransaction = true
+        defer { inTransaction = false }
+        do {
+            let value = try body()
+            try execute("COMMIT")
+            return value
+        } catch {
+            if let connection, PQstatus(connection) == CONNECTION_OK { _ = PQexec(connection, "ROLLBACK").map { PQclear($0) } }
+            throw error
+        }
+    }
+
+    func executeScript(_ sql: String) throws(StoreError) {
+        if !inTransaction { try ensureConnected() }
+        guard let result = PQexec(connection, sql) else { throw lost("no result") }
+        defer { PQclear(result) }
+        let status = PQresultStatus(result)
+        guard status == PGRES_COMMAND_OK || status == PGRES_TUPLES_OK else {
+            let message = String(cString: PQresultErrorMessage(result)).trimmingCharacters(in: .whitespacesAndNewlines)
+            if PQstatus(connection) != CONNECTION_OK { throw lost(message) }
+            throw StoreError.database(message)
+        }
+    }
+}
+
+private struct PostgresRow: SQLRow {
+    let result: OpaquePointer
+    let row: Int32
+
+    func text(_ column: Int) -> String? {
+        PQgetisnull(result, row, Int32(column)) == 1 ? nil : String(cString: PQgetvalue(result, row, Int32(column)))
+    }
+
+    func int(_ column: Int) -> Int64? { text(column).flatMap { Int64($0) } }
+    func double(_ column: Int) -> Double? { text(column).flatMap { Double($0) } }
+}
+
+/// Passes optional strings to C as `const char *const *` for the duration of `body`.
+private func withCStrings<R>(_ strings: [String?], _ body: ([UnsafePointer<CChar>?]) -> R) -> R {
+    let copies = strings.map { $0.map { strdup($0) } ?? nil }
+    defer { for copy in copies { free(copy) } }
+    return body(copies.map { $0.map { UnsafePointer($0) } })
+}

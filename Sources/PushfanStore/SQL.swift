@@ -1,0 +1,109 @@
+import PushfanCore
+
+/// A value bound to a statement parameter.
+package enum SQLValue: Sendable, Equatable {
+    case null
+    case integer(Int64)
+    case real(Double)
+    case text(String)
+
+    init(_ parameter: SQLParameter) {
+        switch parameter {
+        case .text(let text): self = .text(text)
+        case .integer(let value): self = .integer(value)
+        case .real(let value): self = .real(value)
+        }
+    }
+
+    static func optional(_ text: String?) -> SQLValue { text.map(SQLValue.text) ?? .null }
+    static func optional(_ value: Int64?) -> SQLValue { value.map(SQLValue.integer) ?? .null }
+}
+
+/// A statement written once for both backends. Interpolated values become parameters
+/// (`?N` for SQLite, `$N` for PostgreSQL) and segments are compiled for the dialect when
+/// the statement is rendered, so user input never enters the SQL text.
+struct SQLStatement: ExpressibleByStringInterpolation, Sendable {
+    enum Piece: Sendable {
+        case text(String)
+        case value(SQLValue)
+        case segment(SegmentExpression, now: Int64)
+    }
+
+    var pieces: [Piece] = []
+
+    init(stringLiteral value: String) { pieces = [.text(value)] }
+
+    init(stringInterpolation: StringInterpolation) { pieces = stringInterpolation.pieces }
+
+    struct StringInterpolation: StringInterpolationProtocol {
+        var pieces: [Piece] = []
+        init(literalCapacity: Int, interpolationCount: Int) {}
+        mutating func appendLiteral(_ literal: String) { pieces.append(.text(literal)) }
+        mutating func appendInterpolation(_ value: SQLValue) { pieces.append(.value(value)) }
+        mutating func appendInterpolation(_ text: String) { pieces.append(.value(.text(text))) }
+        mutating func appendInterpolation(_ number: Int64) { pieces.append(.value(.integer(number))) }
+        mutating func appendInterpolation(_ number: Int) { pieces.append(.value(.integer(Int64(number)))) }
+        mutating func appendInterpolation(segment: SegmentExpression, now: Int64) { pieces.append(.segment(segment, now: now)) }
+        /// Fixed SQL chosen by Pushfan (never user input), e.g. a column list.
+        mutating func appendInterpolation(raw: String) { pieces.append(.text(raw)) }
+    }
+
+    static func + (lhs: SQLStatement, rhs: SQLStatement) -> SQLStatement {
+        var joined = lhs
+        joined.pieces += rhs.pieces
+        return joined
+    }
+
+    func render(_ dialect: SQLDialect) -> (sql: String, parameters: [SQLValue]) {
+        var sql = ""
+        var parameters: [SQLValue] = []
+        for piece in pieces {
+            switch piece {
+            case .text(let text):
+                sql += text
+            case .value(let value):
+                parameters.append(value)
+                sql += dialect == .sqlite ? "?\(parameters.count)" : "$\(parameters.count)"
+            case .segment(let expression, let now):
+                // SQLite numbers a bare `?` one past the largest so far, which is where
+                // the segment's parameters are appended.
+                let compiled = SegmentCompiler.compile(expression, dialect: dialect, now: now, firstParameterIndex: parameters.count + 1)
+                sql += "(" + compiled.sql + ")"
+                parameters += compiled.parameters.map(SQLValue.init)
+            }
+        }
+        return (sql, parameters)
+    }
+}
+
+/// One result row; columns by position.
+protocol SQLRow {
+    func int(_ column: Int) -> Int64?
+    func double(_ column: Int) -> Double?
+    func text(_ column: Int) -> String?
+}
+
+/// A connection used by one caller at a time, on a thread that may block.
+protocol SQLConnection: AnyObject {
+    var dialect: SQLDialect { get }
+    /// Runs a statement; returns the number of rows it changed.
+    @discardableResult
+    func execute(_ statement: SQLStatement) throws(StoreError) -> Int
+    func query(_ statement: SQLStatement, _ row: (any SQLRow) throws(StoreError) -> Void) throws(StoreError)
+    /// Runs `body` in a transaction that takes the write lock up front.
+    func transaction<T>(_ body: () throws(StoreError) -> T) throws(StoreError) -> T
+    /// Runs several statements given as one script (migrations); no parameters.
+    func executeScript(_ sql: String) throws(StoreError)
+}
+
+extension SQLConnection {
+    func queryAll<T>(_ statement: SQLStatement, _ map: (any SQLRow) throws(StoreError) -> T) throws(StoreError) -> [T] {
+        var rows: [T] = []
+        try query(statement) { row throws(StoreError) in rows.append(try map(row)) }
+        return rows
+    }
+
+    func queryOne<T>(_ statement: SQLStatement, _ map: (any SQLRow) throws(StoreError) -> T) throws(StoreError) -> T? {
+        try queryAll(statement, map).first
+    }
+}

@@ -1,0 +1,157 @@
+import Foundation
+import PushfanCore
+internal import CSQLite
+
+/// One SQLite connection in WAL mode, so several worker processes on one machine can read
+/// while one writes. Not thread-safe by itself: the store calls it from one serial queue.
+final class SQLiteConnection: SQLConnection {
+    let dialect = SQLDialect.sqlite
+    private var database: OpaquePointer?
+    /// Prepared statements by SQL text; finalized in `deinit` before the database closes.
+    private var statements: [String: OpaquePointer] = [:]
+    let path: String
+    /// How long a statement waits for another process's write lock before a retry.
+    private let busyTimeout: Duration
+    private let busyRetries: Int
+
+    init(path: String, busyTimeout: Duration = .seconds(5), busyRetries: Int = 2) throws(StoreError) {
+        self.path = path
+        self.busyTimeout = busyTimeout
+        self.busyRetries = busyRetries
+        let flags = SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX
+        let rc = sqlite3_open_v2(path, &database, flags, nil)
+        guard rc == SQLITE_OK, database != nil else {
+            let message = database.map { String(cString: sqlite3_errmsg($0)) } ?? "out of memory"
+            sqlite3_close(database)
+            database = nil
+            throw StoreError.unavailable("cannot open SQLite database \(path): \(message)")
+        }
+        sqlite3_busy_timeout(database, Int32(clamping: busyTimeout.components.seconds * 1000 + busyTimeout.components.attoseconds / 1_000_000_000_000_000))
+        try executeScript("PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL; PRAGMA foreign_keys=ON; PRAGMA temp_store=MEMORY;")
+    }
+
+    deinit {
+        for statement in statements.values { sqlite3_finalize(statement) }
+        sqlite3_close_v2(database)
+    }
+
+    /// The one place where SQLite result codes become `StoreError`s.
+    private func check(_ rc: Int32, _ what: @autoclosure () -> String) throws(StoreError) {
+        guard rc != SQLITE_OK && rc != SQLITE_ROW && rc != SQLITE_DONE else { return }
+        let message = "\(what()): \(String(cString: sqlite3_errmsg(database)))"
+        switch rc & 0xFF {
+        case SQLITE_BUSY, SQLITE_LOCKED:
+            throw StoreError.unavailable("SQLite database is locked by another process (\(message))")
+        case SQLITE_CANTOPEN, SQLITE_IOERR, SQLITE_FULL, SQLITE_READONLY:
+            throw StoreError.unavailable(message)
+        case SQLITE_CONSTRAINT:
+            throw StoreError.conflict(message)
+        default:
+            throw StoreError.database(message)
+        }
+    }
+
+    private func prepare(_ sql: String) throws(StoreError) -> OpaquePointer {
+        if let cached = statements[sql] { return cached }
+        var statement: OpaquePointer?
+        try check(sqlite3_prepare_v3(database, sql, -1, UInt32(SQLITE_PREPARE_PERSISTENT), &statement, nil), "prepare")
+        guard let statement else { throw StoreError.database("empty statement") }
+        statements[sql] = statement
+        return statement
+    }
+
+    private func bind(_ statement: OpaquePointer, _ parameters: [SQLValue]) throws(StoreError) {
+        for (offset, value) in parameters.enumerated() {
+            let index = Int32(offset + 1)
+            let rc: Int32
+            switch value {
+            case .null: rc = sqlite3_bind_null(statement, index)
+            case .integer(let number): rc = sqlite3_bind_int64(statement, index, number)
+            case .real(let number): rc = sqlite3_bind_double(statement, index, number)
+            case .text(let text): rc = sqlite3_bind_text(statement, index, text, -1, pushfan_sqlite_transient())
+            }
+            try check(rc, "bind parameter \(index)")
+        }
+    }
+
+    /// Steps a statement to completion, retrying a bounded number of times when another
+    /// process held the lock past the busy timeout.
+    private func run(_ statement: SQLStatement, _ row: (any SQLRow) throws(StoreError) -> Void) throws(StoreError) {
+        let (sql, parameters) = statement.render(.sqlite)
+        let prepared = try prepare(sql)
+        defer {
+            sqlite3_reset(prepared)
+            sqlite3_clear_bindings(prepared)
+        }
+        var attempt = 0
+        while true {
+            try bind(prepared, parameters)
+            var rc = sqlite3_step(prepared)
+            while rc == SQLITE_ROW {
+                try row(SQLiteRow(statement: prepared))
+                rc = sqlite3_step(prepared)
+            }
+            if rc == SQLITE_DONE { return }
+            let busy = (rc & 0xFF) == SQLITE_BUSY
+            sqlite3_reset(prepared)
+            // Inside a transaction the whole transaction must be retried by the caller.
+            if busy && attempt < busyRetries && sqlite3_get_autocommit(database) != 0 {
+                attempt += 1
+                continue
+            }
+            try check(rc, "step")
+            return
+        }
+    }
+
+    @discardableResult
+    func execute(_ statement: SQLStatement) throws(StoreError) -> Int {
+        try run(statement) { _ throws(StoreError) in }
+        return Int(sqlite3_changes(database))
+    }
+
+    func query(_ statement: SQLStatement, _ row: (any SQLRow) throws(StoreError) -> Void) throws(StoreError) {
+        try run(statement, row)
+    }
+
+    func transaction<T>(_ body: () throws(StoreError) -> T) throws(StoreError) -> T {
+        // IMMEDIATE takes the write lock now, so a busy database fails here, before any work.
+        try execute("BEGIN IMMEDIATE")
+        do {
+            let result = try body()
+            try execute("COMMIT")
+            return result
+        } catch {
+            _ = try? execute("ROLLBACK")
+            throw error
+        }
+    }
+
+    func executeScript(_ sql: String) throws(StoreError) {
+        var message: UnsafeMutablePointer<CChar>?
+        let rc = sqlite3_exec(database, sql, nil, nil, &message)
+        if rc != SQLITE_OK {
+            let text = message.map { String(cString: $0) } ?? ""
+            sqlite3_free(message)
+            try check(rc, "script (\(text))")
+        }
+    }
+}
+
+private struct SQLiteRow: SQLRow {
+    let statement: OpaquePointer
+
+    func int(_ column: Int) -> Int64? {
+        sqlite3_column_type(statement, Int32(column)) == SQLITE_NULL ? nil : sqlite3_column_int64(statement, Int32(column))
+    }
+
+    func double(_ column: Int) -> Double? {
+        sqlite3_column_type(statement, Int32(column)) == SQLITE_NULL ? nil : sqlite3_column_double(statement, Int32(column))
+    }
+
+    func text(_ column: Int) -> String? {
+        guard let bytes = sqlite3_column_text(statement, Int32(column)) else { return nil }
+        let count = Int(sqlite3_column_bytes(statement, Int32(column)))
+        return String(decoding: UnsafeRawBufferPointer(start: bytes, count: count), as: UTF8.self)
+    }
+}

@@ -1,0 +1,158 @@
+import PushfanCore
+
+/// Versioned schema migrations, applied in order on start. A migration is never edited
+/// once released; changes come as a new version.
+enum Schema {
+    struct Migration {
+        let version: Int
+        let summary: String
+        let sqlite: String
+        let postgres: String
+    }
+
+    /// PostgreSQL hash partitions of the device table (see docs/store.md to grow it).
+    static let devicePartitions = 8
+
+    static let migrations: [Migration] = [
+        Migration(
+            version: 1, summary: "apps, devices, tags, segments, campaigns, delivery ledger",
+            sqlite: """
+                CREATE TABLE apps (
+                    app TEXT PRIMARY KEY,
+                    secret_salt TEXT NOT NULL,
+                    secret_hash TEXT NOT NULL,
+                    topic TEXT NOT NULL,
+                    team_id TEXT, key_id TEXT, key_file TEXT,
+                    cert_file TEXT, cert_key_file TEXT,
+                    environment TEXT NOT NULL,
+                    rate_per_second INTEGER NOT NULL,
+                    created_at INTEGER NOT NULL
+                );
+                CREATE TABLE devices (
+                    row_key INTEGER PRIMARY KEY,
+                    app TEXT NOT NULL,
+                    device_id TEXT NOT NULL,
+                    token TEXT NOT NULL,
+                    environment TEXT NOT NULL,
+                    locale TEXT, timezone TEXT,
+                    app_version TEXT, app_version_key TEXT,
+                    os_version TEXT, os_version_key TEXT,
+                    attributes TEXT NOT NULL DEFAULT '{}',
+                    created_at INTEGER NOT NULL,
+                    last_seen_at INTEGER NOT NULL,
+                    status TEXT NOT NULL DEFAULT 'active',
+                    invalid_reason TEXT,
+                    invalid_at INTEGER,
+                    UNIQUE (app, device_id),
+                    UNIQUE (app, environment, token)
+                );
+                CREATE INDEX devices_by_app ON devices (app, row_key);
+                CREATE TABLE device_tags (
+                    app TEXT NOT NULL,
+                    row_key INTEGER NOT NULL REFERENCES devices (row_key) ON DELETE CASCADE,
+                    tag TEXT NOT NULL,
+                    PRIMARY KEY (row_key, tag)
+                ) WITHOUT ROWID;
+                CREATE INDEX device_tags_by_tag ON device_tags (tag, row_key);
+                CREATE TABLE segments (
+                    app TEXT NOT NULL, name TEXT NOT NULL, expression TEXT NOT NULL, created_at INTEGER NOT NULL,
+                    PRIMARY KEY (app, name)
+                );
+                CREATE TABLE campaigns (
+                    id TEXT PRIMARY KEY, app TEXT NOT NULL, status TEXT NOT NULL,
+                    audience INTEGER, shards INTEGER, created_at INTEGER NOT NULL, updated_at INTEGER NOT NULL
+                );
+                CREATE TABLE deliveries (
+                    campaign TEXT NOT NULL, row_key INTEGER NOT NULL, device_id TEXT NOT NULL,
+                    state TEXT NOT NULL, attempts INTEGER NOT NULL DEFAULT 0,
+                    apns_id TEXT, status INTEGER, reason TEXT,
+                    claimed_by TEXT, lease_until INTEGER NOT NULL DEFAULT 0,
+                    claimed_at INTEGER NOT NULL, finished_at INTEGER,
+                    PRIMARY KEY (campaign, row_key)
+                ) WITHOUT ROWID;
+                CREATE INDEX deliveries_by_state ON deliveries (campaign, state);
+                """,
+            postgres: """
+                CREATE TABLE apps (
+                    app TEXT PRIMARY KEY,
+                    secret_salt TEXT NOT NULL,
+                    secret_hash TEXT NOT NULL,
+                    topic TEXT NOT NULL,
+                    team_id TEXT, key_id TEXT, key_file TEXT,
+                    cert_file TEXT, cert_key_file TEXT,
+                    environment TEXT NOT NULL,
+                    rate_per_second BIGINT NOT NULL,
+                    created_at BIGINT NOT NULL
+                );
+                CREATE SEQUENCE devices_row_key_seq;
+                CREATE TABLE devices (
+                    row_key BIGINT NOT NULL DEFAULT nextval('devices_row_key_seq'),
+                    app TEXT NOT NULL,
+                    device_id TEXT NOT NULL,
+                    token TEXT NOT NULL,
+                    environment TEXT NOT NULL,
+                    locale TEXT, timezone TEXT,
+                    app_version TEXT, app_version_key TEXT,
+                    os_version TEXT, os_version_key TEXT,
+                    attributes JSONB NOT NULL DEFAULT '{}',
+                    created_at BIGINT NOT NULL,
+                    last_seen_at BIGINT NOT NULL,
+                    status TEXT NOT NULL DEFAULT 'active',
+                    invalid_reason TEXT,
+                    invalid_at BIGINT,
+                    PRIMARY KEY (app, row_key),
+                    UNIQUE (app, device_id),
+                    UNIQUE (app, environment, token)
+                ) PARTITION BY HASH (app);
+                \((0..<devicePartitions).map { "CREATE TABLE devices_p\($0) PARTITION OF devices FOR VALUES WITH (MODULUS \(devicePartitions), REMAINDER \($0));" }.joined(separator: "\n"))
+                CREATE TABLE device_tags (
+                    app TEXT NOT NULL,
+                    row_key BIGINT NOT NULL,
+                    tag TEXT NOT NULL,
+                    PRIMARY KEY (row_key, tag),
+                    FOREIGN KEY (app, row_key) REFERENCES devices (app, row_key) ON DELETE CASCADE
+                );
+                CREATE INDEX device_tags_by_tag ON device_tags (tag, row_key);
+                CREATE TABLE segments (
+                    app TEXT NOT NULL, name TEXT NOT NULL, expression TEXT NOT NULL, created_at BIGINT NOT NULL,
+                    PRIMARY KEY (app, name)
+                );
+                CREATE TABLE campaigns (
+                    id TEXT PRIMARY KEY, app TEXT NOT NULL, status TEXT NOT NULL,
+                    audience BIGINT, shards BIGINT, created_at BIGINT NOT NULL, updated_at BIGINT NOT NULL
+                );
+                CREATE TABLE deliveries (
+                    campaign TEXT NOT NULL, row_key BIGINT NOT NULL, device_id TEXT NOT NULL,
+                    state TEXT NOT NULL, attempts INTEGER NOT NULL DEFAULT 0,
+                    apns_id TEXT, status INTEGER, reason TEXT,
+                    claimed_by TEXT, lease_until BIGINT NOT NULL DEFAULT 0,
+                    claimed_at BIGINT NOT NULL, finished_at BIGINT,
+                    PRIMARY KEY (campaign, row_key)
+                );
+                CREATE INDEX deliveries_by_state ON deliveries (campaign, state);
+                """),
+    ]
+
+    /// Brings the database to the newest version; returns the versions applied now.
+    /// Concurrent starters are serialised by the write transaction (SQLite) or an
+    /// advisory lock (PostgreSQL), so each migration runs once.
+    static func migrate(_ connection: SQLConnection, now: Int64) throws(StoreError) -> [Int] {
+        try connection.executeScript("CREATE TABLE IF NOT EXISTS schema_migrations (version INTEGER PRIMARY KEY, applied_at BIGINT NOT NULL)")
+        return try connection.transaction { () throws(StoreError) -> [Int] in
+            if connection.dialect == .postgres {
+                // An arbitrary constant naming "Pushfan migrations".
+                try connection.execute("SELECT pg_advisory_xact_lock(7316504)")
+            }
+            let applied = Set(try connection.queryAll("SELECT version FROM schema_migrations") { Int($0.int(0) ?? 0) })
+            var newlyApplied: [Int] = []
+            for migration in migrations where !applied.contains(migration.version) {
+                try connection.executeScript(connection.dialect == .sqlite ? migration.sqlite : migration.postgres)
+                try connection.execute("INSERT INTO schema_migrations (version, applied_at) VALUES (\(migration.version), \(now))")
+                newlyApplied.append(migration.version)
+            }
+            return newlyApplied
+        }
+    }
+
+    static var latestVersion: Int { migrations.map(\.version).max() ?? 0 }
+}

@@ -1,0 +1,93 @@
+import Foundation
+import PushfanCore
+
+/// A registration that passed validation, normalised and ready to write.
+package struct ValidatedDevice: Sendable, Equatable {
+    package let deviceID: String
+    package let token: String
+    package let environment: APNsEnvironment
+    package let locale: String?
+    package let timezone: String?
+    package let appVersion: String?
+    package let appVersionKey: String?
+    package let osVersion: String?
+    package let osVersionKey: String?
+    package let tags: [String]
+    package let attributesJSON: String
+    package let seenAt: Int64?
+}
+
+/// Input rules for the store; every refusal says what was wrong.
+package enum Validation {
+    static let maxDeviceIDLength = 256
+    static let maxTagLength = 64
+    static let maxTags = 64
+
+    package static func appKey(_ app: String) throws(StoreError) {
+        guard (1...128).contains(app.utf8.count),
+              app.unicodeScalars.allSatisfy({ $0.isASCII && (CharacterSet.alphanumerics.contains($0) || "._:-".unicodeScalars.contains($0)) })
+        else { throw StoreError.invalidInput("app key must be 1-128 characters of A-Z a-z 0-9 . _ : -, got '\(app)'") }
+    }
+
+    package static func segmentName(_ name: String) throws(StoreError) {
+        guard (1...128).contains(name.utf8.count),
+              name.unicodeScalars.allSatisfy({ $0.isASCII && (CharacterSet.alphanumerics.contains($0) || "._-".unicodeScalars.contains($0)) })
+        else { throw StoreError.invalidInput("segment name must be 1-128 characters of A-Z a-z 0-9 . _ -, got '\(name)'") }
+    }
+
+    /// Lowercase even-length hex of a sane length (APNs tokens are 32 bytes today; Live
+    /// Activity tokens of 80 bytes were seen).
+    package static func token(_ token: String) throws(StoreError) -> String {
+        do {
+            return try DeviceToken(token).hex
+        } catch {
+            throw StoreError.invalidInput("\(error)")
+        }
+    }
+
+    /// `de-DE` and `de_de` become `de_DE`; the language is lowercased, the region uppercased.
+    package static func locale(_ text: String) throws(StoreError) -> String {
+        let parts = text.replacingOccurrences(of: "-", with: "_").split(separator: "_", omittingEmptySubsequences: false)
+        guard (1...3).contains(parts.count), parts.allSatisfy({ !$0.isEmpty && $0.count <= 8 && $0.allSatisfy { $0.isASCII && ($0.isLetter || $0.isNumber) } }) else {
+            throw StoreError.invalidInput("locale must look like en, en_US or zh_Hant_TW, got '\(text)'")
+        }
+        var normalized = [parts[0].lowercased()]
+        for part in parts.dropFirst() {
+            normalized.append(part.count == 2 ? part.uppercased() : part.prefix(1).uppercased() + part.dropFirst().lowercased())
+        }
+        return normalized.joined(separator: "_")
+    }
+
+    package static func device(_ registration: DeviceRegistration) throws(StoreError) -> ValidatedDevice {
+        let id = registration.deviceID
+        guard (1...maxDeviceIDLength).contains(id.utf8.count), !id.unicodeScalars.contains(where: { $0.properties.generalCategory == .control }) else {
+            throw StoreError.invalidInput("device id must be 1-\(maxDeviceIDLength) bytes without control characters")
+        }
+        let token = try token(registration.token)
+        let locale = try registration.locale.map(locale)
+        if let timezone = registration.timezone, TimeZone(identifier: timezone) == nil {
+            throw StoreError.invalidInput("unknown time zone '\(timezone)' (use an IANA name like Europe/Berlin)")
+        }
+        var tags: [String] = []
+        for tag in registration.tags {
+            guard (1...maxTagLength).contains(tag.utf8.count), !tag.unicodeScalars.contains(where: { $0.properties.generalCategory == .control }) else {
+                throw StoreError.invalidInput("tag must be 1-\(maxTagLength) bytes without control characters, got '\(tag)'")
+            }
+            if !tags.contains(tag) { tags.append(tag) }
+        }
+        guard tags.count <= maxTags else { throw StoreError.invalidInput("at most \(maxTags) tags per device") }
+        for key in registration.attributes.keys {
+            guard (1...64).contains(key.utf8.count), key.unicodeScalars.allSatisfy({ $0.isASCII && (CharacterSet.alphanumerics.contains($0) || "._-".unicodeScalars.contains($0)) }) else {
+                throw StoreError.invalidInput("attribute name must be 1-64 characters of A-Z a-z 0-9 . _ -, got '\(key)'")
+            }
+        }
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys]
+        let attributes = registration.attributes.isEmpty ? "{}" : String(decoding: (try? encoder.encode(registration.attributes)) ?? Data("{}".utf8), as: UTF8.self)
+        return ValidatedDevice(
+            deviceID: id, token: token, environment: registration.environment, locale: locale, timezone: registration.timezone,
+            appVersion: registration.appVersion, appVersionKey: registration.appVersion.flatMap(VersionKey.key),
+            osVersion: registration.osVersion, osVersionKey: registration.osVersion.flatMap(VersionKey.key),
+            tags: tags, attributesJSON: attributes, seenAt: registration.seenAt)
+    }
+}

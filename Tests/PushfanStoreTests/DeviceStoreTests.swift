@@ -1,0 +1,339 @@
+import Foundation
+import PushfanCore
+import PushfanTestSupport
+import Testing
+@testable import PushfanStore
+
+/// The shared suite: every test runs on SQLite and on PostgreSQL.
+@Suite(.timeLimit(.minutes(5)))
+struct DeviceStoreTests {
+    let now: Int64 = 1_790_000_000_000
+
+    @Test(arguments: Backend.enabled)
+    func migrationsApplyOnEmptyAndExistingDatabases(_ backend: Backend) async throws {
+        let url = try backend.freshDatabase()
+        let first = try await DeviceStore.open(url, logger: quietLogger)
+        #expect(try await first.schemaVersion() == Schema.latestVersion)
+        try await first.addTestApp()
+        // Opening again applies nothing and keeps the data.
+        let second = try await DeviceStore.open(url, logger: quietLogger)
+        #expect(try await second.migrate() == [])
+        #expect(try await second.app("shop-ios") != nil)
+    }
+
+    @Test(arguments: Backend.enabled)
+    func appsKeepOnlyAHashOfTheSecret(_ backend: Backend) async throws {
+        let store = try await backend.openFresh()
+        let secret = try await store.addApp(AppRegistration(app: "news", topic: "com.example.news", credentials: .certificate(certificateFile: "/c.pem", keyFile: "/k.pem"), environment: .sandbox, ratePerSecond: 250))
+        #expect(secret.count == 64)
+        #expect(try await store.verifySecret(app: "news", secret: secret))
+        #expect(try await !store.verifySecret(app: "news", secret: String(secret.reversed())))
+        let app = try #require(try await store.app("news"))
+        #expect(app.credentials == .certificate(certificateFile: "/c.pem", keyFile: "/k.pem"))
+        #expect(app.environment == .sandbox && app.ratePerSecond == 250)
+        await #expect(throws: StoreError.conflict("app news already exists")) {
+            _ = try await store.addApp(AppRegistration(app: "news", topic: "com.example.news", credentials: .certificate(certificateFile: "/c.pem", keyFile: nil)))
+        }
+        await #expect { _ = try await store.addApp(AppRegistration(app: "bad key!", topic: "t", credentials: .certificate(certificateFile: "c", keyFile: nil))) } throws: {
+            "\($0)".contains("app key must be")
+        }
+    }
+
+    @Test(arguments: Backend.enabled)
+    func registrationNormalisesAndIsIdempotent(_ backend: Backend) async throws {
+        let store = try await backend.openFresh()
+        try await store.addTestApp()
+        var registration = DeviceRegistration(deviceID: "phone-1", token: "  ABCDEF" + String(repeating: "0", count: 58) + " ")
+        registration.locale = "de-de"
+        registration.tags = ["sports", "sports", "news"]
+        registration.attributes = ["plan": .string("pro")]
+        let first = try await store.register(app: "shop-ios", registration)
+        #expect(first.created)
+        let second = try await store.register(app: "shop-ios", registration)
+        #expect(!second.created && second.rowKey == first.rowKey)
+        let device = try #require(try await store.device(app: "shop-ios", deviceID: "phone-1"))
+        #expect(device.token == "abcdef" + String(repeating: "0", count: 58))
+        #expect(device.locale == "de_DE")
+        #expect(device.tags == ["news", "sports"])
+        #expect(device.attributes == ["plan": .string("pro")])
+        #expect(try await store.count(app: "shop-ios", segment: nil) == 1)
+    }
+
+    @Test(arguments: Backend.enabled)
+    func aTokenFollowsTheDeviceThatRegistersItLast(_ backend: Backend) async throws {
+        let store = try await backend.openFresh()
+        try await store.addTestApp()
+        let token = Synthetic.token(7)
+        _ = try await store.register(app: "shop-ios", DeviceRegistration(deviceID: "old-install", token: token))
+        let moved = try await store.register(app: "shop-ios", DeviceRegistration(deviceID: "new-install", token: token))
+        #expect(moved.tokenMovedFrom == ["old-install"])
+        #expect(try await store.device(app: "shop-ios", deviceID: "old-install") == nil)
+        #expect(try await store.count(app: "shop-ios", segment: nil) == 1)
+        // The same token in the other environment is a different registration.
+        var sandbox = DeviceRegistration(deviceID: "debug-build", token: token)
+        sandbox.environment = .sandbox
+        #expect(try await store.register(app: "shop-ios", sandbox).tokenMovedFrom.isEmpty)
+    }
+
+    @Test(arguments: Backend.enabled)
+    func badRegistrationsAreRefusedWithTheReason(_ backend: Backend) async throws {
+        let store = try await backend.openFresh()
+        try await store.addTestApp()
+        let cases: [(DeviceRegistration, String)] = [
+            (DeviceRegistration(deviceID: "a", token: "abc"), "even"),
+            (DeviceRegistration(deviceID: "a", token: String(repeating: "zz", count: 32)), "hexadecimal"),
+            (DeviceRegistration(deviceID: "a", token: "ab"), "32 to 400 hex digits"),
+            (DeviceRegistration(deviceID: "", token: Synthetic.token(1)), "device id"),
+            ({ var r = DeviceRegistration(deviceID: "a", token: Synthetic.token(1)); r.timezone = "Mars/Olympus"; return r }(), "unknown time zone"),
+            ({ var r = DeviceRegistration(deviceID: "a", token: Synthetic.token(1)); r.locale = "en US!"; return r }(), "locale must look like"),
+            ({ var r = DeviceRegistration(deviceID: "a", token: Synthetic.token(1)); r.tags = [""]; return r }(), "tag must be"),
+            ({ var r = DeviceRegistration(deviceID: "a", token: Synthetic.token(1)); r.attributes = ["bad key": .int(1)]; return r }(), "attribute name"),
+        ]
+        for (registration, message) in cases {
+            await #expect {
+                _ = try await store.register(app: "shop-ios", registration)
+            } throws: { error in
+                (error as? StoreError)?.code == .invalidInput && "\(error)".contains(message)
+            }
+        }
+        await #expect(throws: StoreError.notFound("unknown app 'nope'; add it with `pushfan apps add`")) {
+            _ = try await store.register(app: "nope", DeviceRegistration(deviceID: "a", token: Synthetic.token(1)))
+        }
+        #expect(try await store.count(app: "shop-ios", segment: nil) == 0)
+    }
+
+    @Test(arguments: Backend.enabled)
+    func importTakesGoodLinesAndReportsBadOnes(_ backend: Backend) async throws {
+        let store = try await backend.openFresh()
+        try await store.addTestApp()
+        let lines = [
+            #"{"device_id":"n1","token":"\#(Synthetic.token(1))","locale":"fr_FR","tags":["news"],"attributes":{"plan":"pro"}}"#,
+            #"{"device_id":"n2","token":"nothex"}"#,
+            "{broken",
+            "",
+            #"{"device_id":"n3","token":"\#(Synthetic.token(3))","environment":"staging"}"#,
+            #"{"device_id":"n4","token":"\#(Synthetic.token(4))","environment":"sandbox","last_seen":1700000000000}"#,
+        ]
+        var parser = DeviceImportParser(format: .ndjson)
+        var good: [ValidatedDevice] = []
+        var bad: [(Int, String)] = []
+        for (index, line) in lines.enumerated() {
+            do { if let device = try parser.parse(line) { good.append(device) } } catch { bad.append((index + 1, "\(error)")) }
+        }
+        #expect(bad.map(\.0) == [2, 3, 5])
+        #expect(bad[0].1.contains("hexadecimal") && bad[1].1.contains("not a JSON object") && bad[2].1.contains("production or sandbox"))
+        #expect(try await store.importDevices(app: "shop-ios", good) == 2)
+        #expect(try await store.count(app: "shop-ios", segment: nil) == 2)
+
+        var csv = DeviceImportParser(format: .csv)
+        #expect(try csv.parse("device_id,token,locale,tags,attr.visits") == nil)
+        let row = try #require(try csv.parse(#"c1,\#(Synthetic.token(9)),"de_DE","vip;beta",12"#))
+        #expect(row.tags == ["vip", "beta"] && row.attributesJSON == #"{"visits":12}"#)
+        #expect(throws: StoreError.invalidInput("expected 5 fields as in the header, found 2")) { try csv.parse("c2,abc") }
+        var badHeader = DeviceImportParser(format: .csv)
+        #expect { try badHeader.parse("device_id,token,colour") } throws: { "\($0)".contains("unknown CSV column 'colour'") }
+    }
+
+    /// The segment language on the database agrees with the reference evaluator, through
+    /// count and through sharded, paged expansion (which covers each device exactly once).
+    @Test(arguments: Backend.enabled)
+    func segmentsMatchTheReferenceEvaluatorAndShardsCoverEachDeviceOnce(_ backend: Backend) async throws {
+        let store = try await backend.openFresh()
+        try await store.addTestApp()
+        let devices = Synthetic.devices(count: 300, now: now)
+        let validated = try devices.map { try Validation.device($0.registration) }
+        #expect(try await store.importDevices(app: "shop-ios", validated) == 300)
+        let rowKeys = Dictionary(uniqueKeysWithValues: try await store.devices(app: "shop-ios", limit: 1000).map { ($0.deviceID, $0.rowKey) })
+
+        let expressions = [
+            "tag:sports", "not tag:sports", "tag:sports and tag:news", "tag:vip or tag:beta",
+            "locale = de_DE", "locale != de_DE", "locale in (en_US, en_GB, fr_FR)", "not locale in (en_US, en_GB)",
+            "timezone = \"Europe/Berlin\"", "environment = sandbox", "environment != production",
+            "app_version >= 2.9", "app_version < 2.10", "app_version = 2.3", "not app_version > 2.3",
+            "os_version >= 17.4", "os_version in (16.7, 18.0)",
+            "attr.plan = pro", "attr.plan != free", "attr.plan in (pro, team)", "attr.visits > 20", "attr.visits <= 3",
+            "not attr.visits > 20", "attr.score >= 2.5", "attr.visits = many",
+            "last_seen within 7d", "not last_seen within 30d",
+            "(tag:sports or locale = fr_FR) and not (environment = sandbox or attr.plan = free)",
+            "tag:news and (app_version >= 2.9 or os_version < 17) and last_seen within 45d",
+        ]
+        for text in expressions {
+            let expression = try SegmentParser.parse(text)
+            let expected = Set(devices.filter { SegmentEvaluator.matches(expression, device: $0.reference, now: now) }.map { rowKeys[$0.registration.deviceID]! })
+            #expect(try await store.count(app: "shop-ios", segment: expression, now: now) == expected.count, "count of \(text)")
+            let expanded = try await store.expandAll(app: "shop-ios", segment: expression, shardSize: 37, pageSize: 10, now: now)
+            #expect(expanded.count == Set(expanded.map(\.rowKey)).count, "a device appeared twice for \(text)")
+            #expect(Set(expanded.map(\.rowKey)) == expected, "expansion of \(text)")
+            #expect(expanded.map(\.rowKey) == expanded.map(\.rowKey).sorted(), "keyset order for \(text)")
+        }
+        let shards = try await store.shards(app: "shop-ios", size: 37)
+        #expect(shards.count == 9)  // ceil(300 / 37)
+        #expect(shards.first?.after == nil && shards.last?.through == nil)
+    }
+
+    @Test(arguments: Backend.enabled)
+    func injectionAttemptsAreRefusedAndTheTablesStayIntact(_ backend: Backend) async throws {
+        let store = try await backend.openFresh()
+        try await store.addTestApp()
+        _ = try await store.importDevices(app: "shop-ios", try Synthetic.devices(count: 20, now: now).map { try Validation.device($0.registration) })
+        let attempts = [
+            "' OR 1=1 --", "; DROP TABLE devices", "locale = \u{201C}de\u{201D}", "tag:a\u{0}", String(repeating: "(", count: 10_000) + "tag:a",
+            "locale = x; DROP TABLE devices", "attr.plan' OR '1'='1 = x",
+        ]
+        for text in attempts {
+            #expect(throws: SegmentError.self, "\(text.prefix(40)) should not parse") { try SegmentParser.parse(text) }
+            await #expect(throws: StoreError.self) { try await store.saveSegment(app: "shop-ios", name: "evil", expression: text) }
+        }
+        // Values that look like SQL are only ever data.
+        let quoted = try SegmentParser.parse(#"locale = "x' OR '1'='1" or attr.plan = "'; DROP TABLE devices; --""#)
+        #expect(try await store.count(app: "shop-ios", segment: quoted) == 0)
+        #expect(try await store.count(app: "shop-ios", segment: nil) == 20)
+        #expect(try await store.segment(app: "shop-ios", name: "evil") == nil)
+    }
+
+    @Test(arguments: Backend.enabled)
+    func namedSegmentsAreSavedAndReplaced(_ backend: Backend) async throws {
+        let store = try await backend.openFresh()
+        try await store.addTestApp()
+        try await store.saveSegment(app: "shop-ios", name: "germans", expression: "locale = de_DE")
+        try await store.saveSegment(app: "shop-ios", name: "germans", expression: "locale in (de_DE, de_AT)")
+        #expect(try await store.segment(app: "shop-ios", name: "germans") == "locale in (de_DE, de_AT)")
+        await #expect { try await store.saveSegment(app: "shop-ios", name: "bad name", expression: "tag:a") } throws: { "\($0)".contains("segment name") }
+    }
+
+    @Test(arguments: Backend.enabled)
+    func unregisteredTimestampsOnlyInvalidateDevicesThatDidNotRegisterAgain(_ backend: Backend) async throws {
+        let store = try await backend.openFresh()
+        try await store.addTestApp()
+        var registration = DeviceRegistration(deviceID: "p", token: Synthetic.token(5))
+        registration.seenAt = 2_000
+        _ = try await store.register(app: "shop-ios", registration)
+        // APNs says the token went stale at t=1000, before the device registered again at 2000.
+        #expect(try await !store.applyUnregistered(app: "shop-ios", environment: .production, token: Synthetic.token(5), at: 1_000))
+        #expect(try await store.count(app: "shop-ios", segment: nil) == 1)
+        #expect(try await store.applyUnregistered(app: "shop-ios", environment: .production, token: Synthetic.token(5).uppercased(), at: 3_000))
+        let device = try #require(try await store.device(app: "shop-ios", deviceID: "p"))
+        #expect(device.status == .invalid && device.invalidReason == "Unregistered" && device.invalidAt == 3_000)
+        #expect(try await store.count(app: "shop-ios", segment: nil) == 0)
+        #expect(try await store.page(app: "shop-ios", segment: nil, shard: ShardRange(after: nil, through: nil), cursor: nil, limit: 10).isEmpty)
+
+        // BadDeviceToken is recorded per environment: the sandbox registration is untouched.
+        var sandbox = DeviceRegistration(deviceID: "q", token: Synthetic.token(6))
+        sandbox.environment = .sandbox
+        _ = try await store.register(app: "shop-ios", sandbox)
+        #expect(try await !store.invalidate(app: "shop-ios", environment: .production, token: Synthetic.token(6), reason: "BadDeviceToken"))
+        #expect(try await store.invalidate(app: "shop-ios", environment: .sandbox, token: Synthetic.token(6), reason: "BadDeviceToken"))
+        // Registering again revives the device.
+        _ = try await store.register(app: "shop-ios", sandbox)
+        #expect(try await store.count(app: "shop-ios", segment: nil) == 1)
+    }
+
+    @Test(arguments: Backend.enabled)
+    func ledgerClaimsAreIdempotentAndFinalOutcomesStick(_ backend: Backend) async throws {
+        let url = try backend.freshDatabase()
+        let store = try await DeviceStore.open(url, logger: quietLogger)
+        try await store.addTestApp()
+        _ = try await store.importDevices(app: "shop-ios", try Synthetic.devices(count: 200, now: now).map { try Validation.device($0.registration) })
+        let targets = try await store.page(app: "shop-ios", segment: nil, shard: ShardRange(after: nil, through: nil), cursor: nil, limit: 200)
+        #expect(try await store.recordCampaign(id: "c1", app: "shop-ios", audience: 200, shards: 1))
+        #expect(try await !store.recordCampaign(id: "c1", app: "shop-ios", audience: 200, shards: 1))
+
+        // Two processes (two connections) claim the same page at once: each device has one owner.
+        let other = try await DeviceStore.open(url, logger: quietLogger)
+        async let a = store.claim(campaign: "c1", targets: targets, owner: "worker-a", now: now)
+        async let b = other.claim(campaign: "c1", targets: targets, owner: "worker-b", now: now)
+        let (claimA, claimB) = try await (a, b)
+        #expect(claimA.toSend.count + claimB.toSend.count == 200)
+        #expect(Set(claimA.toSend.map(\.rowKey)).isDisjoint(with: claimB.toSend.map(\.rowKey)))
+
+        // Outcomes for half; the first final outcome wins.
+        let half = Array((claimA.toSend.isEmpty ? claimB.toSend : claimA.toSend).prefix(100))
+        let recorded = try await store.record(campaign: "c1", half.map { LedgerOutcome(rowKey: $0.rowKey, state: .delivered, apnsID: "id-\($0.rowKey)") })
+        #expect(recorded == half.count)
+        #expect(try await store.record(campaign: "c1", half.map { LedgerOutcome(rowKey: $0.rowKey, state: .failed) }) == 0)
+
+        // Re-processing the page after a crash: finished devices are not claimed again; the rest
+        // are held by the other owner until its lease runs out, then taken over.
+        let again = try await store.claim(campaign: "c1", targets: targets, owner: "worker-c", now: now + 1_000)
+        #expect(again.alreadyFinal == half.count)
+        #expect(again.toSend.count + again.heldElsewhere == 200 - half.count)
+        let takeover = try await store.claim(campaign: "c1", targets: targets, owner: "worker-c", now: now + 120_000)
+        #expect(takeover.toSend.count == 200 - half.count)
+        #expect(takeover.alreadyFinal == half.count)
+        #expect(try await store.unfinished(campaign: "c1").count == 200 - half.count)
+        let counts = try await store.outcomeCounts(campaign: "c1")
+        #expect(counts[.delivered] == half.count && counts[.claimed] == 200 - half.count)
+        let finished = try await store.finished(campaign: "c1", after: nil, limit: 1000)
+        #expect(finished.count == half.count && finished.allSatisfy { $0.state == .delivered && $0.apnsID == "id-\($0.rowKey)" })
+    }
+
+    @Test func aSecondProcessHoldingTheSQLiteWriteLockMeansUnavailable() async throws {
+        let url = try Backend.sqlite.freshDatabase()
+        let store = try await DeviceStore.open(url + "?busy_timeout_ms=100", logger: quietLogger)
+        try await store.addTestApp()
+        // Another process (the sqlite3 CLI) takes the write lock and keeps it.
+        let holder = try ManagedProcess("sqlite3", [String(url.dropFirst("sqlite:".count))])
+        holder.send("BEGIN IMMEDIATE; INSERT INTO segments VALUES ('x', 'y', 'z', 0); SELECT 'locked';")
+        #expect(await holder.waitForOutput { $0.contains("locked") } != nil)
+        await #expect {
+            _ = try await store.register(app: "shop-ios", DeviceRegistration(deviceID: "a", token: Synthetic.token(1)))
+        } throws: { error in
+            guard let error = error as? StoreError else { return false }
+            return error.isUnavailable && error.description.contains("locked")
+        }
+        holder.send("ROLLBACK;")
+        holder.closeInput()
+        _ = await holder.waitForExit()
+        #expect(try await store.register(app: "shop-ios", DeviceRegistration(deviceID: "a", token: Synthetic.token(1))).created)
+    }
+
+    /// Stops and restarts a PostgreSQL server of its own (not the one the other tests share).
+    /// The server and pg_ctl run through `system`, not Foundation's `Process`, whose exit
+    /// detection never fires for a child whose descendants daemonise (as postgres does).
+    @Test(.enabled(if: Backend.enabled.contains(.postgres)))
+    func postgresStoppedMidExpansionIsUnavailableThenResumes() async throws {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("pushfan-pg-restart-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        let file = { (name: String) in directory.appendingPathComponent(name).path }
+        let (urlFile, controlFile, stopFile, doneFile) = (file("url"), file("ctl"), file("stop"), file("done"))
+        let script = TestBinaries.packageRoot.appendingPathComponent("scripts/with-postgres").path
+        let serve = #"echo "$PUSHFAN_TEST_POSTGRES" > \#(urlFile); echo "$PUSHFAN_TEST_PG_CTL" > \#(controlFile); while [ ! -e \#(stopFile) ]; do sleep 0.2; done"#
+        #expect(system("(\(script) sh -c '\(serve)'; touch \(doneFile)) >/dev/null 2>&1 &") == 0)
+        defer {
+            _ = FileManager.default.createFile(atPath: stopFile, contents: nil)
+            for _ in 0..<300 where !FileManager.default.fileExists(atPath: doneFile) { usleep(100_000) }
+        }
+        for _ in 0..<600 where !FileManager.default.fileExists(atPath: controlFile) { try await Task.sleep(for: .milliseconds(100)) }
+        let url = try String(contentsOfFile: urlFile, encoding: .utf8).trimmingCharacters(in: .whitespacesAndNewlines)
+        let control = try String(contentsOfFile: controlFile, encoding: .utf8).trimmingCharacters(in: .whitespacesAndNewlines)
+
+        let store = try await DeviceStore.open(url, logger: quietLogger)
+        try await store.addTestApp()
+        _ = try await store.importDevices(app: "shop-ios", try Synthetic.devices(count: 100, now: now).map { try Validation.device($0.registration) })
+        let all = ShardRange(after: nil, through: nil)
+        let first = try await store.page(app: "shop-ios", segment: nil, shard: all, cursor: nil, limit: 40)
+        #expect(first.count == 40)
+
+        try await run("\(control) stop -m fast -w")
+        await #expect {
+            _ = try await store.page(app: "shop-ios", segment: nil, shard: all, cursor: first.last?.rowKey, limit: 40)
+        } throws: { error in
+            (error as? StoreError)?.isUnavailable == true
+        }
+        try await run("\(control) start -w")
+        // The same store reconnects by itself and the expansion continues where it stopped.
+        var seen = first
+        var cursor = first.last?.rowKey
+        while true {
+            let page = try await store.page(app: "shop-ios", segment: nil, shard: all, cursor: cursor, limit: 40)
+            seen += page
+            guard let last = page.last else { break }
+            cursor = last.rowKey
+        }
+        #expect(seen.count == 100 && Set(seen.map(\.rowKey)).count == 100)
+    }
+
+    private func run(_ command: String) async throws {
+        #expect(system(command + " >/dev/null") == 0, "\(command) failed")
+    }
+}
