@@ -27,6 +27,7 @@ package enum PushfanMain {
         DevicesUnregisterCommand.self,
         DevicesListCommand.self,
         DevicesImportCommand.self,
+        DevicesExpandCommand.self,
         SegmentsCountCommand.self,
         SegmentsSampleCommand.self,
         SegmentsSaveCommand.self,

@@ -194,6 +194,7 @@ struct DevicesImportCommand: Command {
         let progress = ProgressLine()
         let started = ContinuousClock.now
         var pending: [(Int, String)] = []
+        var writing: Task<Int, any Error>?
         while reader.next({ bytes in
             lineNumber += 1
             let line = String(decoding: bytes, as: UTF8.self)
@@ -207,12 +208,16 @@ struct DevicesImportCommand: Command {
             for (number, reason) in pending where rejected <= 1000 { printError("line \(number): \(reason)") }
             pending.removeAll()
             if batch.count >= batchSize {
-                imported += try await store.importDevices(app: app, batch)
+                // Parse the next batch while this one is written.
+                if let previous = writing { imported += try await previous.value }
+                let full = batch
+                writing = Task { try await store.importDevices(app: app, full) }
                 batch.removeAll(keepingCapacity: true)
                 let seconds = Double((ContinuousClock.now - started).components.seconds) + 0.001
                 progress.show("imported \(imported) devices, \(rejected) bad lines (\(Int(Double(imported) / seconds))/s)")
             }
         }
+        if let previous = writing { imported += try await previous.value }
         if !batch.isEmpty { imported += try await store.importDevices(app: app, batch) }
         progress.finish()
         if rejected > 1000 { printError("... and \(rejected - 1000) more bad lines") }
@@ -290,6 +295,49 @@ struct SegmentsSaveCommand: Command {
         let store = try await StoreOptions.open(arguments, context)
         try await store.saveSegment(app: app, name: name, expression: arguments.positionals[0])
         print("segment \(name) saved for app \(app)")
+        return 0
+    }
+}
+
+/// `pushfan devices expand`: streams an audience the way the pipeline does (shards, then
+/// keyset pages), counting devices; a dry run of expansion and the store benchmark's probe.
+struct DevicesExpandCommand: Command {
+    static let spec = CommandSpec(
+        name: "devices expand",
+        summary: "Expand an audience through shards and pages, as a campaign would, and report the rate",
+        positionals: ["[EXPR]"],
+        options: [
+            .option("app", "KEY", "app key (required)"), .option("name", "NAME", "use a saved segment instead of EXPR"),
+            .option("shard-size", "N", "devices per shard (default 10000)"), .option("page", "N", "devices per page (default 1000)"),
+        ] + StoreOptions.specs)
+
+    static func run(_ arguments: ParsedArguments, _ context: CommandContext) async throws -> Int32 {
+        let app = try arguments.required("app")
+        let store = try await StoreOptions.open(arguments, context)
+        let expression = try await SegmentInput.expression(arguments, store, app: app)
+        let shardSize = try arguments.int("shard-size", default: 10_000, range: 1...10_000_000)
+        let pageSize = try arguments.int("page", default: 1000, range: 1...100_000)
+        let started = ContinuousClock.now
+        let shards = try await store.shards(app: app, size: shardSize)
+        let progress = ProgressLine()
+        var devices = 0
+        var checksum: Int64 = 0
+        for (index, shard) in shards.enumerated() {
+            var cursor: Int64?
+            while true {
+                let page = try await store.page(app: app, segment: expression, shard: shard, cursor: cursor, limit: pageSize)
+                devices += page.count
+                // Touch what the pipeline would use, so the work is not optimised away.
+                for target in page { checksum &+= target.rowKey &+ Int64(target.token.utf8.count) }
+                guard page.count == pageSize, let last = page.last else { break }
+                cursor = last.rowKey
+            }
+            progress.show("shard \(index + 1)/\(shards.count): \(devices) devices")
+        }
+        progress.finish()
+        let duration = ContinuousClock.now - started
+        let seconds = Double(duration.components.seconds) + Double(duration.components.attoseconds) / 1e18
+        print(#"{"devices":\#(devices),"shards":\#(shards.count),"seconds":\#(String(format: "%.3f", seconds)),"per_s":\#(Int(Double(devices) / max(seconds, 1e-9))),"checksum":\#(checksum)}"#)
         return 0
     }
 }

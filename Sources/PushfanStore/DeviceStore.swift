@@ -151,8 +151,7 @@ package final class DeviceStore: Sendable {
         return try await run { connection throws(StoreError) in
             try connection.transaction { () throws(StoreError) -> Int in
                 try DeviceStore.requireApp(connection, app)
-                for device in devices { _ = try DeviceStore.upsert(connection, app: app, device: device, now: now) }
-                return devices.count
+                return try DeviceStore.bulkUpsert(connection, app: app, devices: devices, now: now)
             }
         }
     }
@@ -495,6 +494,88 @@ package final class DeviceStore: Sendable {
             try connection.execute("INSERT INTO device_tags (app, row_key, tag) VALUES (\(app), \(rowKey), \(tag)) ON CONFLICT DO NOTHING")
         }
         return RegistrationResult(rowKey: rowKey, created: existing == nil, tokenMovedFrom: previous)
+    }
+
+    /// Rows per multi-row statement: 13 parameters each stays far below SQLite's and
+    /// PostgreSQL's parameter limits.
+    static let bulkChunk = 400
+
+    /// The import path: the same rules as `upsert` (a token follows the device that
+    /// registers it last; re-registration revives a device), in a few multi-row statements
+    /// per chunk instead of several statements per device. Within a batch the last line for
+    /// a device id or a token wins. Returns how many devices were written.
+    private static func bulkUpsert(_ connection: any SQLConnection, app: String, devices: [ValidatedDevice], now: Int64) throws(StoreError) -> Int {
+        var lastForDevice: [String: Int] = [:]
+        var lastForToken: [String: Int] = [:]
+        for (index, device) in devices.enumerated() {
+            lastForDevice[device.deviceID] = index
+            lastForToken[device.environment.rawValue + ":" + device.token] = index
+        }
+        let unique = devices.indices.filter { index in
+            lastForDevice[devices[index].deviceID] == index && lastForToken[devices[index].environment.rawValue + ":" + devices[index].token] == index
+        }.map { devices[$0] }
+        let jsonCast = connection.dialect == .postgres ? "::jsonb" : ""
+        var written = 0
+        for start in stride(from: 0, to: unique.count, by: bulkChunk) {
+            let chunk = Array(unique[start..<min(start + bulkChunk, unique.count)])
+            // Tokens registered under other device ids move to the devices of this chunk.
+            let owners = Dictionary(chunk.map { ($0.environment.rawValue + ":" + $0.token, $0.deviceID) }, uniquingKeysWith: { _, last in last })
+            var stale: [String] = []
+            // One probe per environment, so the (app, environment, token) index answers it.
+            for environment in APNsEnvironment.allCases {
+                let tokens = chunk.filter { $0.environment == environment }.map { SQLValue.text($0.token) }
+                guard !tokens.isEmpty else { continue }
+                try connection.query(
+                    "SELECT device_id, token FROM devices WHERE app = \(app) AND environment = \(environment.rawValue) AND token IN (" + list(tokens) + ")"
+                ) { row throws(StoreError) in
+                    if let owner = owners[environment.rawValue + ":" + (row.text(1) ?? "")], let current = row.text(0), current != owner { stale.append(current) }
+                }
+            }
+            if !stale.isEmpty {
+                try connection.execute("DELETE FROM devices WHERE app = \(app) AND device_id IN (" + list(stale.map(SQLValue.text)) + ")")
+            }
+            var insert: SQLStatement = """
+                INSERT INTO devices (app, device_id, token, environment, locale, timezone, app_version, app_version_key, os_version, os_version_key,
+                                     attributes, created_at, last_seen_at, status) VALUES
+                """
+            for (index, device) in chunk.enumerated() {
+                if index > 0 { insert.append(",") }
+                insert.append("""
+                    (\(app), \(device.deviceID), \(device.token), \(device.environment.rawValue), \(.optional(device.locale)), \(.optional(device.timezone)),
+                     \(.optional(device.appVersion)), \(.optional(device.appVersionKey)), \(.optional(device.osVersion)), \(.optional(device.osVersionKey)),
+                     \(device.attributesJSON)\(raw: jsonCast), \(now), \(device.seenAt ?? now), 'active')
+                    """)
+            }
+            insert.append("""
+                 ON CONFLICT (app, device_id) DO UPDATE SET token = excluded.token, environment = excluded.environment, locale = excluded.locale,
+                    timezone = excluded.timezone, app_version = excluded.app_version, app_version_key = excluded.app_version_key,
+                    os_version = excluded.os_version, os_version_key = excluded.os_version_key, attributes = excluded.attributes,
+                    last_seen_at = excluded.last_seen_at, status = 'active', invalid_reason = NULL, invalid_at = NULL
+                RETURNING row_key, device_id
+                """)
+            var rowKeys: [String: Int64] = [:]
+            try connection.query(insert) { row throws(StoreError) in rowKeys[row.text(1) ?? ""] = row.int(0) }
+            try connection.execute("DELETE FROM device_tags WHERE row_key IN (" + list(rowKeys.values.map(SQLValue.integer)) + ")")
+            let tags = chunk.flatMap { device in device.tags.map { (rowKeys[device.deviceID] ?? 0, $0) } }
+            for tagStart in stride(from: 0, to: tags.count, by: bulkChunk * 4) {
+                var statement: SQLStatement = "INSERT INTO device_tags (app, row_key, tag) VALUES "
+                for (index, (rowKey, tag)) in tags[tagStart..<min(tagStart + bulkChunk * 4, tags.count)].enumerated() {
+                    if index > 0 { statement.append(",") }
+                    statement.append("(\(app), \(rowKey), \(tag))")
+                }
+                statement.append(" ON CONFLICT DO NOTHING")
+                try connection.execute(statement)
+            }
+            written += chunk.count
+        }
+        return written
+    }
+
+    /// `v1, v2, ...` as parameters, for `IN (...)`.
+    private static func list(_ values: [SQLValue]) -> SQLStatement {
+        var statement: SQLStatement = ""
+        for (index, value) in values.enumerated() { statement.append(index == 0 ? "\(value)" : ", \(value)") }
+        return statement
     }
 
     private static func target(_ row: any SQLRow) -> DeviceTarget {

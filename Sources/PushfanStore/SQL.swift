@@ -20,7 +20,7 @@ package enum SQLValue: Sendable, Equatable {
 }
 
 /// A statement written once for both backends. Interpolated values become parameters
-/// (`?N` for SQLite, `$N` for PostgreSQL) and segments are compiled for the dialect when
+/// (`?` for SQLite, `$N` for PostgreSQL) and segments are compiled for the dialect when
 /// the statement is rendered, so user input never enters the SQL text.
 struct SQLStatement: ExpressibleByStringInterpolation, Sendable {
     enum Piece: Sendable {
@@ -48,6 +48,9 @@ struct SQLStatement: ExpressibleByStringInterpolation, Sendable {
         mutating func appendInterpolation(raw: String) { pieces.append(.text(raw)) }
     }
 
+    /// Appends in place; building long multi-row statements with `+` would copy each time.
+    mutating func append(_ other: SQLStatement) { pieces += other.pieces }
+
     static func + (lhs: SQLStatement, rhs: SQLStatement) -> SQLStatement {
         var joined = lhs
         joined.pieces += rhs.pieces
@@ -63,10 +66,11 @@ struct SQLStatement: ExpressibleByStringInterpolation, Sendable {
                 sql += text
             case .value(let value):
                 parameters.append(value)
-                sql += dialect == .sqlite ? "?\(parameters.count)" : "$\(parameters.count)"
+                // SQLite binds bare `?` in order; numbered `?N` makes its parser look each
+                // one up in a list, which is quadratic in long multi-row statements.
+                sql += dialect == .sqlite ? "?" : "$\(parameters.count)"
             case .segment(let expression, let now):
-                // SQLite numbers a bare `?` one past the largest so far, which is where
-                // the segment's parameters are appended.
+                // The segment's parameters follow the statement's so far, in order.
                 let compiled = SegmentCompiler.compile(expression, dialect: dialect, now: now, firstParameterIndex: parameters.count + 1)
                 sql += "(" + compiled.sql + ")"
                 parameters += compiled.parameters.map(SQLValue.init)

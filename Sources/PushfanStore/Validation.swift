@@ -22,6 +22,8 @@ package enum Validation {
     static let maxDeviceIDLength = 256
     static let maxTagLength = 64
     static let maxTags = 64
+    /// IANA zone names, read once: building a `TimeZone` per device is slow.
+    static let knownTimeZones: Set<String> = Set(TimeZone.knownTimeZoneIdentifiers).union(["UTC", "GMT"])
 
     package static func appKey(_ app: String) throws(StoreError) {
         guard (1...128).contains(app.utf8.count),
@@ -58,19 +60,24 @@ package enum Validation {
         return normalized.joined(separator: "_")
     }
 
+    /// C0 and C1 control characters (NUL, newlines, escapes...): a cheap byte check.
+    static func hasControlCharacters(_ text: String) -> Bool {
+        text.utf8.contains { $0 < 0x20 || $0 == 0x7F } || text.unicodeScalars.contains { (0x80..<0xA0).contains($0.value) }
+    }
+
     package static func device(_ registration: DeviceRegistration) throws(StoreError) -> ValidatedDevice {
         let id = registration.deviceID
-        guard (1...maxDeviceIDLength).contains(id.utf8.count), !id.unicodeScalars.contains(where: { $0.properties.generalCategory == .control }) else {
+        guard (1...maxDeviceIDLength).contains(id.utf8.count), !hasControlCharacters(id) else {
             throw StoreError.invalidInput("device id must be 1-\(maxDeviceIDLength) bytes without control characters")
         }
         let token = try token(registration.token)
         let locale = try registration.locale.map(locale)
-        if let timezone = registration.timezone, TimeZone(identifier: timezone) == nil {
+        if let timezone = registration.timezone, !knownTimeZones.contains(timezone) {
             throw StoreError.invalidInput("unknown time zone '\(timezone)' (use an IANA name like Europe/Berlin)")
         }
         var tags: [String] = []
         for tag in registration.tags {
-            guard (1...maxTagLength).contains(tag.utf8.count), !tag.unicodeScalars.contains(where: { $0.properties.generalCategory == .control }) else {
+            guard (1...maxTagLength).contains(tag.utf8.count), !hasControlCharacters(tag) else {
                 throw StoreError.invalidInput("tag must be 1-\(maxTagLength) bytes without control characters, got '\(tag)'")
             }
             if !tags.contains(tag) { tags.append(tag) }
@@ -81,9 +88,7 @@ package enum Validation {
                 throw StoreError.invalidInput("attribute name must be 1-64 characters of A-Z a-z 0-9 . _ -, got '\(key)'")
             }
         }
-        let encoder = JSONEncoder()
-        encoder.outputFormatting = [.sortedKeys]
-        let attributes = registration.attributes.isEmpty ? "{}" : String(decoding: (try? encoder.encode(registration.attributes)) ?? Data("{}".utf8), as: UTF8.self)
+        let attributes = registration.attributes.isEmpty ? "{}" : JSONValue.object(registration.attributes).compactJSON
         return ValidatedDevice(
             deviceID: id, token: token, environment: registration.environment, locale: locale, timezone: registration.timezone,
             appVersion: registration.appVersion, appVersionKey: registration.appVersion.flatMap(VersionKey.key),

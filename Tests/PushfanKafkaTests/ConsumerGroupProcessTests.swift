@@ -33,10 +33,24 @@ struct ConsumerGroupProcessTests {
         let second = try consumer(cluster, topic: topic)
         // Both members own partitions (their latest group event is a non-empty assignment)
         // before anything is produced.
-        let settled = await first.waitForError(timeout: .seconds(60)) { _ in
-            ownsPartitions(first.standardError) && ownsPartitions(second.standardError)
+        // Settled: both own partitions and neither log changed for two seconds (a member that
+        // joins late triggers one more rebalance, which this waits out).
+        var settled = false
+        var lastLogs = ""
+        var stableSince = ContinuousClock.now
+        let deadline = ContinuousClock.now + .seconds(60)
+        while ContinuousClock.now < deadline {
+            let logs = first.standardError + second.standardError
+            if logs != lastLogs {
+                lastLogs = logs
+                stableSince = .now
+            } else if ownsPartitions(first.standardError) && ownsPartitions(second.standardError) && ContinuousClock.now - stableSince > .seconds(2) {
+                settled = true
+                break
+            }
+            try await Task.sleep(for: .milliseconds(200))
         }
-        #expect(settled != nil, "the group did not settle: \(first.standardError)\n\(second.standardError)")
+        #expect(settled, "the group did not settle: \(first.standardError)\n\(second.standardError)")
         try await produce(cluster, 0..<1000, topic: topic)
         let union = { Set(first.outputLines + second.outputLines) }
         let all = await first.waitForOutput(timeout: .seconds(30)) { _ in union().count >= 1000 }

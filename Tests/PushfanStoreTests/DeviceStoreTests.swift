@@ -134,6 +134,32 @@ struct DeviceStoreTests {
         #expect { try badHeader.parse("device_id,token,colour") } throws: { "\($0)".contains("unknown CSV column 'colour'") }
     }
 
+    @Test(arguments: Backend.enabled)
+    func bulkImportFollowsTheRegistrationRules(_ backend: Backend) async throws {
+        let store = try await backend.openFresh()
+        try await store.addTestApp()
+        _ = try await store.register(app: "shop-ios", DeviceRegistration(deviceID: "old", token: Synthetic.token(1)))
+        var tagged = DeviceRegistration(deviceID: "twice", token: Synthetic.token(2))
+        tagged.tags = ["first"]
+        var again = DeviceRegistration(deviceID: "twice", token: Synthetic.token(3))
+        again.tags = ["second", "third"]
+        let batch = try [
+            DeviceRegistration(deviceID: "new", token: Synthetic.token(1)),  // takes the token from "old"
+            tagged, again,  // the last line for a device wins
+        ].map(Validation.device)
+        #expect(try await store.importDevices(app: "shop-ios", batch) == 2)
+        #expect(try await store.device(app: "shop-ios", deviceID: "old") == nil)
+        #expect(try await store.device(app: "shop-ios", deviceID: "new")?.token == Synthetic.token(1))
+        let twice = try #require(try await store.device(app: "shop-ios", deviceID: "twice"))
+        #expect(twice.token == Synthetic.token(3) && twice.tags == ["second", "third"])
+        // Re-importing updates in place and revives an invalidated device.
+        #expect(try await store.invalidate(app: "shop-ios", environment: .production, token: Synthetic.token(3), reason: "BadDeviceToken"))
+        #expect(try await store.importDevices(app: "shop-ios", [try Validation.device(DeviceRegistration(deviceID: "twice", token: Synthetic.token(3)))]) == 1)
+        let revived = try #require(try await store.device(app: "shop-ios", deviceID: "twice"))
+        #expect(revived.rowKey == twice.rowKey && revived.status == .active && revived.tags.isEmpty)
+        #expect(try await store.count(app: "shop-ios", segment: nil) == 2)
+    }
+
     /// The segment language on the database agrees with the reference evaluator, through
     /// count and through sharded, paged expansion (which covers each device exactly once).
     @Test(arguments: Backend.enabled)

@@ -96,3 +96,9 @@ extension APNsJSONWriter {
         output.append(UInt8(ascii: "}"))
     }
 }
+
+extension JSONValue {
+    /// Compact JSON text with sorted keys (the same writer as APNs payloads), e.g. for
+    /// storing device attributes.
+    package var compactJSON: String { String(decoding: APNsJSONWriter.bytes(self), as: UTF8.self) }
+}

@@ -51,8 +51,16 @@ final class SQLiteConnection: SQLConnection {
         }
     }
 
+    /// Statements kept prepared; beyond this the cache starts over (long `IN (...)` lists
+    /// make many one-off statements).
+    private let statementCacheLimit = 64
+
     private func prepare(_ sql: String) throws(StoreError) -> OpaquePointer {
         if let cached = statements[sql] { return cached }
+        if statements.count >= statementCacheLimit {
+            for statement in statements.values { sqlite3_finalize(statement) }
+            statements.removeAll()
+        }
         var statement: OpaquePointer?
         try check(sqlite3_prepare_v3(database, sql, -1, UInt32(SQLITE_PREPARE_PERSISTENT), &statement, nil), "prepare")
         guard let statement else { throw StoreError.database("empty statement") }

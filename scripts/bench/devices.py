@@ -1,0 +1,28 @@
+#!/usr/bin/env python3
+"""Writes COUNT deterministic synthetic devices as NDJSON (the import format) to stdout:
+locales, time zones, versions, tags and attributes spread as a real app's would be."""
+import json
+import random
+import sys
+
+count = int(sys.argv[1])
+offset = int(sys.argv[2]) if len(sys.argv) > 2 else 0
+rng = random.Random(1234 + offset)
+locales = ["en_US", "en_GB", "de_DE", "de_AT", "fr_FR", "es_ES", "it_IT", "ja_JP", "pt_BR"]
+zones = ["America/New_York", "Europe/Berlin", "Europe/Paris", "Asia/Tokyo", "America/Sao_Paulo"]
+tags = ["sports", "news", "sale-alerts", "vip", "beta", "weekly"]
+out = sys.stdout
+for i in range(offset, offset + count):
+    device = {
+        "device_id": f"device-{i:08d}",
+        "token": f"{i:064x}",
+        "environment": "sandbox" if i % 50 == 0 else "production",
+        "locale": locales[rng.randrange(len(locales))],
+        "timezone": zones[rng.randrange(len(zones))],
+        "app_version": f"{rng.randrange(2, 4)}.{rng.randrange(0, 12)}",
+        "os_version": f"{rng.randrange(15, 19)}.{rng.randrange(0, 6)}",
+        "tags": [t for t in tags if rng.randrange(4) == 0],
+        "attributes": {"plan": ["free", "pro", "team"][rng.randrange(3)], "visits": rng.randrange(100)},
+    }
+    out.write(json.dumps(device, separators=(",", ":")))
+    out.write("\n")
