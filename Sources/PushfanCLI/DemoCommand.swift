@@ -1,6 +1,7 @@
 import Foundation
 import PushfanCore
 import PushfanKafka
+import PushfanStore
 
 /// `pushfan demo`: the embedded defaults in one process, showing what works end to end.
 /// Today that is the Kafka layer: a dev cluster, a campaign produced to the campaigns
@@ -17,6 +18,7 @@ struct DemoCommand: Command {
         options: [
             .option("campaign", "FILE", "campaign JSON to submit (default: a built-in example)"),
             .option("partitions", "P", "partitions per topic (default 6)"),
+            .option("devices", "N", "synthetic devices for the store part (default 20000)"),
         ])
 
     static func run(_ arguments: ParsedArguments, _ context: CommandContext) async throws -> Int32 {
@@ -87,12 +89,57 @@ struct DemoCommand: Command {
                 if let text = content.text(forLocale: locale) { detail("  \(locale) sees: \(text.title ?? "") / \(text.body ?? "")") }
             }
         }
+        try await storeDemo(audience: received, devices: try arguments.int("devices", default: 20_000, range: 1...10_000_000), logger: context.logger)
         print("""
 
             Next: run a cluster of your own with `pushfan kafka-dev`, send docs' example with kcat
             (docs/messages.md), and watch it with `pushfan consume --topic \(topics.campaigns)`.
             """)
         return 0
+    }
+
+    /// The device store part: a SQLite file with synthetic devices, the campaign's segment
+    /// counted and expanded the way the pipeline will.
+    private static func storeDemo(audience campaign: Campaign, devices count: Int, logger: Logger) async throws {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("pushfan-demo-\(getpid())")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: directory) }
+        step("filling a SQLite device store with \(count) synthetic devices of app \(campaign.app)")
+        let store = try await DeviceStore.open("sqlite:" + directory.appendingPathComponent("devices.db").path, logger: logger)
+        _ = try await store.addApp(AppRegistration(app: campaign.app, topic: "com.example.shop", credentials: .token(teamID: "DEMOTEAM01", keyID: "DEMOKEY001", keyFile: "demo.p8"), ratePerSecond: 2000))
+        let locales = ["en_US", "en_GB", "de_DE", "de_AT", "fr_FR", "fr_CA", "ja_JP"]
+        let tags = ["sale-alerts", "news", "sports", "vip"]
+        var batch: [ValidatedDevice] = []
+        let started = ContinuousClock.now
+        for index in 0..<count {
+            var registration = DeviceRegistration(deviceID: "demo-\(index)", token: String(format: "%064x", index + 1))
+            registration.locale = locales[(index * 7) % locales.count]
+            registration.tags = tags.enumerated().filter { (index >> $0.offset) % 3 == 0 }.map(\.element)
+            registration.appVersion = "2.\(index % 12)"
+            batch.append(try Validation.device(registration))
+            if batch.count == 5000 || index == count - 1 {
+                _ = try await store.importDevices(app: campaign.app, batch)
+                batch.removeAll(keepingCapacity: true)
+            }
+        }
+        detail("imported in \(formatted(ContinuousClock.now - started))")
+        guard case .segment(let text) = campaign.audience else { return }
+        let segment = try SegmentParser.parse(text)
+        let matching = try await store.count(app: campaign.app, segment: segment)
+        detail("segment '\(text)' matches \(matching) of \(count) devices")
+        let expandStarted = ContinuousClock.now
+        var expanded = 0
+        let shards = try await store.shards(app: campaign.app, size: 5000)
+        for shard in shards {
+            var cursor: Int64?
+            while true {
+                let page = try await store.page(app: campaign.app, segment: segment, shard: shard, cursor: cursor, limit: 1000)
+                expanded += page.count
+                guard page.count == 1000, let last = page.last else { break }
+                cursor = last.rowKey
+            }
+        }
+        detail("expanded through \(shards.count) shards in keyset pages: \(expanded) devices in \(formatted(ContinuousClock.now - expandStarted))")
     }
 
     private static func step(_ text: String) { print("==> \(text)") }

@@ -91,7 +91,7 @@ struct DevicesRegisterCommand: Command {
         for pair in arguments.values("attr") {
             guard let equals = pair.firstIndex(of: "="), equals != pair.startIndex else { throw UsageError("--attr must look like name=value, got '\(pair)'") }
             let value = String(pair[pair.index(after: equals)...])
-            registration.attributes[String(pair[..<equals])] = Int64(value).map(JSONValue.int) ?? Double(value).map(JSONValue.number) ?? .string(value)
+            registration.attributes[String(pair[..<equals])] = .inferred(from: value)
         }
         let app = try arguments.required("app")
         let store = try await StoreOptions.open(arguments, context)
@@ -195,6 +195,7 @@ struct DevicesImportCommand: Command {
         let started = ContinuousClock.now
         var pending: [(Int, String)] = []
         var writing: Task<Int, any Error>?
+        var nextStatistics = batchSize
         while reader.next({ bytes in
             lineNumber += 1
             let line = String(decoding: bytes, as: UTF8.self)
@@ -210,6 +211,11 @@ struct DevicesImportCommand: Command {
             if batch.count >= batchSize {
                 // Parse the next batch while this one is written.
                 if let previous = writing { imported += try await previous.value }
+                // Statistics as the table grows (at 1, 2, 4, 8... batches), so lookups keep using indexes.
+                if imported >= nextStatistics {
+                    try await store.refreshStatistics()
+                    nextStatistics = max(imported, 1) * 2
+                }
                 let full = batch
                 writing = Task { try await store.importDevices(app: app, full) }
                 batch.removeAll(keepingCapacity: true)
@@ -219,6 +225,7 @@ struct DevicesImportCommand: Command {
         }
         if let previous = writing { imported += try await previous.value }
         if !batch.isEmpty { imported += try await store.importDevices(app: app, batch) }
+        try await store.refreshStatistics()
         progress.finish()
         if rejected > 1000 { printError("... and \(rejected - 1000) more bad lines") }
         print("imported \(imported) devices, rejected \(rejected) lines")

@@ -94,7 +94,7 @@ package struct DeviceImportParser: Sendable {
         }
         for (column, text) in row where column.hasPrefix("attr.") && !text.isEmpty {
             // Numbers stay numbers so that numeric segment comparisons work.
-            registration.attributes[String(column.dropFirst(5))] = Int64(text).map(JSONValue.int) ?? Double(text).map(JSONValue.number) ?? .string(text)
+            registration.attributes[String(column.dropFirst(5))] = .inferred(from: text)
         }
         return registration
     }

@@ -156,6 +156,14 @@ package final class DeviceStore: Sendable {
         }
     }
 
+    /// Refreshes the planner's statistics. A table that grew fast (a bulk import) otherwise
+    /// keeps estimates from when it was empty, and PostgreSQL stops using the token index.
+    package func refreshStatistics() async throws(StoreError) {
+        try await run { connection throws(StoreError) in
+            try connection.executeScript(connection.dialect == .postgres ? "ANALYZE devices; ANALYZE device_tags;" : "PRAGMA optimize;")
+        }
+    }
+
     /// Marks a device unregistered; it no longer receives campaigns. False if unknown.
     package func unregister(app: String, deviceID: String) async throws(StoreError) -> Bool {
         let now = DeviceStore.now()
@@ -462,9 +470,7 @@ package final class DeviceStore: Sendable {
             SELECT device_id FROM devices
             WHERE app = \(app) AND environment = \(device.environment.rawValue) AND token = \(device.token) AND device_id <> \(device.deviceID)
             """) { $0.text(0) ?? "" }
-        if !previous.isEmpty {
-            try connection.execute("DELETE FROM devices WHERE app = \(app) AND environment = \(device.environment.rawValue) AND token = \(device.token) AND device_id <> \(device.deviceID)")
-        }
+        if !previous.isEmpty { try deleteDevices(connection, app: app, deviceIDs: previous) }
         let existing = try connection.queryOne("SELECT row_key FROM devices WHERE app = \(app) AND device_id = \(device.deviceID)") { $0.int(0) } ?? nil
         let rowKey: Int64
         if let existing {
@@ -514,7 +520,6 @@ package final class DeviceStore: Sendable {
         let unique = devices.indices.filter { index in
             lastForDevice[devices[index].deviceID] == index && lastForToken[devices[index].environment.rawValue + ":" + devices[index].token] == index
         }.map { devices[$0] }
-        let jsonCast = connection.dialect == .postgres ? "::jsonb" : ""
         var written = 0
         for start in stride(from: 0, to: unique.count, by: bulkChunk) {
             let chunk = Array(unique[start..<min(start + bulkChunk, unique.count)])
@@ -526,25 +531,40 @@ package final class DeviceStore: Sendable {
                 let tokens = chunk.filter { $0.environment == environment }.map { SQLValue.text($0.token) }
                 guard !tokens.isEmpty else { continue }
                 try connection.query(
-                    "SELECT device_id, token FROM devices WHERE app = \(app) AND environment = \(environment.rawValue) AND token IN (" + list(tokens) + ")"
+                    "SELECT device_id, token FROM devices WHERE app = \(app) AND environment = \(environment.rawValue) AND token" + isIn(tokens, type: "text", connection.dialect)
                 ) { row throws(StoreError) in
                     if let owner = owners[environment.rawValue + ":" + (row.text(1) ?? "")], let current = row.text(0), current != owner { stale.append(current) }
                 }
             }
-            if !stale.isEmpty {
-                try connection.execute("DELETE FROM devices WHERE app = \(app) AND device_id IN (" + list(stale.map(SQLValue.text)) + ")")
-            }
+            if !stale.isEmpty { try deleteDevices(connection, app: app, deviceIDs: stale) }
             var insert: SQLStatement = """
                 INSERT INTO devices (app, device_id, token, environment, locale, timezone, app_version, app_version_key, os_version, os_version_key,
-                                     attributes, created_at, last_seen_at, status) VALUES
+                                     attributes, created_at, last_seen_at, status)
                 """
-            for (index, device) in chunk.enumerated() {
-                if index > 0 { insert.append(",") }
+            if connection.dialect == .postgres {
+                // Thirteen array parameters instead of thousands of scalars: PostgreSQL parses
+                // and plans a long VALUES list slowly, unnest() in no time.
+                func column(_ values: [String?]) -> SQLValue { .text(PostgresArray.literal(values)) }
                 insert.append("""
-                    (\(app), \(device.deviceID), \(device.token), \(device.environment.rawValue), \(.optional(device.locale)), \(.optional(device.timezone)),
-                     \(.optional(device.appVersion)), \(.optional(device.appVersionKey)), \(.optional(device.osVersion)), \(.optional(device.osVersionKey)),
-                     \(device.attributesJSON)\(raw: jsonCast), \(now), \(device.seenAt ?? now), 'active')
+                     SELECT \(app), u.d, u.t, u.e, u.l, u.z, u.av, u.avk, u.ov, u.ovk, u.a::jsonb, \(now), u.s, 'active'
+                    FROM unnest(\(column(chunk.map(\.deviceID)))::text[], \(column(chunk.map(\.token)))::text[],
+                                \(column(chunk.map(\.environment.rawValue)))::text[], \(column(chunk.map(\.locale)))::text[],
+                                \(column(chunk.map(\.timezone)))::text[], \(column(chunk.map(\.appVersion)))::text[],
+                                \(column(chunk.map(\.appVersionKey)))::text[], \(column(chunk.map(\.osVersion)))::text[],
+                                \(column(chunk.map(\.osVersionKey)))::text[], \(column(chunk.map(\.attributesJSON)))::text[],
+                                \(column(chunk.map { String($0.seenAt ?? now) }))::bigint[])
+                         AS u(d, t, e, l, z, av, avk, ov, ovk, a, s)
                     """)
+            } else {
+                insert.append(" VALUES ")
+                for (index, device) in chunk.enumerated() {
+                    if index > 0 { insert.append(",") }
+                    insert.append("""
+                        (\(app), \(device.deviceID), \(device.token), \(device.environment.rawValue), \(.optional(device.locale)), \(.optional(device.timezone)),
+                         \(.optional(device.appVersion)), \(.optional(device.appVersionKey)), \(.optional(device.osVersion)), \(.optional(device.osVersionKey)),
+                         \(device.attributesJSON), \(now), \(device.seenAt ?? now), 'active')
+                        """)
+                }
             }
             insert.append("""
                  ON CONFLICT (app, device_id) DO UPDATE SET token = excluded.token, environment = excluded.environment, locale = excluded.locale,
@@ -555,26 +575,53 @@ package final class DeviceStore: Sendable {
                 """)
             var rowKeys: [String: Int64] = [:]
             try connection.query(insert) { row throws(StoreError) in rowKeys[row.text(1) ?? ""] = row.int(0) }
-            try connection.execute("DELETE FROM device_tags WHERE row_key IN (" + list(rowKeys.values.map(SQLValue.integer)) + ")")
+            try connection.execute("DELETE FROM device_tags WHERE row_key" + isIn(rowKeys.values.map(SQLValue.integer), type: "bigint", connection.dialect))
             let tags = chunk.flatMap { device in device.tags.map { (rowKeys[device.deviceID] ?? 0, $0) } }
-            for tagStart in stride(from: 0, to: tags.count, by: bulkChunk * 4) {
-                var statement: SQLStatement = "INSERT INTO device_tags (app, row_key, tag) VALUES "
-                for (index, (rowKey, tag)) in tags[tagStart..<min(tagStart + bulkChunk * 4, tags.count)].enumerated() {
-                    if index > 0 { statement.append(",") }
-                    statement.append("(\(app), \(rowKey), \(tag))")
+            if connection.dialect == .postgres, !tags.isEmpty {
+                try connection.execute("""
+                    INSERT INTO device_tags (app, row_key, tag)
+                    SELECT \(app), u.r, u.t FROM unnest(\(PostgresArray.literal(tags.map { String($0.0) }))::bigint[], \(PostgresArray.literal(tags.map(\.1)))::text[]) AS u(r, t)
+                    ON CONFLICT DO NOTHING
+                    """)
+            } else {
+                for tagStart in stride(from: 0, to: tags.count, by: bulkChunk * 4) {
+                    var statement: SQLStatement = "INSERT INTO device_tags (app, row_key, tag) VALUES "
+                    for (index, (rowKey, tag)) in tags[tagStart..<min(tagStart + bulkChunk * 4, tags.count)].enumerated() {
+                        if index > 0 { statement.append(",") }
+                        statement.append("(\(app), \(rowKey), \(tag))")
+                    }
+                    statement.append(" ON CONFLICT DO NOTHING")
+                    try connection.execute(statement)
                 }
-                statement.append(" ON CONFLICT DO NOTHING")
-                try connection.execute(statement)
             }
             written += chunk.count
         }
         return written
     }
 
-    /// `v1, v2, ...` as parameters, for `IN (...)`.
-    private static func list(_ values: [SQLValue]) -> SQLStatement {
-        var statement: SQLStatement = ""
+    /// Removes devices and their tags (PostgreSQL has no cascading key on tags).
+    private static func deleteDevices(_ connection: any SQLConnection, app: String, deviceIDs: [String]) throws(StoreError) {
+        let ids = isIn(deviceIDs.map(SQLValue.text), type: "text", connection.dialect)
+        try connection.execute("DELETE FROM device_tags WHERE row_key IN (SELECT row_key FROM devices WHERE app = \(app) AND device_id" + ids + ")")
+        try connection.execute("DELETE FROM devices WHERE app = \(app) AND device_id" + ids)
+    }
+
+    /// ` IN (v1, v2, ...)` for SQLite; ` = ANY($n::type[])` (one array parameter) for PostgreSQL.
+    private static func isIn(_ values: [SQLValue], type: String, _ dialect: SQLDialect) -> SQLStatement {
+        if dialect == .postgres {
+            let texts: [String?] = values.map { value in
+                switch value {
+                case .null: nil
+                case .integer(let number): String(number)
+                case .real(let number): String(number)
+                case .text(let text): text
+                }
+            }
+            return " = ANY(\(SQLValue.text(PostgresArray.literal(texts)))::\(raw: type)[])"
+        }
+        var statement: SQLStatement = " IN ("
         for (index, value) in values.enumerated() { statement.append(index == 0 ? "\(value)" : ", \(value)") }
+        statement.append(")")
         return statement
     }
 

@@ -111,3 +111,24 @@ extension SQLConnection {
         try queryAll(statement, map).first
     }
 }
+
+/// PostgreSQL array literals (`{"a","b",NULL}`), for passing many values as one parameter.
+enum PostgresArray {
+    static func literal(_ values: [String?]) -> String {
+        var text = "{"
+        for (index, value) in values.enumerated() {
+            if index > 0 { text += "," }
+            guard let value else {
+                text += "NULL"
+                continue
+            }
+            text += "\""
+            for character in value {
+                if character == "\"" || character == "\\" { text += "\\" }
+                text.append(character)
+            }
+            text += "\""
+        }
+        return text + "}"
+    }
+}

@@ -7,9 +7,10 @@ import Testing
 struct ConsumerGroupProcessTests {
     func produce(_ cluster: DevClusterProcess, _ values: Range<Int>, topic: String) async throws {
         let input = FileManager.default.temporaryDirectory.appendingPathComponent("values-\(UUID().uuidString).txt")
-        try values.map(String.init).joined(separator: "\n").write(to: input, atomically: true, encoding: .utf8)
+        // Keyed, so the records spread over all partitions (unkeyed ones stick to one for a while).
+        try values.map { "\($0)|\($0)" }.joined(separator: "\n").write(to: input, atomically: true, encoding: .utf8)
         let producer = try ManagedProcess(
-            TestBinaries.pushfan, ["produce", "--brokers", cluster.bootstrapServers, "--topic", topic, "--file", input.path])
+            TestBinaries.pushfan, ["produce", "--brokers", cluster.bootstrapServers, "--topic", topic, "--file", input.path, "--key-delimiter", "|"])
         #expect(await producer.waitForExit() == 0, "produce failed: \(producer.standardError)")
     }
 

@@ -195,3 +195,11 @@ extension JSONValue: ExpressibleByNilLiteral, ExpressibleByBooleanLiteral, Expre
         self = .object(Dictionary(elements, uniquingKeysWith: { _, last in last }))
     }
 }
+
+extension JSONValue {
+    /// A value typed from text given on a command line or in a CSV cell: integers and
+    /// decimals become numbers (so numeric segment comparisons work), anything else text.
+    package static func inferred(from text: String) -> JSONValue {
+        Int64(text).map(JSONValue.int) ?? Double(text).map(JSONValue.number) ?? .string(text)
+    }
+}
