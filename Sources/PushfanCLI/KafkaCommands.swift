@@ -147,11 +147,11 @@ struct ConsumeCommand: Command {
             case .records(let records):
                 activity.touch()
                 let take = records.prefix(limit - printed)
-                for record in take {
+                for index in take.indices {
                     if json {
-                        output.append(jsonLine(record))
+                        output.append(jsonLine(take[index]))
                     } else {
-                        output.append(record.value)
+                        take[index].withValueBytes { output.append($0) }
                         output.append(UInt8(ascii: "\n"))
                     }
                 }

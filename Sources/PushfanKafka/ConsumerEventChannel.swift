@@ -11,18 +11,55 @@ package struct TopicPartition: Sendable, Hashable, CustomStringConvertible {
     package var description: String { "\(topic)[\(partition)]" }
 }
 
+/// The bytes and topic names of one poll, shared by its records, so that a record costs
+/// no allocation of its own and copying one retains a single object.
+final class PolledBatch: Sendable {
+    let storage: [UInt8]
+    let topics: [String]
+
+    init(storage: [UInt8], topics: [String]) {
+        self.storage = storage
+        self.topics = topics
+    }
+}
+
 /// A consumed record. Store its offset (`KafkaConsumer.storeOffset`) once its work is durable.
 package struct KafkaRecord: Sendable {
-    package let topic: String
+    private let batch: PolledBatch
+    private let topicIndex: Int
     package let partition: Int32
     package let offset: Int64
-    package let key: [UInt8]?
-    package let value: [UInt8]
+    private let keyRange: Range<Int>?
+    private let valueRange: Range<Int>
     /// Milliseconds since the epoch, when the broker reported one.
     package let timestamp: Int64?
 
+    init(batch: PolledBatch, topicIndex: Int, partition: Int32, offset: Int64, keyRange: Range<Int>?, valueRange: Range<Int>, timestamp: Int64?) {
+        self.batch = batch
+        self.topicIndex = topicIndex
+        self.partition = partition
+        self.offset = offset
+        self.keyRange = keyRange
+        self.valueRange = valueRange
+        self.timestamp = timestamp
+    }
+
+    package var topic: String { batch.topics[topicIndex] }
+    package var key: ArraySlice<UInt8>? { keyRange.map { batch.storage[$0] } }
+    package var value: ArraySlice<UInt8> { batch.storage[valueRange] }
     package var topicPartition: TopicPartition { TopicPartition(topic: topic, partition: partition) }
     package var keyString: String? { key.map { String(decoding: $0, as: UTF8.self) } }
+
+    /// The value's bytes without copying them.
+    package func withValueBytes<R>(_ body: (UnsafeRawBufferPointer) throws -> R) rethrows -> R {
+        try batch.storage.withUnsafeBytes { try body(UnsafeRawBufferPointer(rebasing: $0[valueRange])) }
+    }
+
+    /// True when both records come from the same topic and partition (cheap: no string compare
+    /// for records of one poll).
+    func samePartition(as other: KafkaRecord) -> Bool {
+        partition == other.partition && (batch === other.batch ? topicIndex == other.topicIndex : topic == other.topic)
+    }
 }
 
 /// What the consumer's poll thread reports, in order.

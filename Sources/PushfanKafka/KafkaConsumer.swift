@@ -76,18 +76,19 @@ package final class KafkaConsumer: Sendable {
     package func storeOffsets(_ records: some Sequence<KafkaRecord>) throws(KafkaError) {
         var next: [TopicPartition: Int64] = [:]
         // Records come in runs per partition; touch the table once per run.
-        var run: (topic: String, partition: Int32, offset: Int64)?
+        var run: KafkaRecord?
+        var runOffset: Int64 = 0
         func flushRun() {
             guard let run else { return }
-            let key = TopicPartition(topic: run.topic, partition: run.partition)
-            next[key] = max(next[key] ?? 0, run.offset + 1)
+            next[run.topicPartition] = max(next[run.topicPartition] ?? 0, runOffset + 1)
         }
         for record in records {
-            if let current = run, current.partition == record.partition, current.topic == record.topic {
-                run?.offset = max(current.offset, record.offset)
+            if let current = run, current.samePartition(as: record) {
+                runOffset = max(runOffset, record.offset)
             } else {
                 flushRun()
-                run = (record.topic, record.partition, record.offset)
+                run = record
+                runOffset = record.offset
             }
         }
         flushRun()
@@ -170,35 +171,57 @@ package final class KafkaConsumer: Sendable {
             guard count > 0 else { continue }
             var records: [KafkaRecord] = []
             records.reserveCapacity(count)
-            var topicNames: [OpaquePointer: String] = [:]
+            // All keys and values of this poll go into one buffer; records slice it.
+            var total = 0
+            for index in 0..<count {
+                if let message = messages[index] { total += message.pointee.len + message.pointee.key_len }
+            }
+            var storage = [UInt8]()
+            storage.reserveCapacity(total)
+            var pending: [(topic: Int, partition: Int32, offset: Int64, key: Range<Int>?, value: Range<Int>, timestamp: Int64?)] = []
+            pending.reserveCapacity(count)
+            var topics: [String] = []
+            var topicIndexes: [OpaquePointer: Int] = [:]
             for index in 0..<count {
                 guard let message = messages[index] else { continue }
                 defer { rd_kafka_message_destroy(message) }
                 let m = message.pointee
-                let topic: String
+                var topicIndex = 0
                 if let rkt = m.rkt {
-                    if let known = topicNames[rkt] {
-                        topic = known
+                    if let known = topicIndexes[rkt] {
+                        topicIndex = known
                     } else {
-                        topic = String(cString: rd_kafka_topic_name(rkt))
-                        topicNames[rkt] = topic
+                        topicIndex = topics.count
+                        topics.append(String(cString: rd_kafka_topic_name(rkt)))
+                        topicIndexes[rkt] = topicIndex
                     }
                 } else {
-                    topic = ""
+                    topicIndex = topics.count
+                    topics.append("")
                 }
                 if m.err != RD_KAFKA_RESP_ERR_NO_ERROR {
                     let text = m.payload.map { String(decoding: UnsafeRawBufferPointer(start: $0, count: m.len), as: UTF8.self) }
-                    channel.publish(.error(KafkaError(operation: "consume \(topic)[\(m.partition)]", code: m.err, message: text)))
+                    channel.publish(.error(KafkaError(operation: "consume \(topics[topicIndex])[\(m.partition)]", code: m.err, message: text)))
                     continue
                 }
+                var key: Range<Int>?
+                if let bytes = m.key {
+                    let start = storage.count
+                    storage.append(contentsOf: UnsafeRawBufferPointer(start: bytes, count: m.key_len))
+                    key = start..<storage.count
+                }
+                let valueStart = storage.count
+                if let bytes = m.payload { storage.append(contentsOf: UnsafeRawBufferPointer(start: bytes, count: m.len)) }
                 var timestampType = RD_KAFKA_TIMESTAMP_NOT_AVAILABLE
                 let timestamp = rd_kafka_message_timestamp(message, &timestampType)
+                pending.append((topicIndex, m.partition, m.offset, key, valueStart..<storage.count, timestampType == RD_KAFKA_TIMESTAMP_NOT_AVAILABLE ? nil : timestamp))
+            }
+            let batch = PolledBatch(storage: storage, topics: topics)
+            for entry in pending {
                 records.append(
                     KafkaRecord(
-                        topic: topic, partition: m.partition, offset: m.offset,
-                        key: m.key.map { Array(UnsafeRawBufferPointer(start: $0, count: m.key_len)) },
-                        value: m.payload.map { Array(UnsafeRawBufferPointer(start: $0, count: m.len)) } ?? [],
-                        timestamp: timestampType == RD_KAFKA_TIMESTAMP_NOT_AVAILABLE ? nil : timestamp))
+                        batch: batch, topicIndex: entry.topic, partition: entry.partition, offset: entry.offset, keyRange: entry.key,
+                        valueRange: entry.value, timestamp: entry.timestamp))
             }
             if !records.isEmpty { channel.publish(.records(records)) }
         }
