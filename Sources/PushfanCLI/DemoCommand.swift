@@ -174,10 +174,3 @@ struct DemoCommand: Command {
             data: ["deeplink": .string("shop://sale/spring")]),
         options: .init(priority: 10))
 }
-
-extension Duration {
-    fileprivate var milliseconds: Int64 {
-        let (seconds, attoseconds) = components
-        return seconds * 1000 + attoseconds / 1_000_000_000_000_000
-    }
-}

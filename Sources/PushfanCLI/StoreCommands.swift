@@ -219,7 +219,7 @@ struct DevicesImportCommand: Command {
                 let full = batch
                 writing = Task { try await store.importDevices(app: app, full) }
                 batch.removeAll(keepingCapacity: true)
-                let seconds = Double((ContinuousClock.now - started).components.seconds) + 0.001
+                let seconds = max((ContinuousClock.now - started).seconds, 0.001)
                 progress.show("imported \(imported) devices, \(rejected) bad lines (\(Int(Double(imported) / seconds))/s)")
             }
         }
@@ -342,8 +342,7 @@ struct DevicesExpandCommand: Command {
             progress.show("shard \(index + 1)/\(shards.count): \(devices) devices")
         }
         progress.finish()
-        let duration = ContinuousClock.now - started
-        let seconds = Double(duration.components.seconds) + Double(duration.components.attoseconds) / 1e18
+        let seconds = (ContinuousClock.now - started).seconds
         print(#"{"devices":\#(devices),"shards":\#(shards.count),"seconds":\#(String(format: "%.3f", seconds)),"per_s":\#(Int(Double(devices) / max(seconds, 1e-9))),"checksum":\#(checksum)}"#)
         return 0
     }

@@ -1,4 +1,5 @@
 import Foundation
+import PushfanCore
 internal import CRdkafka
 
 /// Settings common to producers and consumers. Typed fields cover what Pushfan relies on;
@@ -87,13 +88,6 @@ package struct KafkaConsumerConfiguration: Sendable {
             ("auto.commit.interval.ms", String(autoCommitInterval.milliseconds)),
             ("enable.partition.eof", "false"),
         ] + client.properties.sorted { $0.key < $1.key }.map { ($0.key, $0.value) }
-    }
-}
-
-extension Duration {
-    var milliseconds: Int64 {
-        let (seconds, attoseconds) = components
-        return seconds * 1000 + attoseconds / 1_000_000_000_000_000
     }
 }
 

@@ -332,7 +332,7 @@ package final class DeviceStore: Sendable {
         guard let low = targets.map(\.rowKey).min(), let high = targets.map(\.rowKey).max() else {
             return Claim(toSend: [], alreadyFinal: 0, heldElsewhere: 0)
         }
-        let leaseUntil = now + lease.components.seconds * 1000
+        let leaseUntil = now + lease.milliseconds
         return try await run { connection throws(StoreError) in
             try connection.transaction { () throws(StoreError) -> Claim in
                 for target in targets {

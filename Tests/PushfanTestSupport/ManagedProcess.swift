@@ -3,7 +3,8 @@ import Synchronization
 
 /// A real binary started by a test: stdout and stderr go to files the test can read while
 /// it runs, stdin is a pipe. The process is killed when the object goes away, so a failing
-/// test never leaves servers behind.
+/// test never leaves servers behind. Not for programs that start daemons (pg_ctl): Foundation's
+/// `Process` then never sees the exit; such tests use `system`.
 package final class ManagedProcess: Sendable {
     package let name: String
     package let stdoutPath: String

@@ -129,10 +129,7 @@ package struct RetryPolicy: Sendable {
         return .seconds(seconds)
     }
 
-    static func seconds(_ duration: Duration) -> Double {
-        let parts = duration.components
-        return Double(parts.seconds) + Double(parts.attoseconds) / 1e18
-    }
+    static func seconds(_ duration: Duration) -> Double { duration.seconds }
 }
 
 /// Per-token bookkeeping for 429 TooManyRequests, which APNs sends when one

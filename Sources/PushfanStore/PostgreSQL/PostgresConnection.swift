@@ -51,7 +51,7 @@ final class PostgresConnection: SQLConnection {
                 return
             } catch {
                 lastError = error
-                Thread.sleep(forTimeInterval: Double(delay.components.seconds) + Double(delay.components.attoseconds) / 1e18)
+                Thread.sleep(forTimeInterval: delay.seconds)
             }
         }
         throw lastError

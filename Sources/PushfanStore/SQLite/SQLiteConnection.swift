@@ -26,7 +26,7 @@ final class SQLiteConnection: SQLConnection {
             database = nil
             throw StoreError.unavailable("cannot open SQLite database \(path): \(message)")
         }
-        sqlite3_busy_timeout(database, Int32(clamping: busyTimeout.components.seconds * 1000 + busyTimeout.components.attoseconds / 1_000_000_000_000_000))
+        sqlite3_busy_timeout(database, Int32(clamping: busyTimeout.milliseconds))
         try executeScript("PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL; PRAGMA foreign_keys=ON; PRAGMA temp_store=MEMORY;")
     }
 

@@ -1,0 +1,49 @@
+import Foundation
+import Testing
+@testable import PushfanCore
+
+@Suite struct ConfigurationTests {
+    let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+
+    func write(_ text: String) throws -> String {
+        let path = FileManager.default.temporaryDirectory.appendingPathComponent("pushfan-config-\(UUID().uuidString).json").path
+        try text.write(toFile: path, atomically: true, encoding: .utf8)
+        return path
+    }
+
+    @Test func theDeployExampleLoadsAndTheEnvironmentWins() throws {
+        let path = root.appendingPathComponent("deploy/pushfan.example.json").path
+        let fromFile = try PushfanConfiguration.load(file: path, environment: [:])
+        #expect(fromFile.kafka.properties["security.protocol"] == "SASL_SSL")
+        #expect(fromFile.database.hasPrefix("postgres://"))
+        let overridden = try PushfanConfiguration.load(
+            file: path, environment: ["PUSHFAN_KAFKA_BROKERS": "127.0.0.1:1", "PUSHFAN_DATABASE": "sqlite:x.db", "PUSHFAN_APNS_URL": "https://sim:2197"])
+        #expect(overridden.kafka.brokers == "127.0.0.1:1" && overridden.database == "sqlite:x.db" && overridden.apns.url == "https://sim:2197")
+    }
+
+    @Test func defaultsNeedNoFile() throws {
+        let configuration = try PushfanConfiguration.load(file: nil, environment: [:])
+        #expect(configuration.kafka.topics.campaigns == "pushfan.campaigns")
+        #expect(configuration.database == "sqlite:pushfan.db")
+    }
+
+    @Test(arguments: [
+        (#"{"kafka": {"brokers": 9092}}"#, "kafka.brokers"),
+        ("{not json", "config file"),
+        (#"{"log_level": "loud"}"#, "log_level 'loud'"),
+    ])
+    func badFilesNameTheProblem(text: String, expected: String) throws {
+        let path = try write(text)
+        #expect {
+            _ = try PushfanConfiguration.load(file: path, environment: [:])
+        } throws: { error in
+            "\(error)".contains(expected)
+        }
+    }
+
+    @Test func aMissingFileIsAnError() {
+        #expect(throws: ConfigurationError("cannot read config file /nonexistent/pushfan.json")) {
+            _ = try PushfanConfiguration.load(file: "/nonexistent/pushfan.json", environment: [:])
+        }
+    }
+}
