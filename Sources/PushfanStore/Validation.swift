@@ -49,7 +49,19 @@ package enum Validation {
 
     /// `de-DE` and `de_de` become `de_DE`; the language is lowercased, the region uppercased.
     package static func locale(_ text: String) throws(StoreError) -> String {
-        let parts = text.replacingOccurrences(of: "-", with: "_").split(separator: "_", omittingEmptySubsequences: false)
+        // Already canonical (the common case in imports): `ll` or `ll_RR`.
+        let bytes = Array(text.utf8)
+        let lower = { (byte: UInt8) in byte >= 0x61 && byte <= 0x7A }
+        let upper = { (byte: UInt8) in byte >= 0x41 && byte <= 0x5A }
+        if (bytes.count == 2 && lower(bytes[0]) && lower(bytes[1]))
+            || (bytes.count == 5 && lower(bytes[0]) && lower(bytes[1]) && bytes[2] == 0x5F && upper(bytes[3]) && upper(bytes[4])) {
+            return text
+        }
+        let parts = text.split(whereSeparator: { $0 == "-" || $0 == "_" }).map(String.init)
+        guard text.split(separator: "_", omittingEmptySubsequences: false).allSatisfy({ !$0.isEmpty }),
+              text.split(separator: "-", omittingEmptySubsequences: false).allSatisfy({ !$0.isEmpty }) else {
+            throw StoreError.invalidInput("locale must look like en, en_US or zh_Hant_TW, got '\(text)'")
+        }
         guard (1...3).contains(parts.count), parts.allSatisfy({ !$0.isEmpty && $0.count <= 8 && $0.allSatisfy { $0.isASCII && ($0.isLetter || $0.isNumber) } }) else {
             throw StoreError.invalidInput("locale must look like en, en_US or zh_Hant_TW, got '\(text)'")
         }
@@ -58,6 +70,11 @@ package enum Validation {
             normalized.append(part.count == 2 ? part.uppercased() : part.prefix(1).uppercased() + part.dropFirst().lowercased())
         }
         return normalized.joined(separator: "_")
+    }
+
+    /// A-Z a-z 0-9 . _ -
+    static func isNameByte(_ byte: UInt8) -> Bool {
+        (byte >= 0x30 && byte <= 0x39) || (byte >= 0x41 && byte <= 0x5A) || (byte >= 0x61 && byte <= 0x7A) || byte == 0x2E || byte == 0x5F || byte == 0x2D
     }
 
     /// C0 and C1 control characters (NUL, newlines, escapes...): a cheap byte check.
@@ -84,7 +101,7 @@ package enum Validation {
         }
         guard tags.count <= maxTags else { throw StoreError.invalidInput("at most \(maxTags) tags per device") }
         for key in registration.attributes.keys {
-            guard (1...64).contains(key.utf8.count), key.unicodeScalars.allSatisfy({ $0.isASCII && (CharacterSet.alphanumerics.contains($0) || "._-".unicodeScalars.contains($0)) }) else {
+            guard (1...64).contains(key.utf8.count), key.utf8.allSatisfy(isNameByte) else {
                 throw StoreError.invalidInput("attribute name must be 1-64 characters of A-Z a-z 0-9 . _ -, got '\(key)'")
             }
         }

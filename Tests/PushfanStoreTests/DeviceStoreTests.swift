@@ -134,6 +134,26 @@ struct DeviceStoreTests {
         #expect { try badHeader.parse("device_id,token,colour") } throws: { "\($0)".contains("unknown CSV column 'colour'") }
     }
 
+    @Test func ndjsonKeepsAttributeTypesAndNamesWrongTypes() throws {
+        var parser = DeviceImportParser(format: .ndjson)
+        let line = #"{"device_id":"a","token":"\#(Synthetic.token(1))","attributes":{"beta":true,"visits":3,"score":2.5,"plan":"pro"},"last_seen":1700000000000}"#
+        let device = try #require(try parser.parse(line))
+        #expect(device.attributesJSON == #"{"beta":true,"plan":"pro","score":2.5,"visits":3}"#)
+        #expect(device.seenAt == 1_700_000_000_000)
+        let wrong = [
+            (#"{"device_id":"a","token":"\#(Synthetic.token(1))","tags":"vip"}"#, "tags: wrong type"),
+            (#"{"device_id":"a","token":"\#(Synthetic.token(1))","attributes":[1]}"#, "attributes: wrong type"),
+            (#"{"device_id":"a","token":"\#(Synthetic.token(1))","last_seen":true}"#, "last_seen: wrong type"),
+            (#"{"device_id":7,"token":"\#(Synthetic.token(1))"}"#, "device_id: wrong type"),
+            (#"{"token":"\#(Synthetic.token(1))"}"#, "missing field device_id"),
+            ("[1,2]", "not a JSON object"),
+        ]
+        for (text, message) in wrong {
+            #expect { try parser.parse(text) } throws: { "\($0)".contains(message) }
+        }
+        #expect(try parser.parse("   ") == nil)
+    }
+
     @Test(arguments: Backend.enabled)
     func bulkImportFollowsTheRegistrationRules(_ backend: Backend) async throws {
         let store = try await backend.openFresh()
