@@ -11,6 +11,11 @@ final class PostgresConnection: SQLConnection {
     private let url: String
     private let logger: Logger
     private var inTransaction = false
+    /// Server-side prepared statements by SQL text, for the short statements that repeat
+    /// (pages, claims): they are parsed and planned once per connection, not per call.
+    private var prepared: [String: String] = [:]
+    private let preparedLimit = 256
+    private let maxPreparedParameters = 64
     /// Waits between reconnection attempts within one call.
     private let backoff: [Duration] = [.milliseconds(100), .milliseconds(400), .seconds(1)]
 
@@ -31,6 +36,7 @@ final class PostgresConnection: SQLConnection {
 
     private func connect() throws(StoreError) {
         PQfinish(connection)
+        prepared.removeAll()
         connection = PQconnectdb(url)
         guard let connection, PQstatus(connection) == CONNECTION_OK else {
             let message = connection.map { String(cString: PQerrorMessage($0)) } ?? "out of memory"
@@ -70,8 +76,10 @@ final class PostgresConnection: SQLConnection {
             case .text(let text): text
             }
         }
+        let name = parameters.count <= maxPreparedParameters ? try preparedName(for: sql, parameterCount: parameters.count) : nil
         let result = withCStrings(texts) { pointers in
-            PQexecParams(connection, sql, Int32(pointers.count), nil, pointers, nil, nil, 0)
+            if let name { return PQexecPrepared(connection, name, Int32(pointers.count), pointers, nil, nil, 0) }
+            return PQexecParams(connection, sql, Int32(pointers.count), nil, pointers, nil, nil, 0)
         }
         guard let result else { throw lost("no result") }
         let status = PQresultStatus(result)
@@ -85,6 +93,25 @@ final class PostgresConnection: SQLConnection {
         case "08", "53", "57", "40": throw StoreError.unavailable("\(message) (SQLSTATE \(sqlState))")
         default: throw StoreError.database("\(message) (SQLSTATE \(sqlState))")
         }
+    }
+
+    /// The name of a prepared statement for `sql`, preparing it on first use.
+    private func preparedName(for sql: String, parameterCount: Int) throws(StoreError) -> String? {
+        if let name = prepared[sql] { return name }
+        if prepared.count >= preparedLimit {
+            _ = PQexec(connection, "DEALLOCATE ALL").map { PQclear($0) }
+            prepared.removeAll()
+        }
+        let name = "pushfan_\(prepared.count)"
+        guard let result = PQprepare(connection, name, sql, Int32(parameterCount), nil) else { throw lost("no result") }
+        defer { PQclear(result) }
+        guard PQresultStatus(result) == PGRES_COMMAND_OK else {
+            // Let the unprepared path report the error with its SQLSTATE.
+            if PQstatus(connection) != CONNECTION_OK { throw lost(String(cString: PQerrorMessage(connection))) }
+            return nil
+        }
+        prepared[sql] = name
+        return name
     }
 
     private func lost(_ message: String) -> StoreError {
