@@ -29,7 +29,7 @@ let package = Package(
 
         // Starting and stopping real processes (kafka-dev, simulators) for the suites below.
         .target(name: "PushfanTestSupport", path: "Tests/PushfanTestSupport"),
-        .testTarget(name: "PushfanCoreTests", dependencies: ["PushfanCore"]),
+        .testTarget(name: "PushfanCoreTests", dependencies: ["PushfanCore", "PushfanTestSupport"]),
         .testTarget(name: "PushfanKafkaTests", dependencies: ["PushfanKafka", "PushfanCore", "PushfanTestSupport"]),
         .testTarget(name: "PushfanCLITests", dependencies: ["PushfanCLI"]),
         .testTarget(name: "PushfanStoreTests", dependencies: ["PushfanStore", "PushfanCore", "PushfanTestSupport"]),

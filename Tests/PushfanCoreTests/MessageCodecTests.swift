@@ -1,4 +1,5 @@
 import Foundation
+import PushfanTestSupport
 import Testing
 
 @testable import PushfanCore
@@ -209,7 +210,7 @@ struct MessageCodecTests {
     /// message or a MessageDecodingError, never a trap.
     @Test func damagedInputNeverCrashes() throws {
         let example = try Array(Data(contentsOf: Self.exampleURL))
-        var generator = SeededGenerator(state: 0x5EED)
+        var generator = SeededGenerator(seed: 0x5EED)
         var refused: [String: Int] = [:]
         for round in 0..<3_000 {
             var bytes = example

@@ -1,4 +1,5 @@
 import Foundation
+import PushfanTestSupport
 import Testing
 
 @testable import PushfanCore

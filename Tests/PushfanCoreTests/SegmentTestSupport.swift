@@ -1,4 +1,5 @@
 import Foundation
+import PushfanTestSupport
 import Testing
 
 @testable import PushfanCore
@@ -36,26 +37,8 @@ enum Seg {
     }
 }
 
-/// Deterministic pseudo-random numbers (SplitMix64), so fixtures are the same on every run.
-struct SegmentFixtureRandom {
-    private var state: UInt64
+typealias SegmentFixtureRandom = SeededGenerator
 
-    init(seed: UInt64) { state = seed }
-
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
-    }
-
-    mutating func below(_ bound: Int) -> Int { Int(next() % UInt64(bound)) }
-
-    mutating func pick<T>(_ choices: [T]) -> T { choices[below(choices.count)] }
-
-    mutating func chance(_ percent: Int) -> Bool { below(100) < percent }
-}
 
 /// A row of the device table: the segment-visible fields plus what the store
 /// filters on before the segment (app, status).

@@ -46,17 +46,7 @@ enum Backend: String, CaseIterable, CustomTestStringConvertible, Sendable {
 
 let quietLogger = Logger(label: "test", threshold: .error)
 
-/// A deterministic generator so that failures reproduce.
-struct SeededGenerator: RandomNumberGenerator {
-    var state: UInt64
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
-    }
-}
+
 
 /// A synthetic device in two forms: what is registered, and what the reference evaluator sees.
 struct SyntheticDevice {
@@ -75,7 +65,7 @@ enum Synthetic {
     static func token(_ index: Int) -> String { String(format: "%064x", index + 1) }
 
     static func devices(count: Int, seed: UInt64 = 42, now: Int64) -> [SyntheticDevice] {
-        var random = SeededGenerator(state: seed)
+        var random = SeededGenerator(seed: seed)
         return (0..<count).map { index in
             var registration = DeviceRegistration(deviceID: "device-\(index)", token: token(index))
             registration.environment = Bool.random(using: &random) ? .production : (index % 5 == 0 ? .sandbox : .production)
