@@ -92,8 +92,10 @@ struct DemoCommand: Command {
         try await storeDemo(audience: received, devices: try arguments.int("devices", default: 20_000, range: 1...10_000_000), logger: context.logger)
         print("""
 
-            Next: run a cluster of your own with `pushfan kafka-dev`, send docs' example with kcat
-            (docs/messages.md), and watch it with `pushfan consume --topic \(topics.campaigns)`.
+            Next: run a cluster of your own with `pushfan kafka-dev`, send the example campaign with
+            kcat (docs/messages.md) and watch it with `pushfan consume --topic \(topics.campaigns)`;
+            fill a device store with `pushfan apps add` and `pushfan devices import`, then try
+            `pushfan segments count` (docs/store.md, docs/segments.md).
             """)
         return 0
     }
