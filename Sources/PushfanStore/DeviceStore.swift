@@ -139,7 +139,10 @@ package final class DeviceStore: Sendable {
         return try await run { connection throws(StoreError) in
             try connection.transaction { () throws(StoreError) -> RegistrationResult in
                 try DeviceStore.requireApp(connection, app)
-                return try DeviceStore.upsert(connection, app: app, device: device, now: now)
+                let existed = try connection.queryOne("SELECT 1 FROM devices WHERE app = \(app) AND device_id = \(device.deviceID)") { $0.int(0) } != nil
+                let written = try DeviceStore.bulkUpsert(connection, app: app, devices: [device], now: now)
+                guard let rowKey = written.rowKeys[device.deviceID] else { throw StoreError.database("upsert returned no row key") }
+                return RegistrationResult(rowKey: rowKey, created: !existed, tokenMovedFrom: written.movedFrom[device.deviceID] ?? [])
             }
         }
     }
@@ -151,7 +154,7 @@ package final class DeviceStore: Sendable {
         return try await run { connection throws(StoreError) in
             try connection.transaction { () throws(StoreError) -> Int in
                 try DeviceStore.requireApp(connection, app)
-                return try DeviceStore.bulkUpsert(connection, app: app, devices: devices, now: now)
+                return try DeviceStore.bulkUpsert(connection, app: app, devices: devices, now: now).count
             }
         }
     }
@@ -178,29 +181,27 @@ package final class DeviceStore: Sendable {
     /// Devices of an app in row-key order, `limit` at a time after `after`.
     package func devices(app: String, after: Int64? = nil, limit: Int = 100) async throws(StoreError) -> [DeviceRecord] {
         try await run { connection throws(StoreError) in
-            return try connection.queryAll("""
-                SELECT row_key, device_id, token, environment, locale, timezone, app_version, os_version, attributes,
-                       created_at, last_seen_at, status, invalid_reason, invalid_at
-                FROM devices WHERE app = \(app) AND row_key > \(after ?? Int64.min) ORDER BY row_key LIMIT \(limit)
-                """) { row in DeviceStore.deviceRecord(row, tags: []) }
-                .map { record throws(StoreError) in
-                    let tags = try connection.queryAll("SELECT tag FROM device_tags WHERE row_key = \(record.rowKey) ORDER BY tag") { $0.text(0) ?? "" }
-                    return DeviceStore.withTags(record, tags)
-                }
+            try DeviceStore.records(connection, "app = \(app) AND row_key > \(after ?? Int64.min) ORDER BY row_key LIMIT \(limit)")
         }
     }
 
     package func device(app: String, deviceID: String) async throws(StoreError) -> DeviceRecord? {
         try await run { connection throws(StoreError) in
-            guard let record = try connection.queryOne("""
-                SELECT row_key, device_id, token, environment, locale, timezone, app_version, os_version, attributes,
-                       created_at, last_seen_at, status, invalid_reason, invalid_at
-                FROM devices WHERE app = \(app) AND device_id = \(deviceID)
-                """, { row in DeviceStore.deviceRecord(row, tags: []) })
-            else { return nil }
-            let tags = try connection.queryAll("SELECT tag FROM device_tags WHERE row_key = \(record.rowKey) ORDER BY tag") { $0.text(0) ?? "" }
-            return DeviceStore.withTags(record, tags)
+            try DeviceStore.records(connection, "app = \(app) AND device_id = \(deviceID)").first
         }
+    }
+
+    /// Device rows matching `condition`, each with its tags.
+    private static func records(_ connection: any SQLConnection, _ condition: SQLStatement) throws(StoreError) -> [DeviceRecord] {
+        var records = try connection.queryAll("""
+            SELECT row_key, device_id, token, environment, locale, timezone, app_version, os_version, attributes,
+                   created_at, last_seen_at, status, invalid_reason, invalid_at
+            FROM devices WHERE\u{20}
+            """ + condition, DeviceStore.deviceRecord)
+        for index in records.indices {
+            records[index].tags = try connection.queryAll("SELECT tag FROM device_tags WHERE row_key = \(records[index].rowKey) ORDER BY tag") { $0.text(0) ?? "" }
+        }
+        return records
     }
 
     // MARK: Segments
@@ -462,55 +463,22 @@ package final class DeviceStore: Sendable {
         }
     }
 
-    private static func upsert(_ connection: any SQLConnection, app: String, device: ValidatedDevice, now: Int64) throws(StoreError) -> RegistrationResult {
-        let seen = device.seenAt ?? now
-        let jsonCast = connection.dialect == .postgres ? "::jsonb" : ""
-        // The token follows the device that registers it last.
-        let previous = try connection.queryAll("""
-            SELECT device_id FROM devices
-            WHERE app = \(app) AND environment = \(device.environment.rawValue) AND token = \(device.token) AND device_id <> \(device.deviceID)
-            """) { $0.text(0) ?? "" }
-        if !previous.isEmpty { try deleteDevices(connection, app: app, deviceIDs: previous) }
-        let existing = try connection.queryOne("SELECT row_key FROM devices WHERE app = \(app) AND device_id = \(device.deviceID)") { $0.int(0) } ?? nil
-        let rowKey: Int64
-        if let existing {
-            try connection.execute("""
-                UPDATE devices SET token = \(device.token), environment = \(device.environment.rawValue), locale = \(.optional(device.locale)),
-                    timezone = \(.optional(device.timezone)), app_version = \(.optional(device.appVersion)), app_version_key = \(.optional(device.appVersionKey)),
-                    os_version = \(.optional(device.osVersion)), os_version_key = \(.optional(device.osVersionKey)),
-                    attributes = \(device.attributesJSON)\(raw: jsonCast), last_seen_at = \(seen),
-                    status = 'active', invalid_reason = NULL, invalid_at = NULL
-                WHERE row_key = \(existing)
-                """)
-            try connection.execute("DELETE FROM device_tags WHERE row_key = \(existing)")
-            rowKey = existing
-        } else {
-            guard let inserted = try connection.queryOne("""
-                INSERT INTO devices (app, device_id, token, environment, locale, timezone, app_version, app_version_key, os_version, os_version_key,
-                                     attributes, created_at, last_seen_at, status)
-                VALUES (\(app), \(device.deviceID), \(device.token), \(device.environment.rawValue), \(.optional(device.locale)), \(.optional(device.timezone)),
-                        \(.optional(device.appVersion)), \(.optional(device.appVersionKey)), \(.optional(device.osVersion)), \(.optional(device.osVersionKey)),
-                        \(device.attributesJSON)\(raw: jsonCast), \(now), \(seen), 'active')
-                RETURNING row_key
-                """, { $0.int(0) }) ?? nil
-            else { throw StoreError.database("insert returned no row key") }
-            rowKey = inserted
-        }
-        for tag in device.tags {
-            try connection.execute("INSERT INTO device_tags (app, row_key, tag) VALUES (\(app), \(rowKey), \(tag)) ON CONFLICT DO NOTHING")
-        }
-        return RegistrationResult(rowKey: rowKey, created: existing == nil, tokenMovedFrom: previous)
-    }
-
     /// Rows per multi-row statement: 13 parameters each stays far below SQLite's and
     /// PostgreSQL's parameter limits.
     static let bulkChunk = 400
 
-    /// The import path: the same rules as `upsert` (a token follows the device that
-    /// registers it last; re-registration revives a device), in a few multi-row statements
-    /// per chunk instead of several statements per device. Within a batch the last line for
-    /// a device id or a token wins. Returns how many devices were written.
-    private static func bulkUpsert(_ connection: any SQLConnection, app: String, devices: [ValidatedDevice], now: Int64) throws(StoreError) -> Int {
+    /// What `bulkUpsert` wrote: row keys and, per device, the device ids its token was taken from.
+    private struct Written {
+        var rowKeys: [String: Int64] = [:]
+        var movedFrom: [String: [String]] = [:]
+        var count = 0
+    }
+
+    /// The one write path for devices, used by registration (one device) and import: a token
+    /// follows the device that registers it last, re-registration revives a device, tags are
+    /// replaced. A few multi-row statements per chunk instead of several per device; within a
+    /// batch the last line for a device id or a token wins.
+    private static func bulkUpsert(_ connection: any SQLConnection, app: String, devices: [ValidatedDevice], now: Int64) throws(StoreError) -> Written {
         var lastForDevice: [String: Int] = [:]
         var lastForToken: [String: Int] = [:]
         for (index, device) in devices.enumerated() {
@@ -520,7 +488,7 @@ package final class DeviceStore: Sendable {
         let unique = devices.indices.filter { index in
             lastForDevice[devices[index].deviceID] == index && lastForToken[devices[index].environment.rawValue + ":" + devices[index].token] == index
         }.map { devices[$0] }
-        var written = 0
+        var written = Written()
         for start in stride(from: 0, to: unique.count, by: bulkChunk) {
             let chunk = Array(unique[start..<min(start + bulkChunk, unique.count)])
             // Tokens registered under other device ids move to the devices of this chunk.
@@ -533,7 +501,10 @@ package final class DeviceStore: Sendable {
                 try connection.query(
                     "SELECT device_id, token FROM devices WHERE app = \(app) AND environment = \(environment.rawValue) AND token" + isIn(tokens, type: "text", connection.dialect)
                 ) { row throws(StoreError) in
-                    if let owner = owners[environment.rawValue + ":" + (row.text(1) ?? "")], let current = row.text(0), current != owner { stale.append(current) }
+                    if let owner = owners[environment.rawValue + ":" + (row.text(1) ?? "")], let current = row.text(0), current != owner {
+                        stale.append(current)
+                        written.movedFrom[owner, default: []].append(current)
+                    }
                 }
             }
             if !stale.isEmpty { try deleteDevices(connection, app: app, deviceIDs: stale) }
@@ -575,6 +546,7 @@ package final class DeviceStore: Sendable {
                 """)
             var rowKeys: [String: Int64] = [:]
             try connection.query(insert) { row throws(StoreError) in rowKeys[row.text(1) ?? ""] = row.int(0) }
+            written.rowKeys.merge(rowKeys) { _, new in new }
             try connection.execute("DELETE FROM device_tags WHERE row_key" + isIn(rowKeys.values.map(SQLValue.integer), type: "bigint", connection.dialect))
             let tags = chunk.flatMap { device in device.tags.map { (rowKeys[device.deviceID] ?? 0, $0) } }
             if connection.dialect == .postgres, !tags.isEmpty {
@@ -594,7 +566,7 @@ package final class DeviceStore: Sendable {
                     try connection.execute(statement)
                 }
             }
-            written += chunk.count
+            written.count += chunk.count
         }
         return written
     }
@@ -631,21 +603,14 @@ package final class DeviceStore: Sendable {
             environment: APNsEnvironment(rawValue: row.text(3) ?? "") ?? .production, locale: row.text(4))
     }
 
-    private static func deviceRecord(_ row: any SQLRow, tags: [String]) -> DeviceRecord {
+    private static func deviceRecord(_ row: any SQLRow) -> DeviceRecord {
         let attributes = row.text(8).flatMap { try? JSONDecoder().decode([String: JSONValue].self, from: Data($0.utf8)) } ?? [:]
         return DeviceRecord(
             rowKey: row.int(0) ?? 0, deviceID: row.text(1) ?? "", token: row.text(2) ?? "",
             environment: APNsEnvironment(rawValue: row.text(3) ?? "") ?? .production, locale: row.text(4), timezone: row.text(5),
-            appVersion: row.text(6), osVersion: row.text(7), tags: tags, attributes: attributes,
+            appVersion: row.text(6), osVersion: row.text(7), tags: [], attributes: attributes,
             createdAt: row.int(9) ?? 0, lastSeenAt: row.int(10) ?? 0, status: DeviceStatus(rawValue: row.text(11) ?? "") ?? .active,
             invalidReason: row.text(12), invalidAt: row.int(13))
-    }
-
-    private static func withTags(_ record: DeviceRecord, _ tags: [String]) -> DeviceRecord {
-        DeviceRecord(
-            rowKey: record.rowKey, deviceID: record.deviceID, token: record.token, environment: record.environment, locale: record.locale,
-            timezone: record.timezone, appVersion: record.appVersion, osVersion: record.osVersion, tags: tags, attributes: record.attributes,
-            createdAt: record.createdAt, lastSeenAt: record.lastSeenAt, status: record.status, invalidReason: record.invalidReason, invalidAt: record.invalidAt)
     }
 }
 

@@ -90,7 +90,8 @@ package struct DeviceRecord: Sendable, Equatable {
     package let timezone: String?
     package let appVersion: String?
     package let osVersion: String?
-    package let tags: [String]
+    /// Filled by the store after the row itself.
+    package internal(set) var tags: [String]
     package let attributes: [String: JSONValue]
     package let createdAt: Int64
     package let lastSeenAt: Int64

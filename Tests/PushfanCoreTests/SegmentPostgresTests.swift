@@ -73,29 +73,10 @@ enum PSQLShell {
 
     static func run(_ script: String) throws -> String {
         guard let connection else { throw Failure(description: "PUSHFAN_TEST_PSQL is not set") }
-        let directory = FileManager.default.temporaryDirectory
-            .appendingPathComponent("pushfan-segment-pg-\(getpid())-\(UUID().uuidString.prefix(8))")
-        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
-        defer { try? FileManager.default.removeItem(at: directory) }
-        let input = directory.appendingPathComponent("script.sql")
-        let output = directory.appendingPathComponent("out.txt")
-        let errors = directory.appendingPathComponent("err.txt")
-        try Data(script.utf8).write(to: input)
-        _ = FileManager.default.createFile(atPath: output.path, contents: nil)
-        _ = FileManager.default.createFile(atPath: errors.path, contents: nil)
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: path)
-        process.arguments = ["-X", "-q", "-A", "-t", "-v", "ON_ERROR_STOP=1", "-d", connection, "-f", input.path]
-        process.standardInput = FileHandle.nullDevice
-        process.standardOutput = try FileHandle(forWritingTo: output)
-        process.standardError = try FileHandle(forWritingTo: errors)
-        try process.run()
-        process.waitUntilExit()
-        let stdout = try String(contentsOf: output, encoding: .utf8)
-        let stderr = try String(contentsOf: errors, encoding: .utf8)
-        guard process.terminationStatus == 0, stderr.isEmpty else {
-            throw Failure(description: "psql exited with \(process.terminationStatus): \(stderr)")
+        let (status, stdout, stderr) = try runSQLTool(path, script: script, scriptOnStandardInput: false) { file in
+            ["-X", "-q", "-A", "-t", "-v", "ON_ERROR_STOP=1", "-d", connection, "-f", file]
         }
+        guard status == 0, stderr.isEmpty else { throw Failure(description: "psql exited with \(status): \(stderr)") }
         return stdout
     }
 

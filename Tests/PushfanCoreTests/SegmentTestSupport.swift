@@ -181,30 +181,8 @@ enum SQLiteShell {
 
     /// Runs `script` against a fresh in-memory database and returns standard output.
     static func run(_ script: String) throws -> String {
-        let directory = FileManager.default.temporaryDirectory
-            .appendingPathComponent("pushfan-segment-\(getpid())-\(UUID().uuidString.prefix(8))")
-        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
-        defer { try? FileManager.default.removeItem(at: directory) }
-        let input = directory.appendingPathComponent("script.sql")
-        let output = directory.appendingPathComponent("out.txt")
-        let errors = directory.appendingPathComponent("err.txt")
-        try Data(script.utf8).write(to: input)
-        _ = FileManager.default.createFile(atPath: output.path, contents: nil)
-        _ = FileManager.default.createFile(atPath: errors.path, contents: nil)
-
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: path)
-        process.arguments = ["-batch", "-bail", ":memory:"]
-        process.standardInput = try FileHandle(forReadingFrom: input)
-        process.standardOutput = try FileHandle(forWritingTo: output)
-        process.standardError = try FileHandle(forWritingTo: errors)
-        try process.run()
-        process.waitUntilExit()
-        let stdout = try String(contentsOf: output, encoding: .utf8)
-        let stderr = try String(contentsOf: errors, encoding: .utf8)
-        guard process.terminationStatus == 0, stderr.isEmpty else {
-            throw Failure(description: "sqlite3 exited with \(process.terminationStatus): \(stderr)")
-        }
+        let (status, stdout, stderr) = try runSQLTool(path, script: script, scriptOnStandardInput: true) { _ in ["-batch", "-bail", ":memory:"] }
+        guard status == 0, stderr.isEmpty else { throw Failure(description: "sqlite3 exited with \(status): \(stderr)") }
         return stdout
     }
 
@@ -290,4 +268,30 @@ enum SQLiteShell {
             ORDER BY d.row_key)
         """
     }
+}
+
+/// Runs an SQL command-line tool (sqlite3, psql) on `script`, given on standard input or as
+/// the file whose path `arguments` receives; returns exit status, output and errors.
+func runSQLTool(
+    _ path: String, script: String, scriptOnStandardInput: Bool, arguments: (String) -> [String]
+) throws -> (status: Int32, stdout: String, stderr: String) {
+    let directory = FileManager.default.temporaryDirectory
+        .appendingPathComponent("pushfan-segment-\(getpid())-\(UUID().uuidString.prefix(8))")
+    try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+    defer { try? FileManager.default.removeItem(at: directory) }
+    let input = directory.appendingPathComponent("script.sql")
+    let output = directory.appendingPathComponent("out.txt")
+    let errors = directory.appendingPathComponent("err.txt")
+    try Data(script.utf8).write(to: input)
+    _ = FileManager.default.createFile(atPath: output.path, contents: nil)
+    _ = FileManager.default.createFile(atPath: errors.path, contents: nil)
+    let process = Process()
+    process.executableURL = URL(fileURLWithPath: path)
+    process.arguments = arguments(input.path)
+    process.standardInput = scriptOnStandardInput ? try FileHandle(forReadingFrom: input) : FileHandle.nullDevice
+    process.standardOutput = try FileHandle(forWritingTo: output)
+    process.standardError = try FileHandle(forWritingTo: errors)
+    try process.run()
+    process.waitUntilExit()
+    return (process.terminationStatus, try String(contentsOf: output, encoding: .utf8), try String(contentsOf: errors, encoding: .utf8))
 }
