@@ -13,6 +13,7 @@ let package = Package(
         .systemLibrary(name: "CRdkafka", pkgConfig: "rdkafka", providers: [.apt(["librdkafka-dev"])]),
         .systemLibrary(name: "CSQLite", pkgConfig: "sqlite3", providers: [.apt(["libsqlite3-dev"])]),
         .systemLibrary(name: "CLibpq", pkgConfig: "libpq", providers: [.apt(["libpq-dev"])]),
+        .systemLibrary(name: "CCurl", pkgConfig: "libcurl", providers: [.apt(["libcurl4-openssl-dev"])]),
         .systemLibrary(name: "COpenSSL", pkgConfig: "openssl", providers: [.apt(["libssl-dev"])]),
 
         // Pure domain: message schemas, configuration, logging. No C, no I/O beyond stderr.
@@ -23,8 +24,10 @@ let package = Package(
         .target(name: "PushfanCrypto", dependencies: ["COpenSSL"]),
         // Device store: SQLite and PostgreSQL behind one interface, segments, expansion, ledger.
         .target(name: "PushfanStore", dependencies: ["PushfanCore", "PushfanCrypto", "CSQLite", "CLibpq"]),
+        // APNs sender: HTTP/2 over libcurl's multi interface, token and certificate auth.
+        .target(name: "PushfanAPNs", dependencies: ["PushfanCore", "PushfanCrypto", "CCurl"]),
         // Subcommands and argument parsing; the executable only dispatches into it.
-        .target(name: "PushfanCLI", dependencies: ["PushfanCore", "PushfanKafka", "PushfanStore"]),
+        .target(name: "PushfanCLI", dependencies: ["PushfanCore", "PushfanKafka", "PushfanStore", "PushfanAPNs", "PushfanCrypto"]),
         .executableTarget(name: "pushfan", dependencies: ["PushfanCLI"]),
 
         // Starting and stopping real processes (kafka-dev, simulators) for the suites below.
