@@ -36,6 +36,7 @@ let package = Package(
         .testTarget(name: "PushfanKafkaTests", dependencies: ["PushfanKafka", "PushfanCore", "PushfanTestSupport"]),
         .testTarget(name: "PushfanCLITests", dependencies: ["PushfanCLI"]),
         .testTarget(name: "PushfanCryptoTests", dependencies: ["PushfanCrypto"]),
+        .testTarget(name: "PushfanAPNsTests", dependencies: ["PushfanAPNs", "PushfanCore", "PushfanCrypto", "PushfanTestSupport"]),
         .testTarget(name: "PushfanStoreTests", dependencies: ["PushfanStore", "PushfanCore", "PushfanTestSupport"]),
         .testTarget(name: "EndToEndTests", dependencies: ["PushfanCore", "PushfanKafka", "PushfanTestSupport"]),
     ],

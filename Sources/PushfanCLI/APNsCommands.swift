@@ -111,14 +111,13 @@ struct SendCommand: Command {
 
     static func run(_ arguments: ParsedArguments, _ context: CommandContext) async throws -> Int32 {
         let notification = try notification(arguments)
+        let endpoint = try APNsOptions.endpoint(arguments, context)
         guard let credentials = try APNsOptions.credentials(arguments) else {
             throw UsageError("credentials are required: --team-id --key-id --key-file, or --cert [--cert-key]")
         }
         var configuration = APNsClientConfiguration()
         configuration.connections = 1
-        let client = try APNsClient(
-            endpoint: APNsOptions.endpoint(arguments, context), credentials: credentials, configuration: configuration,
-            logger: context.logger)
+        let client = try APNsClient(endpoint: endpoint, credentials: credentials, configuration: configuration, logger: context.logger)
         var policy = RetryPolicy()
         policy.maxAttempts = try arguments.int("attempts", default: 3, range: 1...20)
         policy.maxDelay = .seconds(5)
