@@ -19,7 +19,7 @@ let package = Package(
         .target(name: "PushfanCore"),
         // Kafka producer, consumer group and development cluster over librdkafka.
         .target(name: "PushfanKafka", dependencies: ["PushfanCore", "CRdkafka"]),
-        // Hashing, randomness (and, with the sender, ES256) over OpenSSL.
+        // Hashing, randomness, ES256 keys and signatures (and TLS for the simulator) over OpenSSL.
         .target(name: "PushfanCrypto", dependencies: ["COpenSSL"]),
         // Device store: SQLite and PostgreSQL behind one interface, segments, expansion, ledger.
         .target(name: "PushfanStore", dependencies: ["PushfanCore", "PushfanCrypto", "CSQLite", "CLibpq"]),
@@ -32,6 +32,7 @@ let package = Package(
         .testTarget(name: "PushfanCoreTests", dependencies: ["PushfanCore", "PushfanTestSupport"]),
         .testTarget(name: "PushfanKafkaTests", dependencies: ["PushfanKafka", "PushfanCore", "PushfanTestSupport"]),
         .testTarget(name: "PushfanCLITests", dependencies: ["PushfanCLI"]),
+        .testTarget(name: "PushfanCryptoTests", dependencies: ["PushfanCrypto"]),
         .testTarget(name: "PushfanStoreTests", dependencies: ["PushfanStore", "PushfanCore", "PushfanTestSupport"]),
         .testTarget(name: "EndToEndTests", dependencies: ["PushfanCore", "PushfanKafka", "PushfanTestSupport"]),
     ],

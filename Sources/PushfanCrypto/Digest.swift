@@ -1,7 +1,7 @@
 import Foundation
 internal import COpenSSL
 
-/// Hashing and randomness from OpenSSL. ES256 signing joins this module with the sender.
+/// Hashing and randomness from OpenSSL (ES256 keys are in ES256.swift).
 package enum Crypto {
     /// SHA-256 of `data`.
     package static func sha256(_ data: some DataProtocol) -> [UInt8] {
