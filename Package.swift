@@ -14,6 +14,9 @@ let package = Package(
         .systemLibrary(name: "CSQLite", pkgConfig: "sqlite3", providers: [.apt(["libsqlite3-dev"])]),
         .systemLibrary(name: "CLibpq", pkgConfig: "libpq", providers: [.apt(["libpq-dev"])]),
         .systemLibrary(name: "COpenSSL", pkgConfig: "openssl", providers: [.apt(["libssl-dev"])]),
+        .systemLibrary(name: "CNghttp2", pkgConfig: "libnghttp2", providers: [.apt(["libnghttp2-dev"])]),
+        // Linux epoll and eventfd (not exported by Swift's Glibc module), for the simulator's event loop.
+        .systemLibrary(name: "CEpoll"),
 
         // Pure domain: message schemas, configuration, logging. No C, no I/O beyond stderr.
         .target(name: "PushfanCore"),
@@ -23,8 +26,10 @@ let package = Package(
         .target(name: "PushfanCrypto", dependencies: ["COpenSSL"]),
         // Device store: SQLite and PostgreSQL behind one interface, segments, expansion, ledger.
         .target(name: "PushfanStore", dependencies: ["PushfanCore", "PushfanCrypto", "CSQLite", "CLibpq"]),
+        // The APNs simulator: an HTTP/2 server (nghttp2, TLS from PushfanCrypto) that behaves like APNs.
+        .target(name: "PushfanAPNsSim", dependencies: ["PushfanCore", "PushfanCrypto", "CNghttp2", "CEpoll"]),
         // Subcommands and argument parsing; the executable only dispatches into it.
-        .target(name: "PushfanCLI", dependencies: ["PushfanCore", "PushfanKafka", "PushfanStore"]),
+        .target(name: "PushfanCLI", dependencies: ["PushfanCore", "PushfanKafka", "PushfanStore", "PushfanAPNsSim"]),
         .executableTarget(name: "pushfan", dependencies: ["PushfanCLI"]),
 
         // Starting and stopping real processes (kafka-dev, simulators) for the suites below.
@@ -34,6 +39,7 @@ let package = Package(
         .testTarget(name: "PushfanCLITests", dependencies: ["PushfanCLI"]),
         .testTarget(name: "PushfanCryptoTests", dependencies: ["PushfanCrypto"]),
         .testTarget(name: "PushfanStoreTests", dependencies: ["PushfanStore", "PushfanCore", "PushfanTestSupport"]),
+        .testTarget(name: "PushfanAPNsSimTests", dependencies: ["PushfanAPNsSim", "PushfanCore", "PushfanCrypto", "PushfanTestSupport"]),
         .testTarget(name: "EndToEndTests", dependencies: ["PushfanCore", "PushfanKafka", "PushfanTestSupport"]),
     ],
     swiftLanguageModes: [.v6]

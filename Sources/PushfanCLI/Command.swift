@@ -32,6 +32,7 @@ package enum PushfanMain {
         SegmentsSampleCommand.self,
         SegmentsSaveCommand.self,
         DemoCommand.self,
+        APNsSimCommand.self,
     ]
 
     package static var help: String {
