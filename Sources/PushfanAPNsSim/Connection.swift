@@ -24,12 +24,20 @@ final class Connection {
 
     let id: UInt64
     let logID: UInt64
-    private unowned let loop: EventLoop
+    /// The loop owns this connection and outlives it.
+    private unowned(unsafe) let loop: EventLoop
     private let fd: Int32
     private var tls: TLSConnection?
     private var handshaking: Bool
     private var session: OpaquePointer?
     private var streams: [Int32: Stream] = [:]
+    /// The stream of the last lookup: header callbacks for one stream come in a row.
+    private var cachedStreamID: Int32 = 0
+    private var cachedStream: Stream?
+    /// The last authorization header verified on this connection (clients send the same
+    /// token for long stretches), so most requests skip even the token table.
+    private var lastAuthorization: String?
+    private var lastVerified = VerifiedToken(keyIndex: -1, issuedAt: 0)
     private var output: [UInt8] = []
     private var outputOffset = 0
     private var wantsWritable = false
@@ -99,20 +107,20 @@ final class Connection {
         nghttp2_session_callbacks_set_on_begin_headers_callback(callbacks) { _, frame, userData in
             guard let frame, let userData else { return 0 }
             if frame.pointee.hd.type == UInt8(NGHTTP2_HEADERS.rawValue), frame.pointee.headers.cat == NGHTTP2_HCAT_REQUEST {
-                Connection.from(userData).streams[frame.pointee.hd.stream_id] = Stream()
+                Connection.from(userData).addStream(frame.pointee.hd.stream_id)
             }
             return 0
         }
         nghttp2_session_callbacks_set_on_header_callback(callbacks) { _, frame, name, nameLength, value, valueLength, _, userData in
             guard let frame, let name, let value, let userData else { return 0 }
             let connection = Connection.from(userData)
-            guard let stream = connection.streams[frame.pointee.hd.stream_id] else { return 0 }
+            guard let stream = connection.stream(frame.pointee.hd.stream_id) else { return 0 }
             Connection.store(header: UnsafeBufferPointer(start: name, count: nameLength),
                              value: UnsafeBufferPointer(start: value, count: valueLength), in: &stream.request)
             return 0
         }
         nghttp2_session_callbacks_set_on_data_chunk_recv_callback(callbacks) { _, _, streamID, data, length, userData in
-            guard let data, let userData, let stream = Connection.from(userData).streams[streamID] else { return 0 }
+            guard let data, let userData, let stream = Connection.from(userData).stream(streamID) else { return 0 }
             let room = SimRequest.maxBodyBytes - stream.request.body.count
             if length <= room {
                 stream.request.body.append(contentsOf: UnsafeBufferPointer(start: data, count: length))
@@ -130,13 +138,13 @@ final class Connection {
             else { return 0 }
             let connection = Connection.from(userData)
             let streamID = frame.pointee.hd.stream_id
-            guard let stream = connection.streams[streamID], !stream.finished else { return 0 }
+            guard let stream = connection.stream(streamID), !stream.finished else { return 0 }
             connection.requestComplete(stream, streamID: streamID)
             return 0
         }
         nghttp2_session_callbacks_set_on_stream_close_callback(callbacks) { _, streamID, _, userData in
             guard let userData else { return 0 }
-            Connection.from(userData).streams.removeValue(forKey: streamID)
+            Connection.from(userData).removeStream(streamID)
             return 0
         }
         var session: OpaquePointer?
@@ -154,6 +162,26 @@ final class Connection {
         Unmanaged<Connection>.fromOpaque(pointer).takeUnretainedValue()
     }
 
+    private func stream(_ id: Int32) -> Stream? {
+        if id == cachedStreamID, let cachedStream { return cachedStream }
+        guard let found = streams[id] else { return nil }
+        cachedStreamID = id
+        cachedStream = found
+        return found
+    }
+
+    private func addStream(_ id: Int32) {
+        let stream = Stream()
+        streams[id] = stream
+        cachedStreamID = id
+        cachedStream = stream
+    }
+
+    private func removeStream(_ id: Int32) {
+        streams.removeValue(forKey: id)
+        if id == cachedStreamID { cachedStream = nil; cachedStreamID = 0 }
+    }
+
     /// Keeps the known APNs headers; a repeated one marks the request DuplicateHeaders.
     private static func store(header name: UnsafeBufferPointer<UInt8>, value: UnsafeBufferPointer<UInt8>, in request: inout SimRequest) {
         func set(_ slot: inout String?, _ label: String) {
@@ -163,16 +191,19 @@ final class Connection {
             }
             slot = String(decoding: value, as: UTF8.self)
         }
+        func named(_ expected: StaticString) -> Bool {
+            memcmp(name.baseAddress!, expected.utf8Start, expected.utf8CodeUnitCount) == 0
+        }
         switch name.count {
-        case 5 where name.elementsEqual(":path".utf8): set(&request.path, ":path")
-        case 7 where name.elementsEqual(":method".utf8): set(&request.method, ":method")
-        case 7 where name.elementsEqual("apns-id".utf8): set(&request.apnsID, "apns-id")
-        case 10 where name.elementsEqual("apns-topic".utf8): set(&request.topic, "apns-topic")
-        case 13 where name.elementsEqual("authorization".utf8): set(&request.authorization, "authorization")
-        case 13 where name.elementsEqual("apns-priority".utf8): set(&request.priority, "apns-priority")
-        case 14 where name.elementsEqual("apns-push-type".utf8): set(&request.pushType, "apns-push-type")
-        case 15 where name.elementsEqual("apns-expiration".utf8): set(&request.expiration, "apns-expiration")
-        case 16 where name.elementsEqual("apns-collapse-id".utf8): set(&request.collapseID, "apns-collapse-id")
+        case 5 where named(":path"): set(&request.path, ":path")
+        case 7 where named(":method"): set(&request.method, ":method")
+        case 7 where named("apns-id"): set(&request.apnsID, "apns-id")
+        case 10 where named("apns-topic"): set(&request.topic, "apns-topic")
+        case 13 where named("authorization"): set(&request.authorization, "authorization")
+        case 13 where named("apns-priority"): set(&request.priority, "apns-priority")
+        case 14 where named("apns-push-type"): set(&request.pushType, "apns-push-type")
+        case 15 where named("apns-expiration"): set(&request.expiration, "apns-expiration")
+        case 16 where named("apns-collapse-id"): set(&request.collapseID, "apns-collapse-id")
         default: break
         }
     }
@@ -277,6 +308,7 @@ final class Connection {
         if !dropNow, !handshaking { tls?.shutdown() }
         tls = nil
         streams.removeAll()
+        cachedStream = nil
         Glibc.close(fd)
     }
 
@@ -352,17 +384,24 @@ final class Connection {
         case .failure(let rejection): return reject(rejection)
         case .success(let value): token = value
         }
-        let simulator = loop.simulator!
         var allowedTopics: Set<String>?
-        if case .token(let authority) = simulator.configuration.auth {
-            let nowSeconds = loop.nowMillis() / 1000
-            switch loop.tokenCache.verify(authorization: request.authorization, authority: authority, now: nowSeconds) {
-            case .failure(let rejection): return reject(rejection)
-            case .success(let verified):
-                if let first = keyIndex, first != verified.keyIndex { return reject(SimRejection(.unrelatedKeyIdInToken)) }
-                keyIndex = verified.keyIndex
-                allowedTopics = loop.allowedTopics(keyIndex: verified.keyIndex, authority: authority)
+        var now = loop.nowMillis()
+        if let authority = loop.authority {
+            let verified: VerifiedToken
+            if let authorization = request.authorization, authorization == lastAuthorization {
+                if let expired = ProviderAuthority.checkAge(lastVerified, now: now / 1000) { return reject(expired) }
+                verified = lastVerified
+            } else {
+                switch loop.tokenCache.verify(authorization: request.authorization, authority: authority, now: now / 1000) {
+                case .failure(let rejection): return reject(rejection)
+                case .success(let value): verified = value
+                }
+                lastAuthorization = request.authorization
+                lastVerified = verified
             }
+            if let first = keyIndex, first != verified.keyIndex { return reject(SimRejection(.unrelatedKeyIdInToken)) }
+            keyIndex = verified.keyIndex
+            allowedTopics = loop.allowedTopics(keyIndex: verified.keyIndex, authority: authority)
         }
         let checked: CheckedRequest
         switch RequestRules.checkHeadersAndPayload(request, token: token) {
@@ -378,22 +417,22 @@ final class Connection {
         case .reject(let rejection): return reject(rejection)
         case .proceed: break
         }
-        let now = loop.nowMillis()
-        if let rejection = simulator.configuration.rules.outcome(token: token, bundleID: checked.bundleID, nowMillis: now) {
-            return reject(rejection)
+        if let rules = loop.rules {
+            now = loop.nowMillis()
+            if let rejection = rules.outcome(token: token, bundleID: checked.bundleID, nowMillis: now) { return reject(rejection) }
         }
         hadAccepted = true
         lastWasRejection = false
         loop.stats.withLock {
-            $0.recordAccepted(token: token, topic: checked.topic, pushType: checked.pushType.rawValue, collapseID: checked.collapseID)
+            $0.recordAccepted(token: token, topic: checked.topic, pushType: checked.pushType, collapseID: checked.collapseID)
         }
-        if simulator.logDescriptor >= 0 {
+        if loop.logging {
             LogLine.append(
                 into: &loop.logBuffer, timeMillis: now, connection: logID, token: token, apnsID: apnsID,
                 collapseID: checked.collapseID, topic: checked.topic, pushType: checked.pushType.rawValue,
                 priority: checked.priority, payloadBytes: request.bodyBytes)
         }
-        return .accepted(apnsID: apnsID, uniqueID: simulator.configuration.sandbox ? loop.random.uuid() : nil)
+        return .accepted(apnsID: apnsID, uniqueID: loop.sandbox ? loop.random.uuid() : nil)
     }
 
     /// SETTINGS_MAX_CONCURRENT_STREAMS as APNs advertises it: 1 for a token-auth connection
@@ -403,7 +442,7 @@ final class Connection {
         guard let session else { return }
         let faults = loop.faults
         var target = UInt32(clamping: faults.maxConcurrentStreams)
-        if case .token = loop.simulator.configuration.auth, faults.startAtOne, !hadAccepted { target = 1 }
+        if loop.authority != nil, faults.startAtOne, !hadAccepted { target = 1 }
         if faults.dropToOneAfterRejection, lastWasRejection { target = 1 }
         guard target != advertisedStreams else { return }
         advertisedStreams = target
@@ -413,52 +452,51 @@ final class Connection {
     // MARK: - Responses
 
     func send(_ response: Response, streamID: Int32) {
-        guard let session, !isClosed, let stream = streams[streamID] else { return }
+        guard let session, !isClosed, let stream = stream(streamID) else { return }
         switch response {
         case .refused:
             refuse(streamID)
         case .accepted(let apnsID, let uniqueID):
-            var headers: [(StaticString, [UInt8])] = [(":status", Self.status200), ("apns-id", apnsID)]
-            if let uniqueID { headers.append(("apns-unique-id", uniqueID)) }
-            submit(session, streamID: streamID, headers: headers, body: nil, stream: stream)
+            submit(session, streamID: streamID, status: 200, apnsID: apnsID, uniqueID: uniqueID, body: nil, stream: stream)
         case .rejected(let rejection, let apnsID):
-            let body = rejection.body
-            submit(session, streamID: streamID,
-                   headers: [(":status", Array(String(rejection.status).utf8)), ("content-type", Self.jsonType), ("apns-id", apnsID)],
-                   body: body, stream: stream)
+            submit(session, streamID: streamID, status: rejection.status, apnsID: apnsID, uniqueID: nil, body: rejection.body, stream: stream)
         case .json(let status, let body):
-            submit(session, streamID: streamID, headers: [(":status", Array(String(status).utf8)), ("content-type", Self.jsonType)],
-                   body: body, stream: stream)
+            submit(session, streamID: streamID, status: status, apnsID: nil, uniqueID: nil, body: body, stream: stream)
         }
     }
 
-    private static let status200 = Array("200".utf8)
-    private static let jsonType = Array("application/json".utf8)
-
-    /// Copies names and values into the loop's scratch buffer and submits (nghttp2 copies
-    /// them again, so the scratch is free when this returns).
-    private func submit(_ session: OpaquePointer, streamID: Int32, headers: [(StaticString, [UInt8])], body: [UInt8]?, stream: Stream) {
+    /// Builds the header list in the loop's scratch buffer and submits it (nghttp2 copies
+    /// names and values, so the scratch is free again when this returns).
+    private func submit(
+        _ session: OpaquePointer, streamID: Int32, status: Int, apnsID: [UInt8]?, uniqueID: [UInt8]?, body: [UInt8]?, stream: Stream
+    ) {
         let scratch = loop.headerScratch
         var used = 0
-        var nva: [nghttp2_nv] = []
-        nva.reserveCapacity(headers.count)
-        for (name, value) in headers {
+        var count = 0
+        let nva = loop.nvScratch
+        func add(_ name: StaticString, _ value: UnsafeBufferPointer<UInt8>) {
             let nameStart = scratch + used
             nameStart.update(from: name.utf8Start, count: name.utf8CodeUnitCount)
             used += name.utf8CodeUnitCount
             let valueStart = scratch + used
-            let valueCount = min(value.count, 1024 - used)
-            value.withUnsafeBufferPointer { valueStart.update(from: $0.baseAddress!, count: valueCount) }
+            let valueCount = min(value.count, 256)
+            if valueCount > 0 { valueStart.update(from: value.baseAddress!, count: valueCount) }
             used += valueCount
-            nva.append(nghttp2_nv(name: nameStart, value: valueStart, namelen: name.utf8CodeUnitCount, valuelen: valueCount,
-                                  flags: UInt8(NGHTTP2_NV_FLAG_NONE.rawValue)))
+            nva[count] = nghttp2_nv(name: nameStart, value: valueStart, namelen: name.utf8CodeUnitCount, valuelen: valueCount,
+                                    flags: UInt8(NGHTTP2_NV_FLAG_NONE.rawValue))
+            count += 1
         }
+        var digits: (UInt8, UInt8, UInt8) = (UInt8(ascii: "0") + UInt8(status / 100 % 10), UInt8(ascii: "0") + UInt8(status / 10 % 10), UInt8(ascii: "0") + UInt8(status % 10))
+        withUnsafeBytes(of: &digits) { add(":status", $0.assumingMemoryBound(to: UInt8.self)) }
+        if body != nil { Self.jsonType.withUnsafeBufferPointer { add("content-type", $0) } }
+        apnsID?.withUnsafeBufferPointer { add("apns-id", $0) }
+        uniqueID?.withUnsafeBufferPointer { add("apns-unique-id", $0) }
         if let body {
             stream.responseBody = body
             stream.responseOffset = 0
             var provider = nghttp2_data_provider(source: nghttp2_data_source(ptr: nil)) { _, streamID, buffer, length, flags, _, userData in
                 guard let buffer, let flags, let userData,
-                      let stream = Connection.from(userData).streams[streamID]
+                      let stream = Connection.from(userData).stream(streamID)
                 else { return Int(NGHTTP2_ERR_TEMPORAL_CALLBACK_FAILURE.rawValue) }
                 let count = min(length, stream.responseBody.count - stream.responseOffset)
                 stream.responseBody.withUnsafeBufferPointer { body in
@@ -468,33 +506,37 @@ final class Connection {
                 if stream.responseOffset == stream.responseBody.count { flags.pointee |= NGHTTP2_DATA_FLAG_EOF.rawValue }
                 return count
             }
-            nghttp2_submit_response(session, streamID, nva, nva.count, &provider)
+            nghttp2_submit_response(session, streamID, nva, count, &provider)
         } else {
-            nghttp2_submit_response(session, streamID, nva, nva.count, nil)
+            nghttp2_submit_response(session, streamID, nva, count, nil)
         }
     }
+
+    private static let jsonType = Array("application/json".utf8)
 }
 
 extension FastRandom {
     /// A random (version 4) UUID, lowercase, as header bytes.
     mutating func uuid() -> [UInt8] {
-        let high = next(), low = next()
-        var bytes = [UInt8](repeating: 0, count: 16)
-        for index in 0..<8 {
-            bytes[index] = UInt8(truncatingIfNeeded: high >> (56 - 8 * index))
-            bytes[8 + index] = UInt8(truncatingIfNeeded: low >> (56 - 8 * index))
+        let high = next() & 0xFFFF_FFFF_FFFF_0FFF | 0x0000_0000_0000_4000  // version 4
+        let low = next() & 0x3FFF_FFFF_FFFF_FFFF | 0x8000_0000_0000_0000  // variant 10
+        return [UInt8](unsafeUninitializedCapacity: 36) { buffer, initialized in
+            var position = 0
+            func put(_ value: UInt64, digits: Int) {
+                for shift in stride(from: (digits - 1) * 4, through: 0, by: -4) {
+                    let nibble = UInt8(truncatingIfNeeded: value >> UInt64(shift)) & 0x0F
+                    buffer[position] = nibble < 10 ? 0x30 + nibble : 0x57 + nibble
+                    position += 1
+                }
+            }
+            func dash() { buffer[position] = UInt8(ascii: "-"); position += 1 }
+            put(high >> 32, digits: 8); dash()
+            put(high >> 16, digits: 4); dash()
+            put(high, digits: 4); dash()
+            put(low >> 48, digits: 4); dash()
+            put(low, digits: 12)
+            initialized = 36
         }
-        bytes[6] = bytes[6] & 0x0F | 0x40
-        bytes[8] = bytes[8] & 0x3F | 0x80
-        let digits = Array("0123456789abcdef".utf8)
-        var text: [UInt8] = []
-        text.reserveCapacity(36)
-        for (index, byte) in bytes.enumerated() {
-            if index == 4 || index == 6 || index == 8 || index == 10 { text.append(UInt8(ascii: "-")) }
-            text.append(digits[Int(byte >> 4)])
-            text.append(digits[Int(byte & 0x0F)])
-        }
-        return text
     }
 }
 

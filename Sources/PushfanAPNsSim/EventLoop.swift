@@ -3,6 +3,7 @@ import PushfanCore
 import PushfanCrypto
 import Synchronization
 internal import CEpoll
+internal import CNghttp2
 
 /// One event-loop thread: an epoll instance, the connections it owns, and everything it
 /// needs per request without locks (token cache, fault settings copy, random numbers, log
@@ -38,6 +39,12 @@ final class EventLoop: @unchecked Sendable {
     let readBuffer = UnsafeMutableRawBufferPointer.allocate(byteCount: 64 * 1024, alignment: 16)
     /// Scratch space for response headers; nghttp2 copies them in `nghttp2_submit_response`.
     let headerScratch = UnsafeMutablePointer<UInt8>.allocate(capacity: 1024)
+    let nvScratch = UnsafeMutablePointer<nghttp2_nv>.allocate(capacity: 8)
+    // The simulator's fixed configuration, read once (not through the simulator per request).
+    private(set) var authority: ProviderAuthority?
+    private(set) var rules: DeviceRules?
+    private(set) var sandbox = true
+    private(set) var logging = false
 
     private static let listenerID: UInt64 = 0
     private static let wakeID: UInt64 = 1
@@ -56,6 +63,7 @@ final class EventLoop: @unchecked Sendable {
     deinit {
         readBuffer.deallocate()
         headerScratch.deallocate()
+        nvScratch.deallocate()
     }
 
     // MARK: - Cross-thread entry points
@@ -82,6 +90,10 @@ final class EventLoop: @unchecked Sendable {
         let capacity = 256
         let events = UnsafeMutablePointer<epoll_event>.allocate(capacity: capacity)
         defer { events.deallocate() }
+        if case .token(let authority) = simulator.configuration.auth { self.authority = authority }
+        rules = simulator.configuration.rules.isEmpty ? nil : simulator.configuration.rules
+        sandbox = simulator.configuration.sandbox
+        logging = simulator.logDescriptor >= 0
         refreshFaults()
         while !stopRequested.load(ordering: .acquiring) {
             let timeout = timers.millisecondsUntilNext(now: Self.monotonicMillis())

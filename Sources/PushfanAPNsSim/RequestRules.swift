@@ -104,19 +104,30 @@ package enum RequestRules {
     /// Steps 1–3: what must hold before credentials are looked at. Returns the token.
     package static func checkTarget(_ request: SimRequest) -> Result<String, SimRejection> {
         guard request.method == "POST" else { return .failure(SimRejection(.methodNotAllowed)) }
-        guard let path = request.path, path.hasPrefix(devicePathPrefix) else { return .failure(SimRejection(.badPath)) }
-        let raw = path.utf8.dropFirst(devicePathPrefix.utf8.count)
-        if raw.isEmpty { return .failure(SimRejection(.missingDeviceToken)) }
-        if raw.contains(UInt8(ascii: "/")) || raw.contains(UInt8(ascii: "?")) { return .failure(SimRejection(.badPath)) }
-        guard let token = lowercaseHexToken(raw) else { return .failure(SimRejection(.badDeviceToken)) }
-        if request.duplicateHeader != nil { return .failure(SimRejection(.duplicateHeaders)) }
-        return .success(token)
+        guard var path = request.path else { return .failure(SimRejection(.badPath)) }
+        // Native strings are contiguous UTF-8; this makes them so (a no-op for header values).
+        path.makeContiguousUTF8()
+        let result: Result<String, SimRejection> = path.utf8.withContiguousStorageIfAvailable { bytes in
+            let prefixCount = devicePathPrefix.utf8.count
+            guard bytes.count >= prefixCount, bytes.prefix(prefixCount).elementsEqual(devicePathPrefix.utf8) else {
+                return .failure(SimRejection(.badPath))
+            }
+            let raw = UnsafeBufferPointer(rebasing: bytes[prefixCount...])
+            if raw.isEmpty { return .failure(SimRejection(.missingDeviceToken)) }
+            guard let token = lowercaseHexToken(raw) else {
+                let isPath = raw.contains(UInt8(ascii: "/")) || raw.contains(UInt8(ascii: "?"))
+                return .failure(SimRejection(isPath ? .badPath : .badDeviceToken))
+            }
+            return .success(token)
+        } ?? .failure(SimRejection(.badPath))
+        if case .success = result, request.duplicateHeader != nil { return .failure(SimRejection(.duplicateHeaders)) }
+        return result
     }
 
     /// Steps 5–11, after credentials.
     package static func checkHeadersAndPayload(_ request: SimRequest, token: String) -> Result<CheckedRequest, SimRejection> {
         guard let topic = request.topic, !topic.isEmpty else { return .failure(SimRejection(.missingTopic)) }
-        guard topic.utf8.allSatisfy({ (0x21...0x7E).contains($0) }) else { return .failure(SimRejection(.badTopic)) }
+        for byte in topic.utf8 where byte < 0x21 || byte > 0x7E { return .failure(SimRejection(.badTopic)) }
 
         let pushType: Campaign.PushType
         if let text = request.pushType {
@@ -129,13 +140,13 @@ package enum RequestRules {
         let suffix = pushType.topicSuffix
         if suffix.isEmpty {
             // A topic with another type's suffix is sent to the wrong push type.
-            if Self.suffixedTypes.contains(where: { topic.hasSuffix($0) }) { return .failure(SimRejection(.invalidPushType)) }
+            if Self.suffixedTypes.contains(where: { Self.endsWith(topic, $0) }) { return .failure(SimRejection(.invalidPushType)) }
             bundleID = topic
         } else {
-            guard topic.hasSuffix(suffix), topic.utf8.count > suffix.utf8.count else {
+            guard Self.endsWith(topic, suffix), topic.utf8.count > suffix.utf8.count else {
                 return .failure(SimRejection(.invalidPushType))
             }
-            bundleID = String(topic.dropLast(suffix.count))
+            bundleID = String(decoding: topic.utf8.dropLast(suffix.utf8.count), as: UTF8.self)
         }
 
         let priority: Int
@@ -174,8 +185,20 @@ package enum RequestRules {
 
     private static let suffixedTypes: [String] = Campaign.PushType.allCases.map(\.topicSuffix).filter { !$0.isEmpty }
 
+    /// Byte-wise suffix test (String.hasSuffix compares characters, which is slower and not
+    /// what a header needs).
+    private static func endsWith(_ text: String, _ suffix: String) -> Bool {
+        let count = suffix.utf8.count
+        guard text.utf8.count >= count else { return false }
+        return text.utf8.suffix(count).elementsEqual(suffix.utf8)
+    }
+
     /// Even-length hex of `DeviceToken`'s byte range, lowercased; nil otherwise.
-    package static func lowercaseHexToken(_ raw: some Collection<UInt8>) -> String? {
+    package static func lowercaseHexToken(_ raw: [UInt8]) -> String? {
+        raw.withUnsafeBufferPointer { lowercaseHexToken($0) }
+    }
+
+    package static func lowercaseHexToken(_ raw: UnsafeBufferPointer<UInt8>) -> String? {
         let count = raw.count
         guard count.isMultiple(of: 2), (2 * DeviceToken.minBytes)...(2 * DeviceToken.maxBytes) ~= count else { return nil }
         var needsLowering = false

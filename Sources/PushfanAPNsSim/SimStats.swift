@@ -1,14 +1,16 @@
 import Foundation
+import PushfanCore
 
 /// Counters of one event-loop thread. Each thread updates its own (behind an uncontended
 /// lock); `GET /_sim/stats` merges all of them.
 package struct ThreadStats: Sendable {
     package var requests = 0
-    package var statuses: [Int: Int] = [:]
+    /// Counts per status code 0...599, an array so the per-request update hashes nothing.
+    package var statusCounts = [Int](repeating: 0, count: 600)
     package var reasons: [String: Int] = [:]
-    /// Accepted notifications per topic (as sent) and per push type.
+    /// Accepted notifications per topic (as sent) and per push type (by case index).
     package var topics: [String: Int] = [:]
-    package var pushTypes: [String: Int] = [:]
+    package var pushTypeCounts = [Int](repeating: 0, count: Campaign.PushType.allCases.count)
     /// Tokens with at least one accepted notification.
     package var acceptedTokens: Set<String> = []
     /// Acceptances per (token, collapse id), for requests with a collapse id.
@@ -21,18 +23,29 @@ package struct ThreadStats: Sendable {
 
     package init() {}
 
-    package mutating func recordAccepted(token: String, topic: String, pushType: String, collapseID: String?) {
+    package var statuses: [Int: Int] {
+        Dictionary(uniqueKeysWithValues: statusCounts.enumerated().filter { $0.element > 0 }.map { ($0.offset, $0.element) })
+    }
+
+    package var pushTypes: [String: Int] {
+        Dictionary(uniqueKeysWithValues: zip(Campaign.PushType.allCases, pushTypeCounts).filter { $0.1 > 0 }.map { ($0.0.rawValue, $0.1) })
+    }
+
+    package mutating func recordAccepted(token: String, topic: String, pushType: Campaign.PushType, collapseID: String?) {
         requests += 1
-        statuses[200, default: 0] += 1
+        statusCounts[200] += 1
         topics[topic, default: 0] += 1
-        pushTypes[pushType, default: 0] += 1
+        pushTypeCounts[ThreadStats.pushTypeIndex[pushType] ?? 0] += 1
         acceptedTokens.insert(token)
         if let collapseID { collapseAcceptances[token + " " + collapseID, default: 0] += 1 }
     }
 
+    private static let pushTypeIndex: [Campaign.PushType: Int] =
+        Dictionary(uniqueKeysWithValues: Campaign.PushType.allCases.enumerated().map { ($0.element, $0.offset) })
+
     package mutating func recordRejected(_ rejection: SimRejection) {
         requests += 1
-        statuses[rejection.status, default: 0] += 1
+        statusCounts[min(max(rejection.status, 0), 599)] += 1
         reasons[rejection.reason.rawValue, default: 0] += 1
     }
 
