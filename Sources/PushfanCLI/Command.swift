@@ -34,6 +34,7 @@ package enum PushfanMain {
         DemoCommand.self,
         SendCommand.self,
         BenchAPNsCommand.self,
+        APNsSimCommand.self,
     ]
 
     package static var help: String {

@@ -1,0 +1,207 @@
+import Foundation
+import PushfanCore
+import PushfanCrypto
+import Synchronization
+internal import CEpoll
+
+/// How the simulator authenticates providers.
+package enum SimAuthMode: Sendable {
+    /// Token auth: JWTs checked by the authority (registered keys, or any key).
+    case token(ProviderAuthority)
+    /// No provider authentication: requests are judged as if the connection carried a valid
+    /// client certificate. Mutual TLS itself is not implemented.
+    case none
+}
+
+/// How clients connect.
+package enum SimTransport: Sendable {
+    /// TLS with a generated CA and certificate for localhost.
+    case generatedTLS
+    /// TLS with a certificate chain and key from PEM files.
+    case tlsFiles(certificate: String, key: String)
+    /// Cleartext HTTP/2 with prior knowledge (h2c).
+    case h2c
+}
+
+/// Everything fixed at start.
+package struct SimConfiguration: Sendable {
+    /// IPv4 address to listen on; "localhost" means 127.0.0.1.
+    package var host = "127.0.0.1"
+    /// 0 picks a free port.
+    package var port = 0
+    /// Event-loop threads; default one per core.
+    package var threads = ProcessInfo.processInfo.activeProcessorCount
+    package var transport: SimTransport = .generatedTLS
+    package var auth: SimAuthMode = .none
+    package var rules = DeviceRules()
+    /// Append one NDJSON line per accepted notification here.
+    package var logFile: String?
+    /// Sandbox (development) mode adds `apns-unique-id` to successful responses, as Apple's
+    /// sandbox does. Default on.
+    package var sandbox = true
+    package var faults = FaultSettings()
+
+    package init() {}
+}
+
+/// An HTTP/2 server that behaves like APNs' provider API (see docs/apns-sim.md).
+///
+/// Threads: `threads` event loops, each an epoll instance on a dedicated thread (never
+/// Swift's cooperative pool). The first loop also owns the listening socket and hands new
+/// connections to the loops in turn, so a few long-lived connections (as APNs clients use)
+/// spread evenly. Everything a loop touches per request is its own (connections, token
+/// cache, counters, log buffer); shared state is the provider authority (locked only for a
+/// token not seen before on that loop), the fault settings (copied by each loop when their
+/// version changes) and the statistics (each loop's behind its own lock, merged on read).
+package final class APNsSimulator: Sendable {
+    package let configuration: SimConfiguration
+    /// The CA clients must trust with the generated certificate (nil otherwise).
+    package let certificateAuthorityPEM: String?
+    /// The port actually listened on.
+    package let port: Int
+
+    let tls: TLSServerContext?
+    let loops: [EventLoop]
+    let logDescriptor: Int32
+    private let faults: Mutex<FaultSettings>
+    let faultsVersion = Atomic<Int>(0)
+    private let threadsDone: [DispatchSemaphore]
+    private let stopped = Atomic<Bool>(false)
+
+    /// Binds and starts the loops; returns once the port accepts connections.
+    package init(configuration: SimConfiguration) throws(SimConfigurationError) {
+        self.configuration = configuration
+        switch configuration.transport {
+        case .h2c:
+            tls = nil
+        case .generatedTLS:
+            do { tls = try TLSServerContext() } catch { throw SimConfigurationError("TLS: \(error.description)") }
+        case .tlsFiles(let certificate, let key):
+            do { tls = try TLSServerContext(certificateFile: certificate, keyFile: key) } catch { throw SimConfigurationError("TLS: \(error.description)") }
+        }
+        certificateAuthorityPEM = tls?.certificateAuthorityPEM
+        if let logFile = configuration.logFile {
+            let fd = open(logFile, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0o644)
+            guard fd >= 0 else { throw SimConfigurationError("cannot open the log file \(logFile) (errno \(errno))") }
+            logDescriptor = fd
+        } else {
+            logDescriptor = -1
+        }
+        let listener = try Self.listen(host: configuration.host, port: configuration.port)
+        port = listener.port
+        faults = Mutex(configuration.faults)
+        let count = max(1, configuration.threads)
+        var loops: [EventLoop] = []
+        do {
+            for index in 0..<count { loops.append(try EventLoop(index: index, listener: index == 0 ? listener.fd : -1)) }
+        } catch {
+            close(listener.fd)
+            throw error
+        }
+        self.loops = loops
+        threadsDone = loops.map { _ in DispatchSemaphore(value: 0) }
+        for (loop, done) in zip(loops, threadsDone) {
+            loop.simulator = self
+            let thread = Thread {
+                loop.run()
+                done.signal()
+            }
+            thread.name = "pushfan.apns-sim.\(loop.index)"
+            thread.stackSize = 1 << 20
+            thread.start()
+        }
+    }
+
+    /// Stops the loops, closes every connection and the listener, and waits for the threads.
+    package func stop() {
+        guard !stopped.exchange(true, ordering: .acquiringAndReleasing) else { return }
+        for loop in loops { loop.requestStop() }
+        for done in threadsDone { done.wait() }
+        if logDescriptor >= 0 { close(logDescriptor) }
+    }
+
+    deinit { stop() }
+
+    // MARK: - Shared state
+
+    package var faultSettings: FaultSettings { faults.withLock { $0 } }
+
+    /// Applies control JSON (see `FaultSettings.apply`) and returns the new settings.
+    @discardableResult
+    package func applyControl(_ object: [String: Any]) throws(SimConfigurationError) -> FaultSettings {
+        let result: Result<FaultSettings, SimConfigurationError> = faults.withLock { settings in
+            do throws(SimConfigurationError) {
+                try settings.apply(json: object)
+                return .success(settings)
+            } catch {
+                return .failure(error)
+            }
+        }
+        let settings = try result.get()
+        faultsVersion.add(1, ordering: .releasing)
+        for loop in loops { loop.wake() }
+        return settings
+    }
+
+    /// The merged statistics.
+    package func stats() -> SimStatsSnapshot {
+        let threads = loops.map { $0.stats.withLock { $0 } }
+        var changes: [String: Int] = [:]
+        if case .token(let authority) = configuration.auth { changes = authority.tokenChanges() }
+        return SimStatsSnapshot(merging: threads, jwtChanges: changes)
+    }
+
+    /// Clears the statistics (open connections stay counted).
+    package func resetStats() {
+        for loop in loops {
+            loop.stats.withLock { stats in
+                let open = stats.connectionsAccepted - stats.connectionsClosed
+                stats = ThreadStats()
+                stats.connectionsAccepted = open
+            }
+        }
+        if case .token(let authority) = configuration.auth { authority.resetCounters() }
+    }
+
+    // MARK: - Listening
+
+    private static func listen(host: String, port: Int) throws(SimConfigurationError) -> (fd: Int32, port: Int) {
+        let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_NONBLOCK.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
+        guard fd >= 0 else { throw SimConfigurationError("socket() failed (errno \(errno))") }
+        var one: Int32 = 1
+        setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, socklen_t(MemoryLayout<Int32>.size))
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_port = in_port_t(UInt16(port).bigEndian)
+        let name = host == "localhost" ? "127.0.0.1" : host
+        guard inet_pton(AF_INET, name, &address.sin_addr) == 1 else {
+            close(fd)
+            throw SimConfigurationError("--host must be an IPv4 address (or localhost); got \(host)")
+        }
+        let bound = withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+        }
+        guard bound == 0 else {
+            let code = errno
+            close(fd)
+            throw SimConfigurationError("cannot listen on \(host):\(port) (errno \(code)\(code == EADDRINUSE ? ", address in use" : ""))")
+        }
+        guard Glibc.listen(fd, 1024) == 0 else {
+            close(fd)
+            throw SimConfigurationError("listen() failed (errno \(errno))")
+        }
+        var actual = sockaddr_in()
+        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
+        _ = withUnsafeMutablePointer(to: &actual) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(fd, $0, &length) }
+        }
+        return (fd, Int(UInt16(bigEndian: actual.sin_port)))
+    }
+
+    /// Hands an accepted socket to the next loop (round robin).
+    private let nextLoop = Atomic<Int>(0)
+    func assign(_ fd: Int32) {
+        let index = nextLoop.add(1, ordering: .relaxed).oldValue % loops.count
+        loops[index].adopt(fd)
+    }
+}
