@@ -85,7 +85,9 @@ final class Connection {
         switch tls.handshake() {
         case .done:
             handshaking = false
-            guard tls.negotiatedProtocol == "h2" else {
+            // ALPN offered without h2 already failed the handshake. A client that offers no
+            // ALPN at all (aioapns, for one) speaks HTTP/2 regardless, and APNs serves it.
+            guard tls.negotiatedProtocol == nil || tls.negotiatedProtocol == "h2" else {
                 close()
                 return
             }

@@ -74,6 +74,11 @@ package struct VerifiedToken: Sendable, Equatable {
     package let keyIndex: Int
     /// The `iat` claim, epoch seconds.
     package let issuedAt: Int64
+
+    package init(keyIndex: Int, issuedAt: Int64) {
+        self.keyIndex = keyIndex
+        self.issuedAt = issuedAt
+    }
 }
 
 /// Checks provider tokens (JWTs) like APNs:
