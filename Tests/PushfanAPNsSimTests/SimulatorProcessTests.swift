@@ -413,3 +413,32 @@ struct SimulatorCommandLineTests {
         #expect(await sim.process.waitForExit(timeout: .seconds(10)) == 0)
     }
 }
+
+/// An independent APNs client (aioapns, from PyPI) against the simulator with real keys.
+/// Runs when PUSHFAN_TEST_AIOAPNS names a Python with aioapns installed
+/// (`PUSHFAN_TEST_AIOAPNS=$(scripts/bench/aioapns_env.sh)`), since installing it needs PyPI.
+@Suite("aioapns against apns-sim", .timeLimit(.minutes(2)),
+       .enabled(if: ProcessInfo.processInfo.environment["PUSHFAN_TEST_AIOAPNS"] != nil))
+struct AioapnsTests {
+    @Test("aioapns sends 300 notifications and all are accepted, as stats and log confirm")
+    func sends() async throws {
+        let python = try #require(ProcessInfo.processInfo.environment["PUSHFAN_TEST_AIOAPNS"])
+        let key = TestKey()
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("pushfan-aioapns-\(UUID().uuidString.prefix(8))").path
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        try key.privateKey.pkcs8PEM.write(toFile: directory + "/key.p8", atomically: true, encoding: .utf8)
+        let sim = try await SimulatorProcess(try keysArguments([key], topics: ["com.example.app"]) + ["--log", directory + "/log.ndjson"])
+        defer { sim.stop() }
+        let script = TestBinaries.packageRoot.appendingPathComponent("scripts/bench/aioapns_send.py").path
+        let result = try await CommandLineTool.run(python, [
+            script, "--url", "https://localhost:\(sim.port)", "--ca", try #require(sim.caFile), "--key", directory + "/key.p8",
+            "--team-id", key.teamID, "--key-id", key.keyID, "--topic", "com.example.app", "--count", "300",
+        ])
+        #expect(result.status == 0, "\(result.output) \(result.error)")
+        let report = try #require(try JSONSerialization.jsonObject(with: Data(result.output.utf8)) as? [String: Any])
+        #expect(Clients.int(report["accepted"]) == 300)
+        let stats = try await sim.stats()
+        #expect(Clients.int(stats["accepted"]) == 300)
+        #expect(sim.logLines().count == 300)
+    }
+}
