@@ -13,6 +13,7 @@ let package = Package(
         .systemLibrary(name: "CRdkafka", pkgConfig: "rdkafka", providers: [.apt(["librdkafka-dev"])]),
         .systemLibrary(name: "CSQLite", pkgConfig: "sqlite3", providers: [.apt(["libsqlite3-dev"])]),
         .systemLibrary(name: "CLibpq", pkgConfig: "libpq", providers: [.apt(["libpq-dev"])]),
+        .systemLibrary(name: "CCurl", pkgConfig: "libcurl", providers: [.apt(["libcurl4-openssl-dev"])]),
         .systemLibrary(name: "COpenSSL", pkgConfig: "openssl", providers: [.apt(["libssl-dev"])]),
         .systemLibrary(name: "CNghttp2", pkgConfig: "libnghttp2", providers: [.apt(["libnghttp2-dev"])]),
         // Linux epoll and eventfd (not exported by Swift's Glibc module), for the simulator's event loop.
@@ -26,10 +27,12 @@ let package = Package(
         .target(name: "PushfanCrypto", dependencies: ["COpenSSL"]),
         // Device store: SQLite and PostgreSQL behind one interface, segments, expansion, ledger.
         .target(name: "PushfanStore", dependencies: ["PushfanCore", "PushfanCrypto", "CSQLite", "CLibpq"]),
+        // APNs sender: HTTP/2 over libcurl's multi interface, token and certificate auth.
+        .target(name: "PushfanAPNs", dependencies: ["PushfanCore", "PushfanCrypto", "CCurl"]),
         // The APNs simulator: an HTTP/2 server (nghttp2, TLS from PushfanCrypto) that behaves like APNs.
         .target(name: "PushfanAPNsSim", dependencies: ["PushfanCore", "PushfanCrypto", "CNghttp2", "CEpoll"]),
         // Subcommands and argument parsing; the executable only dispatches into it.
-        .target(name: "PushfanCLI", dependencies: ["PushfanCore", "PushfanKafka", "PushfanStore", "PushfanAPNsSim"]),
+        .target(name: "PushfanCLI", dependencies: ["PushfanCore", "PushfanKafka", "PushfanStore", "PushfanAPNs", "PushfanAPNsSim", "PushfanCrypto"]),
         .executableTarget(name: "pushfan", dependencies: ["PushfanCLI"]),
 
         // Starting and stopping real processes (kafka-dev, simulators) for the suites below.
@@ -38,6 +41,7 @@ let package = Package(
         .testTarget(name: "PushfanKafkaTests", dependencies: ["PushfanKafka", "PushfanCore", "PushfanTestSupport"]),
         .testTarget(name: "PushfanCLITests", dependencies: ["PushfanCLI"]),
         .testTarget(name: "PushfanCryptoTests", dependencies: ["PushfanCrypto"]),
+        .testTarget(name: "PushfanAPNsTests", dependencies: ["PushfanAPNs", "PushfanCore", "PushfanCrypto", "PushfanTestSupport"]),
         .testTarget(name: "PushfanStoreTests", dependencies: ["PushfanStore", "PushfanCore", "PushfanTestSupport"]),
         .testTarget(name: "PushfanAPNsSimTests", dependencies: ["PushfanAPNsSim", "PushfanCore", "PushfanCrypto", "PushfanTestSupport"]),
         .testTarget(name: "EndToEndTests", dependencies: ["PushfanCore", "PushfanKafka", "PushfanTestSupport"]),

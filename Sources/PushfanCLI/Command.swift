@@ -32,6 +32,8 @@ package enum PushfanMain {
         SegmentsSampleCommand.self,
         SegmentsSaveCommand.self,
         DemoCommand.self,
+        SendCommand.self,
+        BenchAPNsCommand.self,
         APNsSimCommand.self,
     ]
 

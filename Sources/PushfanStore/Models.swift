@@ -1,19 +1,7 @@
 import Foundation
 import PushfanCore
 
-/// Where an app's APNs credentials live. The store keeps references (file paths and ids),
-/// never key material.
-package enum APNsCredentialsReference: Sendable, Equatable {
-    /// Token auth: a .p8 signing key.
-    case token(teamID: String, keyID: String, keyFile: String)
-    /// Certificate auth: a PEM certificate and key, or a PKCS#12 file (`keyFile` nil).
-    case certificate(certificateFile: String, keyFile: String?)
-}
-
-/// APNs environment of a device token: tokens from debug builds belong to the sandbox.
-package enum APNsEnvironment: String, Sendable, CaseIterable {
-    case production, sandbox
-
+extension APNsEnvironment {
     package init(parsing text: String) throws(StoreError) {
         guard let environment = APNsEnvironment(rawValue: text.lowercased()) else {
             throw StoreError.invalidInput("environment must be production or sandbox, got '\(text)'")

@@ -151,6 +151,7 @@ struct APNsOutcomeTests {
         (.refusedStream, .notProcessed), (.goAwayUnprocessed, .notProcessed),
         (.goAwayInFlight, .outcomeUnknown), (.connectionLost, .outcomeUnknown),
         (.streamReset, .outcomeUnknown), (.timedOut, .outcomeUnknown),
+        (.credentialsUnavailable, .notProcessed), (.senderClosed, .notProcessed),
     ])
     func certainty(cause: APNsTransportFailure.Cause, certainty: APNsTransportFailure.Certainty) {
         #expect(APNsTransportFailure(cause).certainty == certainty)

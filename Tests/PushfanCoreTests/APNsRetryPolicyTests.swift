@@ -207,6 +207,19 @@ struct APNsRetryPolicyTests {
         #expect(throttle.count == 0)
     }
 
+    @Test("the throttle reads attempt results: only 429 TooManyRequests throttles, acceptance clears")
+    func throttleFromResults() {
+        var throttle = TooManyRequestsThrottle(baseDelay: .seconds(60))
+        throttle.record(Self.rejected(.tooManyProviderTokenUpdates, 429), for: Self.token, at: Self.now)
+        throttle.record(Self.rejected(.serviceUnavailable, 503), for: Self.token, at: Self.now)
+        throttle.record(.failed(APNsTransportFailure(.connectionLost)), for: Self.token, at: Self.now)
+        #expect(throttle.nextAllowedSend(for: Self.token) == nil)
+        throttle.record(Self.rejected(.tooManyRequests, 429), for: Self.token, at: Self.now)
+        #expect(throttle.nextAllowedSend(for: Self.token) == Self.now.addingTimeInterval(60))
+        throttle.record(.response(.accepted(apnsID: "x", uniqueID: nil)), for: Self.token, at: Self.now)
+        #expect(throttle.nextAllowedSend(for: Self.token) == nil)
+    }
+
     @Test("the throttle's next allowed send replaces the fixed 429 delay")
     func throttleAndPolicy() {
         var throttle = TooManyRequestsThrottle(baseDelay: .seconds(10))

@@ -101,4 +101,12 @@ extension JSONValue {
     /// Compact JSON text with sorted keys (the same writer as APNs payloads), e.g. for
     /// storing device attributes.
     package var compactJSON: String { String(decoding: APNsJSONWriter.bytes(self), as: UTF8.self) }
+
+    /// A compact JSON object with its members in the given order, for output
+    /// people read (command results, benchmark lines).
+    package static func orderedObjectJSON(_ members: [(String, JSONValue)]) -> String {
+        var output: [UInt8] = []
+        APNsJSONWriter.writeKeyedObject(members, into: &output)
+        return String(decoding: output, as: UTF8.self)
+    }
 }

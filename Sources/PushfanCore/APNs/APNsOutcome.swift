@@ -108,6 +108,11 @@ package struct APNsTransportFailure: Error, Sendable, Hashable, CustomStringConv
         case streamReset = "stream_reset"
         /// No response in time after the request was written.
         case timedOut = "timed_out"
+        /// No provider token could be signed (or the certificate could not be
+        /// used) for this request: nothing was sent.
+        case credentialsUnavailable = "credentials_unavailable"
+        /// The sender was shut down before the request was written.
+        case senderClosed = "sender_closed"
     }
 
     /// Whether APNs may have processed the request.
@@ -136,7 +141,7 @@ package struct APNsTransportFailure: Error, Sendable, Hashable, CustomStringConv
 
     package var certainty: Certainty {
         switch cause {
-        case .connectFailed, .refusedStream, .goAwayUnprocessed: return .notProcessed
+        case .connectFailed, .refusedStream, .goAwayUnprocessed, .credentialsUnavailable, .senderClosed: return .notProcessed
         case .goAwayInFlight, .connectionLost, .streamReset, .timedOut: return .outcomeUnknown
         }
     }

@@ -178,6 +178,17 @@ package struct TooManyRequestsThrottle: Sendable {
         entries[token] = nil
     }
 
+    /// Updates the bookkeeping from one attempt's result: a 429 TooManyRequests
+    /// extends the token's wait, an acceptance clears it, anything else leaves
+    /// it as it was.
+    package mutating func record(_ result: APNsSendResult, for token: DeviceToken, at now: Date) {
+        switch result {
+        case .response(.accepted): recordAccepted(for: token)
+        case .response(.rejected(429, .tooManyRequests, _)): recordTooManyRequests(for: token, at: now)
+        default: break
+        }
+    }
+
     /// The earliest next send to `token`, or nil if it is not throttled (a
     /// past date may be returned until `prune`).
     package func nextAllowedSend(for token: DeviceToken) -> Date? {

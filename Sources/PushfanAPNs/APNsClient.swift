@@ -1,0 +1,128 @@
+import Foundation
+import Synchronization
+import PushfanCore
+
+/// Sends notifications to one APNs endpoint with one credential: the pool of
+/// HTTP/2 connections for an (environment, team key) or an (environment,
+/// certificate). `APNsClients` hands out one per pair.
+///
+/// A send returns APNs' answer or the transport failure as a value; it never
+/// throws. Requests are checked when the `APNsNotification` is made (header
+/// rules, payload size), so nothing malformed reaches the wire.
+package final class APNsClient: Sendable {
+    package let endpoint: APNsEndpoint
+    package let credentials: APNsCredentials
+    package let configuration: APNsClientConfiguration
+    private let pool: APNsConnectionPool
+    private let throttle = Mutex(TooManyRequestsThrottle())
+
+    /// Checks the configuration and, for token auth, signs a first provider
+    /// token, so a broken key fails here and not on every notification.
+    package init(
+        endpoint: APNsEndpoint,
+        credentials: APNsCredentials,
+        configuration: APNsClientConfiguration = APNsClientConfiguration(),
+        tokenCache: ProviderTokenCache = ProviderTokenCache(),
+        logger: Logger = Logger(label: "apns")
+    ) throws(APNsSenderError) {
+        let configuration = try configuration.validated()
+        if case .token(let key) = credentials {
+            do { _ = try tokenCache.token(for: key) } catch { throw .invalidCredentials(error.description) }
+        }
+        self.endpoint = endpoint
+        self.credentials = credentials
+        self.configuration = configuration
+        pool = try APNsConnectionPool(
+            endpoint: endpoint, credentials: credentials, configuration: configuration, tokenCache: tokenCache,
+            logger: logger.child("apns"))
+    }
+
+    /// One attempt for one notification.
+    package func send(_ notification: APNsNotification) async -> APNsSendResult {
+        await pool.send([notification])[0]
+    }
+
+    /// One attempt for each notification, multiplexed; results in the same
+    /// order. The throughput path: one hand-over and one resume per batch.
+    package func send(batch notifications: [APNsNotification]) async -> [APNsSendResult] {
+        await pool.send(notifications)
+    }
+
+    /// Sends until `policy` says stop: retryable rejections and transport
+    /// failures come back after its backoff, 429 TooManyRequests waits per
+    /// token, and nothing is resent after the notification's deadline.
+    /// Returns the last result, the decision that ended it and the attempts made.
+    package func send(
+        _ notification: APNsNotification, retrying policy: RetryPolicy, clock: @Sendable () -> Date = { Date() }
+    ) async -> (result: APNsSendResult, decision: RetryPolicy.Decision, attempts: Int) {
+        let firstAttemptAt = clock()
+        var attempt = 0
+        while true {
+            attempt += 1
+            let result = await send(notification)
+            let now = clock()
+            let notBefore = throttle.withLock { throttle in
+                throttle.record(result, for: notification.token, at: now)
+                return throttle.nextAllowedSend(for: notification.token)
+            }
+            let decision = policy.decide(
+                result, attempt: attempt, now: now, expiration: notification.expiration, firstAttemptAt: firstAttemptAt,
+                notBefore: notBefore)
+            guard case .retry(let delay) = decision else { return (result, decision, attempt) }
+            try? await Task.sleep(for: delay)
+            if Task.isCancelled { return (result, .giveUp, attempt) }
+        }
+    }
+
+    /// Stops the pool: queued notifications come back as `senderClosed`,
+    /// requests on the wire get `shutdownGrace` to finish.
+    package func shutdown() async {
+        await pool.shutdown()
+    }
+}
+
+/// One `APNsClient` per (endpoint, credential): connections are never shared
+/// between signing keys or certificates (UnrelatedKeyIdInToken otherwise), and
+/// every app using the same key shares its connections and its provider token.
+package final class APNsClients: Sendable {
+    private let configuration: APNsClientConfiguration
+    private let tokenCache: ProviderTokenCache
+    private let logger: Logger
+    private let clients = Mutex<[String: APNsClient]>([:])
+
+    package init(
+        configuration: APNsClientConfiguration = APNsClientConfiguration(),
+        tokenCache: ProviderTokenCache = ProviderTokenCache(),
+        logger: Logger = Logger(label: "apns")
+    ) {
+        self.configuration = configuration
+        self.tokenCache = tokenCache
+        self.logger = logger
+    }
+
+    package func client(endpoint: APNsEndpoint, credentials: APNsCredentials) throws(APNsSenderError) -> APNsClient {
+        let key = endpoint.baseURL + " " + (endpoint.caFile ?? "") + " " + credentials.poolIdentity
+        let result: Result<APNsClient, APNsSenderError> = clients.withLock { clients in
+            if let existing = clients[key] { return .success(existing) }
+            do throws(APNsSenderError) {
+                let client = try APNsClient(
+                    endpoint: endpoint, credentials: credentials, configuration: configuration, tokenCache: tokenCache,
+                    logger: logger)
+                clients[key] = client
+                return .success(client)
+            } catch {
+                return .failure(error)
+            }
+        }
+        return try result.get()
+    }
+
+    package func shutdown() async {
+        let all = clients.withLock { clients in
+            let all = Array(clients.values)
+            clients.removeAll()
+            return all
+        }
+        for client in all { await client.shutdown() }
+    }
+}

@@ -1,0 +1,193 @@
+import Foundation
+import PushfanAPNs
+import PushfanCore
+import PushfanCrypto
+
+/// Options shared by the commands that talk to APNs: where, and as whom.
+enum APNsOptions {
+    static let endpointSpecs: [OptionSpec] = [
+        .option("environment", "ENV", "production or sandbox: Apple's host (default: production)"),
+        .option("port", "PORT", "443 or 2197 on Apple's hosts (default: 443)"),
+        .option("url", "URL", "endpoint override, e.g. a simulator: https://host:port (default: $PUSHFAN_APNS_URL)"),
+        .option("ca-file", "FILE", "PEM CA certificates to trust for --url (default: $PUSHFAN_APNS_CA_FILE)"),
+    ]
+
+    static let credentialSpecs: [OptionSpec] = [
+        .option("team-id", "ID", "token auth: Apple team id (iss)"),
+        .option("key-id", "ID", "token auth: signing key id (kid)"),
+        .option("key-file", "FILE", "token auth: the .p8 signing key"),
+        .option("cert", "FILE", "certificate auth: PEM certificate, or PKCS#12 file without --cert-key"),
+        .option("cert-key", "FILE", "certificate auth: PEM private key of --cert"),
+        .option("cert-password", "TEXT", "certificate auth: password of the PKCS#12 file or key"),
+    ]
+
+    static let poolSpecs: [OptionSpec] = [
+        .option("connections", "N", "HTTP/2 connections (default: 2)"),
+        .option("streams", "N", "concurrent streams per connection, lowered by the server's limit (default: 100)"),
+    ]
+
+    static func endpoint(_ arguments: ParsedArguments, _ context: CommandContext, insecure: Bool = false) throws -> APNsEndpoint {
+        let environment = try environment(arguments)
+        let url = arguments.value("url") ?? context.configuration.apns.url
+        let caFile = arguments.value("ca-file") ?? context.configuration.apns.caFile
+        if let url {
+            guard arguments.value("port") == nil else { throw UsageError("--port applies to Apple's hosts; put the port in --url") }
+            return try APNsEndpoint(url: url, caFile: caFile, verifyPeer: !insecure)
+        }
+        guard caFile == nil || arguments.value("ca-file") == nil else {
+            throw UsageError("--ca-file applies to --url; Apple's hosts are checked against the system's CAs")
+        }
+        return try APNsEndpoint.apple(environment, port: arguments.int("port", default: 443))
+    }
+
+    static func environment(_ arguments: ParsedArguments) throws(UsageError) -> APNsEnvironment {
+        let text = arguments.value("environment") ?? "production"
+        guard let environment = APNsEnvironment(rawValue: text.lowercased()) else {
+            throw UsageError("--environment must be production or sandbox, got '\(text)'")
+        }
+        return environment
+    }
+
+    /// Token auth (`--team-id --key-id --key-file`) or certificate auth
+    /// (`--cert [--cert-key]`), exactly one of them; nil when neither is given.
+    static func credentials(_ arguments: ParsedArguments) throws -> APNsCredentials? {
+        let token = ["team-id", "key-id", "key-file"].filter { arguments.value($0) != nil }
+        let certificate = ["cert", "cert-key", "cert-password"].filter { arguments.value($0) != nil }
+        if !token.isEmpty && !certificate.isEmpty {
+            throw UsageError("choose token auth (--team-id --key-id --key-file) or certificate auth (--cert), not both")
+        }
+        if !token.isEmpty {
+            guard token.count == 3 else {
+                throw UsageError("token auth needs --team-id, --key-id and --key-file together")
+            }
+            return try APNsCredentials.load(.token(
+                teamID: arguments.required("team-id"), keyID: arguments.required("key-id"), keyFile: arguments.required("key-file")))
+        }
+        if !certificate.isEmpty {
+            return .certificate(try APNsClientCertificate(
+                certificateFile: arguments.required("cert"), keyFile: arguments.value("cert-key"),
+                password: arguments.value("cert-password")))
+        }
+        return nil
+    }
+
+    static func pool(_ arguments: ParsedArguments) throws(UsageError) -> APNsClientConfiguration {
+        var configuration = APNsClientConfiguration()
+        configuration.connections = try arguments.int("connections", default: configuration.connections, range: 1...64)
+        configuration.streamsPerConnection = try arguments.int("streams", default: configuration.streamsPerConnection, range: 1...10_000)
+        return configuration
+    }
+}
+
+/// `pushfan send`: one notification, its outcome printed as JSON.
+struct SendCommand: Command {
+    static let spec = CommandSpec(
+        name: "send",
+        summary: "Send one notification to APNs and print the outcome",
+        discussion: """
+            The payload is checked before anything is sent (aps keys, push-type rules, 4,096 bytes
+            or 5,120 for voip); a bad one is reported and never reaches the wire. Retryable answers
+            (5xx, 429, connection loss) are retried with backoff up to --attempts; a rejection
+            that resending cannot fix is printed at once.
+
+            Output: one JSON object, e.g.
+              {"outcome":"accepted","status":200,"apns_id":"…","attempts":1}
+              {"outcome":"rejected","status":410,"reason":"Unregistered","disposition":"invalidate_token",
+               "timestamp_ms":1700000000000,"attempts":1}
+              {"outcome":"failed","cause":"connect_failed","certainty":"not_processed","detail":"…","attempts":3}
+            Exit codes: 0 accepted, 1 rejected or failed, 2 usage error.
+            """,
+        options: [
+            .option("token", "HEX", "device token (required)"),
+            .option("topic", "BUNDLE", "app bundle id; the push type's suffix is added (required)"),
+            .option("payload", "JSON|@FILE", "the payload, inline or from a file (required)"),
+            .option("push-type", "TYPE", "alert, background, voip, complication, fileprovider, mdm, location, liveactivity, pushtotalk, widgets or controls (default: alert)"),
+            .option("priority", "P", "10, 5 or 1 (default: 5 for background, else 10)"),
+            .option("collapse-id", "ID", "apns-collapse-id, at most 64 bytes"),
+            .option("expiration", "SECONDS", "apns-expiration: epoch seconds, 0 = try once"),
+            .option("apns-id", "UUID", "apns-id (default: a new UUID)"),
+            .option("attempts", "N", "most attempts for retryable outcomes (default: 3)"),
+        ] + APNsOptions.endpointSpecs + APNsOptions.credentialSpecs)
+
+    static func run(_ arguments: ParsedArguments, _ context: CommandContext) async throws -> Int32 {
+        let notification = try notification(arguments)
+        let endpoint = try APNsOptions.endpoint(arguments, context)
+        guard let credentials = try APNsOptions.credentials(arguments) else {
+            throw UsageError("credentials are required: --team-id --key-id --key-file, or --cert [--cert-key]")
+        }
+        var configuration = APNsClientConfiguration()
+        configuration.connections = 1
+        let client = try APNsClient(endpoint: endpoint, credentials: credentials, configuration: configuration, logger: context.logger)
+        var policy = RetryPolicy()
+        policy.maxAttempts = try arguments.int("attempts", default: 3, range: 1...20)
+        policy.maxDelay = .seconds(5)
+        let (result, decision, attempts) = await client.send(notification, retrying: policy)
+        await client.shutdown()
+        print(Self.describe(result, decision: decision, attempts: attempts))
+        if case .response(.accepted) = result { return 0 }
+        return 1
+    }
+
+    static func notification(_ arguments: ParsedArguments) throws -> APNsNotification {
+        let token = try DeviceToken(arguments.required("token"))
+        let text = try arguments.required("payload")
+        let bytes: Data
+        if text.hasPrefix("@") {
+            let path = String(text.dropFirst())
+            guard let data = FileManager.default.contents(atPath: path) else { throw UsageError("cannot read payload file \(path)") }
+            bytes = data
+        } else {
+            bytes = Data(text.utf8)
+        }
+        let payload = try APNsPayload(jsonBytes: bytes)
+        let pushTypeText = arguments.value("push-type") ?? "alert"
+        guard let pushType = Campaign.PushType(rawValue: pushTypeText) else {
+            throw UsageError("--push-type must be one of \(Campaign.PushType.allCases.map(\.rawValue).joined(separator: ", ")); got '\(pushTypeText)'")
+        }
+        var priority: APNsNotification.Priority?
+        if let value = arguments.value("priority") {
+            guard let number = Int(value), let parsed = APNsNotification.Priority(rawValue: number) else {
+                throw UsageError("--priority must be 10, 5 or 1; got '\(value)'")
+            }
+            priority = parsed
+        }
+        var expiration = APNsNotification.Expiration.unspecified
+        if let value = arguments.value("expiration") {
+            guard let seconds = Int64(value), seconds >= 0 else {
+                throw UsageError("--expiration must be epoch seconds (0 = try once); got '\(value)'")
+            }
+            expiration = .init(epochSeconds: seconds)
+        }
+        var apnsID = UUID()
+        if let value = arguments.value("apns-id") {
+            guard let parsed = UUID(uuidString: value) else { throw UsageError("--apns-id must be a UUID; got '\(value)'") }
+            apnsID = parsed
+        }
+        return try APNsNotification(
+            token: token, topic: arguments.required("topic"), pushType: pushType, payload: payload, priority: priority,
+            expiration: expiration, collapseID: arguments.value("collapse-id"), apnsID: apnsID)
+    }
+
+    static func describe(_ result: APNsSendResult, decision: RetryPolicy.Decision, attempts: Int) -> String {
+        var fields: [(String, JSONValue)] = []
+        switch result {
+        case .response(.accepted(let apnsID, let uniqueID)):
+            fields = [("outcome", .string("accepted")), ("status", .int(200)), ("apns_id", .string(apnsID))]
+            if let uniqueID { fields.append(("unique_id", .string(uniqueID))) }
+        case .response(.rejected(let status, let reason, let timestamp)):
+            fields = [
+                ("outcome", .string("rejected")), ("status", .int(Int64(status))), ("reason", .string(reason.rawValue)),
+                ("disposition", .string(reason.disposition(status: status).rawValue)),
+            ]
+            if let timestamp { fields.append(("timestamp_ms", .int(Int64((timestamp.timeIntervalSince1970 * 1000).rounded())))) }
+        case .failed(let failure):
+            fields = [
+                ("outcome", .string("failed")), ("cause", .string(failure.cause.rawValue)),
+                ("certainty", .string(failure.certainty.rawValue)), ("detail", .string(failure.detail)),
+            ]
+        }
+        if case .expired = decision { fields.append(("expired", .bool(true))) }
+        fields.append(("attempts", .int(Int64(attempts))))
+        return JSONValue.orderedObjectJSON(fields)
+    }
+}
