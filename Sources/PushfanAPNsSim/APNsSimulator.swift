@@ -71,6 +71,10 @@ package final class APNsSimulator: Sendable {
     /// Binds and starts the loops; returns once the port accepts connections.
     package init(configuration: SimConfiguration) throws(SimConfigurationError) {
         self.configuration = configuration
+        // A write to a connection the client already closed must be an error (EPIPE) for
+        // that connection, not SIGPIPE for the process. OpenSSL writes to the socket itself,
+        // so MSG_NOSIGNAL alone would not cover TLS.
+        signal(SIGPIPE, SIG_IGN)
         switch configuration.transport {
         case .h2c:
             tls = nil

@@ -276,7 +276,7 @@ final class Connection {
             let progress: TLSConnection.Progress = output.withUnsafeBytes { raw in
                 let pending = UnsafeRawBufferPointer(rebasing: raw[outputOffset...])
                 if let tls { return tls.write(pending) }
-                let written = Glibc.write(fd, pending.baseAddress, pending.count)
+                let written = Glibc.send(fd, pending.baseAddress, pending.count, Int32(MSG_NOSIGNAL))
                 if written >= 0 { return .done(written) }
                 return errno == EAGAIN || errno == EINTR ? .wantWrite : .failed("write: errno \(errno)")
             }

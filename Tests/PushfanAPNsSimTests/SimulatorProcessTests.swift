@@ -258,6 +258,20 @@ struct SimulatorProcessTests {
         #expect((try await sim.control(["latency": "exp:50"]))["latency"] as? String == "exp:50")
     }
 
+    @Test("a client that leaves before its answer does not take the simulator down")
+    func clientLeaves() async throws {
+        let sim = try await SimulatorProcess(["--no-auth", "--latency", "400"])
+        defer { sim.stop() }
+        // curl gives up after 0.1 s; the answer is written 0.4 s in, to a closed socket.
+        let gaveUp = try await CommandLineTool.run("curl", ["-s", "--max-time", "0.1"] + sim.curlOptions
+            + ["-H", "apns-topic: a.b", "--data-binary", Clients.alertBody, sim.url + "/3/device/" + Clients.token])
+        #expect(gaveUp.status == 28)
+        try await Task.sleep(for: .milliseconds(600))
+        #expect(sim.process.isRunning)
+        try await sim.control(["latency": 0])
+        #expect(try await Clients.curl(sim).status == 200)
+    }
+
     @Test("GOAWAY after N requests carries the right last-stream-id; later streams are refused")
     func goaway() async throws {
         let sim = try await SimulatorProcess(["--no-auth", "--goaway-after", "2"])
