@@ -140,6 +140,53 @@ struct SimulatorProcessTests {
         #expect(result.output == "200 2")
     }
 
+    @Test("certificate auth: a verified client certificate pushes to its topic without a JWT")
+    func certificateAuth() async throws {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("pushfan-mtls-\(UUID().uuidString.prefix(8))").path
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        func openssl(_ arguments: [String]) async throws {
+            let result = try await CommandLineTool.run("openssl", arguments)
+            try #require(result.status == 0, "openssl \(arguments.first ?? ""): \(result.error)")
+        }
+        // A provider CA, a certificate it signs for com.example.app, and one signed by a stranger.
+        for name in ["ca", "stranger"] {
+            try await openssl(["req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes", "-days", "1",
+                               "-subj", "/CN=\(name)", "-keyout", "\(directory)/\(name).key", "-out", "\(directory)/\(name).pem"])
+        }
+        for (name, signer) in [("client", "ca"), ("forged", "stranger")] {
+            try await openssl(["req", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes", "-subj",
+                               "/UID=com.example.app/CN=Apple Push Services: com.example.app",
+                               "-keyout", "\(directory)/\(name).key", "-out", "\(directory)/\(name).csr"])
+            try await openssl(["x509", "-req", "-in", "\(directory)/\(name).csr", "-CA", "\(directory)/\(signer).pem", "-CAkey",
+                               "\(directory)/\(signer).key", "-CAcreateserial", "-days", "1", "-out", "\(directory)/\(name).pem"])
+        }
+        let sim = try await SimulatorProcess(["--client-ca", directory + "/ca.pem", "--accept-any-key"])
+        defer { sim.stop() }
+        let client = ["--cert", directory + "/client.pem", "--key", directory + "/client.key"]
+        func send(_ extra: [String], headers: [String]) async throws -> (status: String, body: String) {
+            var arguments = ["-s", "-w", "\n%{http_code}"] + sim.curlOptions + extra
+            for header in headers { arguments += ["-H", header] }
+            arguments += ["--data-binary", Clients.alertBody, sim.url + "/3/device/" + Clients.token]
+            let result = try await CommandLineTool.run("curl", arguments)
+            let lines = result.output.split(separator: "\n", omittingEmptySubsequences: false)
+            return (String(lines.last ?? ""), lines.dropLast().joined(separator: "\n"))
+        }
+        // No topic needed: it defaults to the certificate's; the type's suffix is allowed.
+        #expect(try await send(client, headers: []).status == "200")
+        #expect(try await send(client, headers: ["apns-push-type: voip", "apns-topic: com.example.app.voip"]).status == "200")
+        let other = try await send(client, headers: ["apns-topic: com.example.other"])
+        #expect(other == ("400", #"{"reason":"TopicDisallowed"}"#))
+        // Without a certificate the connection needs a JWT.
+        let anonymous = try await send([], headers: ["apns-topic: com.example.app"])
+        #expect(anonymous == ("403", #"{"reason":"MissingProviderToken"}"#))
+        let withToken = try await send([], headers: ["apns-topic: com.example.app", "authorization: bearer " + (try TestKey().jwt(issuedAt: nowSeconds()))])
+        #expect(withToken.status == "200")
+        // A certificate from another CA fails the TLS handshake: no HTTP answer at all.
+        let forged = try await send(["--cert", directory + "/forged.pem", "--key", directory + "/forged.key"], headers: [])
+        #expect(forged.status == "000")
+        #expect(Clients.int((try await sim.stats())["accepted"]) == 3)
+    }
+
     @Test("nghttp: a token-auth connection starts at 1 stream and opens up after the first accepted push")
     func nghttpAndStreamLimit() async throws {
         let key = TestKey()
