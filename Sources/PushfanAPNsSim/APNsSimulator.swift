@@ -33,6 +33,10 @@ package struct SimConfiguration: Sendable {
     package var threads = ProcessInfo.processInfo.activeProcessorCount
     package var transport: SimTransport = .generatedTLS
     package var auth: SimAuthMode = .none
+    /// Certificate auth: CAs (PEM file) that sign provider certificates. A connection with a
+    /// verified client certificate may push to the certificate's topic (its subject UID)
+    /// without a JWT; connections without one are judged by `auth`. TLS only.
+    package var clientCAFile: String?
     package var rules = DeviceRules()
     /// Append one NDJSON line per accepted notification here.
     package var logFile: String?
@@ -71,6 +75,10 @@ package final class APNsSimulator: Sendable {
     /// Binds and starts the loops; returns once the port accepts connections.
     package init(configuration: SimConfiguration) throws(SimConfigurationError) {
         self.configuration = configuration
+        // A write to a connection the client already closed must be an error (EPIPE) for
+        // that connection, not SIGPIPE for the process. OpenSSL writes to the socket itself,
+        // so MSG_NOSIGNAL alone would not cover TLS.
+        signal(SIGPIPE, SIG_IGN)
         switch configuration.transport {
         case .h2c:
             tls = nil
@@ -78,6 +86,10 @@ package final class APNsSimulator: Sendable {
             do { tls = try TLSServerContext() } catch { throw SimConfigurationError("TLS: \(error.description)") }
         case .tlsFiles(let certificate, let key):
             do { tls = try TLSServerContext(certificateFile: certificate, keyFile: key) } catch { throw SimConfigurationError("TLS: \(error.description)") }
+        }
+        if let clientCAFile = configuration.clientCAFile {
+            guard let tls else { throw SimConfigurationError("certificate auth needs TLS; leave out --h2c") }
+            do { try tls.verifyClientCertificates(caFile: clientCAFile) } catch { throw SimConfigurationError("TLS: \(error.description)") }
         }
         certificateAuthorityPEM = tls?.certificateAuthorityPEM
         if let logFile = configuration.logFile {

@@ -46,6 +46,8 @@ final class Connection {
 
     /// APNs: one signing key per connection, fixed by its first authenticated push.
     private var keyIndex: Int?
+    /// Certificate auth: the verified client certificate's topic (bundle id).
+    private var certificateTopic: String?
     private var hadAccepted = false
     private var lastWasRejection = false
     private var advertisedStreams: UInt32 = 0
@@ -85,10 +87,13 @@ final class Connection {
         switch tls.handshake() {
         case .done:
             handshaking = false
-            guard tls.negotiatedProtocol == "h2" else {
+            // ALPN offered without h2 already failed the handshake. A client that offers no
+            // ALPN at all (aioapns, for one) speaks HTTP/2 regardless, and APNs serves it.
+            guard tls.negotiatedProtocol == nil || tls.negotiatedProtocol == "h2" else {
                 close()
                 return
             }
+            certificateTopic = tls.peerCertificateTopic
             startSession()
             readAvailable()
             if !isClosed { flush() }
@@ -274,7 +279,7 @@ final class Connection {
             let progress: TLSConnection.Progress = output.withUnsafeBytes { raw in
                 let pending = UnsafeRawBufferPointer(rebasing: raw[outputOffset...])
                 if let tls { return tls.write(pending) }
-                let written = Glibc.write(fd, pending.baseAddress, pending.count)
+                let written = Glibc.send(fd, pending.baseAddress, pending.count, Int32(MSG_NOSIGNAL))
                 if written >= 0 { return .done(written) }
                 return errno == EAGAIN || errno == EINTR ? .wantWrite : .failed("write: errno \(errno)")
             }
@@ -371,7 +376,8 @@ final class Connection {
 
     /// APNs' rules for one request, in `RequestRules`' order, with credentials, faults and
     /// device rules. Records stats and the log line.
-    private func judge(_ request: SimRequest, faults: FaultSettings) -> Response {
+    private func judge(_ received: SimRequest, faults: FaultSettings) -> Response {
+        var request = received
         // Echo a well-formed apns-id, else make one (as APNs does).
         let apnsID: [UInt8] = request.apnsID.flatMap { RequestRules.isUUID($0) ? Array($0.lowercased().utf8) : nil } ?? loop.random.uuid()
         func reject(_ rejection: SimRejection) -> Response {
@@ -386,7 +392,11 @@ final class Connection {
         }
         var allowedTopics: Set<String>?
         var now = loop.nowMillis()
-        if let authority = loop.authority {
+        if let certificateTopic {
+            // Certificate auth: no JWT; the topic defaults to the certificate's.
+            allowedTopics = [certificateTopic]
+            if request.topic == nil { request.topic = certificateTopic }
+        } else if let authority = loop.authority {
             let verified: VerifiedToken
             if let authorization = request.authorization, authorization == lastAuthorization {
                 if let expired = ProviderAuthority.checkAge(lastVerified, now: now / 1000) { return reject(expired) }
@@ -442,7 +452,7 @@ final class Connection {
         guard let session else { return }
         let faults = loop.faults
         var target = UInt32(clamping: faults.maxConcurrentStreams)
-        if loop.authority != nil, faults.startAtOne, !hadAccepted { target = 1 }
+        if loop.authority != nil, certificateTopic == nil, faults.startAtOne, !hadAccepted { target = 1 }
         if faults.dropToOneAfterRejection, lastWasRejection { target = 1 }
         guard target != advertisedStreams else { return }
         advertisedStreams = target

@@ -74,6 +74,11 @@ package struct VerifiedToken: Sendable, Equatable {
     package let keyIndex: Int
     /// The `iat` claim, epoch seconds.
     package let issuedAt: Int64
+
+    package init(keyIndex: Int, issuedAt: Int64) {
+        self.keyIndex = keyIndex
+        self.issuedAt = issuedAt
+    }
 }
 
 /// Checks provider tokens (JWTs) like APNs:
@@ -82,8 +87,11 @@ package struct VerifiedToken: Sendable, Equatable {
 ///   key's or a bad signature is 403 InvalidProviderToken;
 /// - `iat` more than 60 minutes before the simulator's clock (or more than 5 minutes after
 ///   it) is 403 ExpiredProviderToken, checked on every request;
-/// - a new token for a key whose current token was first accepted less than 20 minutes ago
-///   is 429 TooManyProviderTokenUpdates (the old token keeps working until it expires);
+/// - a token with a newer `iat` than the key's current one, less than 20 minutes after the
+///   current one was first accepted, is 429 TooManyProviderTokenUpdates (the current token
+///   keeps working until it expires). Tokens with the same `iat` (ES256 signatures differ
+///   each time, so connections that sign in the same second make different texts) or an
+///   older one are not updates;
 /// - with `acceptAnyKey`, any kid/iss pair is accepted without a signature check (the
 ///   structure and claims are still checked), and keys are created as they appear.
 ///
@@ -98,8 +106,9 @@ package final class ProviderAuthority: Sendable {
 
     private struct KeyState {
         var key: RegisteredKey
-        /// When (simulator clock) the key's current token was first accepted.
+        /// When (simulator clock) the key's current token was first accepted, and its `iat`.
         var currentSince: Int64?
+        var currentIssuedAt: Int64 = .min
         /// Times a new token replaced the current one.
         var changes = 0
     }
@@ -176,11 +185,16 @@ package final class ProviderAuthority: Sendable {
                 }
             }
             let keyIndex = index!
-            if let since = state.keys[keyIndex].currentSince {
-                if now - since < Self.minimumRefreshSeconds { return .failure(SimRejection(.tooManyProviderTokenUpdates)) }
-                state.keys[keyIndex].changes += 1
+            let key = state.keys[keyIndex]
+            if parsed.issuedAt > key.currentIssuedAt {
+                // A newer token: an update.
+                if let since = key.currentSince {
+                    if now - since < Self.minimumRefreshSeconds { return .failure(SimRejection(.tooManyProviderTokenUpdates)) }
+                    state.keys[keyIndex].changes += 1
+                }
+                state.keys[keyIndex].currentSince = now
+                state.keys[keyIndex].currentIssuedAt = parsed.issuedAt
             }
-            state.keys[keyIndex].currentSince = now
             let token = VerifiedToken(keyIndex: keyIndex, issuedAt: parsed.issuedAt)
             state.accepted[jwt] = token
             return .success(token)

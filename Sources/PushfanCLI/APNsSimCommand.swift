@@ -20,8 +20,10 @@ struct APNsSimCommand: Command {
             minutes of its current one: 429 TooManyProviderTokenUpdates; another key than the
             connection's first: 403 UnrelatedKeyIdInToken; topic outside the key's "topics":
             400 TopicDisallowed. --accept-any-key checks JWT structure and claims but not
-            signatures. --no-auth ignores authorization (as if every connection had a valid
-            client certificate; mutual TLS itself is not implemented).
+            signatures. --client-ca FILE adds certificate auth (mutual TLS): a connection with a
+            client certificate signed by those CAs pushes to the certificate's topic (subject UID,
+            else CN) without a JWT; other topics get 400 TopicDisallowed; apns-topic defaults to
+            it. --no-auth accepts every request without credentials.
 
             Device outcomes: --rules FILE (JSON): {"tokens": {TOKEN: REASON | {"reason",
             "status", "timestamp", "topic"}}, "unregistered": {TOKEN: MS}, "prefixes": {HEX:
@@ -52,6 +54,7 @@ struct APNsSimCommand: Command {
             .option("keys", "FILE", "token-auth keys to accept (JSON, see above)"),
             .flag("accept-any-key", "accept any team/key id; check JWT structure and claims, not signatures"),
             .flag("no-auth", "do not authenticate providers at all"),
+            .option("client-ca", "FILE", "certificate auth: verify client certificates against these CAs (PEM); a verified certificate may push to its subject UID's topic without a JWT"),
             .option("rules", "FILE", "device outcome rules (JSON, see above)"),
             .option("log", "FILE", "append one NDJSON line per accepted notification"),
             .option("threads", "N", "event-loop threads (default: one per core)"),
@@ -111,14 +114,20 @@ struct APNsSimCommand: Command {
         default: throw UsageError("--tls-cert and --tls-key go together")
         }
         let authChoices = [arguments.value("keys") != nil, arguments.flag("accept-any-key"), arguments.flag("no-auth")].filter { $0 }.count
-        guard authChoices == 1 else {
-            throw UsageError("choose how providers authenticate: --keys FILE, --accept-any-key or --no-auth (exactly one)")
+        let clientCA = arguments.value("client-ca")
+        guard authChoices == 1 || (authChoices == 0 && clientCA != nil) else {
+            throw UsageError("choose how providers authenticate: --keys FILE, --accept-any-key or --no-auth (exactly one), or --client-ca FILE alone")
         }
+        if clientCA != nil && arguments.flag("no-auth") { throw UsageError("--client-ca and --no-auth contradict each other") }
+        configuration.clientCAFile = clientCA
         do {
             if let keysFile = arguments.value("keys") {
                 configuration.auth = .token(ProviderAuthority(keys: try RegisteredKey.load(file: keysFile)))
             } else if arguments.flag("accept-any-key") {
                 configuration.auth = .token(ProviderAuthority(keys: [], acceptAnyKey: true))
+            } else if clientCA != nil {
+                // Certificate auth only: connections without a certificate have no credentials.
+                configuration.auth = .token(ProviderAuthority(keys: []))
             } else {
                 configuration.auth = .none
             }

@@ -86,6 +86,16 @@ package final class TLSServerContext: @unchecked Sendable {
 
     deinit { SSL_CTX_free(context) }
 
+    /// Asks every client for a certificate and verifies the ones presented against the CAs
+    /// in `caFile` (PEM); a certificate that does not verify fails the handshake. Clients
+    /// without one are still served (they may use token auth). Call before any connection.
+    package func verifyClientCertificates(caFile: String) throws(TLSError) {
+        guard SSL_CTX_load_verify_locations(context, caFile, nil) == 1 else {
+            throw TLSError("cannot load client CA certificates from \(caFile) (PEM expected)")
+        }
+        SSL_CTX_set_verify(context, SSL_VERIFY_PEER, nil)
+    }
+
     /// A server-side connection over a connected, non-blocking socket. The caller keeps
     /// owning (and closes) the descriptor.
     package func makeConnection(socket: Int32) throws(TLSError) -> TLSConnection {
@@ -210,6 +220,22 @@ package final class TLSConnection {
         SSL_get0_alpn_selected(ssl, &data, &length)
         guard let data, length > 0 else { return nil }
         return String(decoding: UnsafeBufferPointer(start: data, count: Int(length)), as: UTF8.self)
+    }
+
+    /// The verified client certificate's subject UID (Apple's provider certificates carry the
+    /// bundle id there), or its CN when it has no UID; nil without a client certificate.
+    package var peerCertificateTopic: String? {
+        guard let certificate = SSL_get1_peer_certificate(ssl) else { return nil }
+        defer { X509_free(certificate) }
+        guard SSL_get_verify_result(ssl) == X509_V_OK, let name = X509_get_subject_name(certificate) else { return nil }
+        for nid in [NID_userId, NID_commonName] {
+            let index = X509_NAME_get_index_by_NID(name, nid, -1)
+            guard index >= 0, let entry = X509_NAME_get_entry(name, index), let data = X509_NAME_ENTRY_get_data(entry),
+                  let bytes = ASN1_STRING_get0_data(data)
+            else { continue }
+            return String(decoding: UnsafeBufferPointer(start: bytes, count: Int(ASN1_STRING_length(data))), as: UTF8.self)
+        }
+        return nil
     }
 
     /// Reads decrypted bytes into `buffer`.

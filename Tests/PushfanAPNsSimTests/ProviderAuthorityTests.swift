@@ -115,6 +115,20 @@ struct ProviderAuthorityTests {
         #expect(authority.tokenChanges() == ["TEAM000001.KEY0000001": 0])
     }
 
+    @Test("tokens signed with the same iat are one token, not updates")
+    func sameIssuedAt() throws {
+        let authority = ProviderAuthority(keys: [key.registered])
+        let first = try key.jwt(issuedAt: now), twin = try key.jwt(issuedAt: now), older = try key.jwt(issuedAt: now - 30)
+        #expect(first != twin)
+        _ = try authority.admit(authorization: bearer(first), now: now).get()
+        _ = try authority.admit(authorization: bearer(twin), now: now + 5).get()
+        _ = try authority.admit(authorization: bearer(older), now: now + 6).get()
+        #expect(authority.tokenChanges() == ["TEAM000001.KEY0000001": 0])
+        #expect(throws: SimRejection(.tooManyProviderTokenUpdates)) {
+            try authority.admit(authorization: bearer(try key.jwt(issuedAt: now + 1)), now: now + 7).get()
+        }
+    }
+
     @Test("two keys keep separate 20-minute clocks")
     func separateKeys() throws {
         let second = TestKey(teamID: "TEAM000001", keyID: "KEY0000002")

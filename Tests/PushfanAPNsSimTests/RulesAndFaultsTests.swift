@@ -96,15 +96,16 @@ struct FaultsTests {
     }
 
     @Test("bad control JSON is refused and changes nothing", arguments: [
-        (["p500": 1.5] as [String: Any], #""p500" must be a probability from 0 to 1"#),
-        (["p500": 0.5, "goaway_after": -1], #""goaway_after" must be a whole number in 0...2147483647"#),
-        (["max_concurrent_streams": 0], #""max_concurrent_streams" must be a whole number in 1...2147483647"#),
-        (["start_at_one": "yes"], #""start_at_one" must be true or false"#),
-        (["throttle_tokens": ["xyz"]], #""throttle_tokens": "xyz" is not a hex device token"#),
-        (["latency": [1]], #""latency" must be like "5", "5-20" or "exp:10" (milliseconds)"#),
-        (["p5OO": 1], "unknown control member \"p5OO\"; known: p500, p503, p429, throttle_tokens, latency, goaway_after, refuse_fraction, drop_after, max_concurrent_streams, start_at_one, drop_to_one_after_rejection, clock_offset_s"),
+        (#"{"p500": 1.5}"#, #""p500" must be a probability from 0 to 1"#),
+        (#"{"p500": 0.5, "goaway_after": -1}"#, #""goaway_after" must be a whole number in 0...2147483647"#),
+        (#"{"max_concurrent_streams": 0}"#, #""max_concurrent_streams" must be a whole number in 1...2147483647"#),
+        (#"{"start_at_one": "yes"}"#, #""start_at_one" must be true or false"#),
+        (#"{"throttle_tokens": ["xyz"]}"#, #""throttle_tokens": "xyz" is not a hex device token"#),
+        (#"{"latency": [1]}"#, #""latency" must be like "5", "5-20" or "exp:10" (milliseconds)"#),
+        (#"{"p5OO": 1}"#, "unknown control member \"p5OO\"; known: p500, p503, p429, throttle_tokens, latency, goaway_after, refuse_fraction, drop_after, max_concurrent_streams, start_at_one, drop_to_one_after_rejection, clock_offset_s"),
     ])
-    func badControl(_ object: [String: Any], _ message: String) {
+    func badControl(_ json: String, _ message: String) throws {
+        let object = try #require(try JSONSerialization.jsonObject(with: Data(json.utf8)) as? [String: Any])
         var settings = FaultSettings()
         #expect(throws: SimConfigurationError(message)) { try settings.apply(json: object) }
         #expect(settings == FaultSettings())

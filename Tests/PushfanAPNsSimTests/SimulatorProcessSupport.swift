@@ -41,26 +41,34 @@ enum Clients {
 
     /// Several requests on one connection (`curl --next`); each entry is (headers, body, path).
     static func curlSequence(_ sim: SimulatorProcess, _ requests: [(headers: [String], body: String, path: String)]) async throws -> [ClientResponse] {
+        let marker = "--end-of-response--"
         var arguments: [String] = []
         for (index, request) in requests.enumerated() {
             if index > 0 { arguments.append("--next") }
-            arguments += ["-s", "-i", "--max-time", "20", "-X", "POST"] + sim.curlOptions
+            arguments += ["-s", "-i", "--max-time", "20", "-X", "POST", "-w", "\n" + marker + "\n"] + sim.curlOptions
             for header in request.headers { arguments += ["-H", header] }
             arguments += ["--data-binary", request.body, sim.url + request.path]
         }
         let result = try await CommandLineTool.run("curl", arguments)
-        // Each response starts with its status line.
-        var responses: [ClientResponse] = []
-        var current = ""
-        for line in result.output.split(separator: "\n", omittingEmptySubsequences: false) {
-            if line.hasPrefix("HTTP/2 "), !current.isEmpty {
-                responses.append(parse(current))
-                current = ""
+        return result.output.components(separatedBy: marker + "\n").filter { !$0.isEmpty }.map(parse)
+    }
+
+    /// Paths for `count` different tokens (nghttp fetches a repeated URI only once).
+    static func distinctPaths(_ count: Int) -> [String] {
+        (1...count).map { "/3/device/" + String(format: "%04d", $0) + String(repeating: "a", count: 60) }
+    }
+
+    /// SETTINGS_MAX_CONCURRENT_STREAMS values the server sent, in order, from nghttp -v.
+    static func receivedStreamLimits(_ log: String) -> [Int] {
+        var limits: [Int] = []
+        var inReceivedSettings = false
+        for line in log.split(separator: "\n") {
+            if line.contains(" frame <") { inReceivedSettings = line.contains("recv SETTINGS frame") }
+            if inReceivedSettings, let range = line.range(of: "SETTINGS_MAX_CONCURRENT_STREAMS(0x03):") {
+                limits.append(Int(line[range.upperBound...].prefix { $0.isNumber }) ?? -1)
             }
-            current += line + "\n"
         }
-        if !current.isEmpty { responses.append(parse(current)) }
-        return responses
+        return limits
     }
 
     static func parse(_ output: String) -> ClientResponse {
