@@ -22,6 +22,7 @@ enum APNsOptions {
     ]
 
     static let poolSpecs: [OptionSpec] = [
+        .option("transport", "NAME", "nghttp2 or libcurl (default: nghttp2; see docs/apns.md)"),
         .option("connections", "N", "HTTP/2 connections (default: 2)"),
         .option("streams", "N", "concurrent streams per connection, lowered by the server's limit (default: 100)"),
     ]
@@ -73,6 +74,12 @@ enum APNsOptions {
 
     static func pool(_ arguments: ParsedArguments) throws(UsageError) -> APNsClientConfiguration {
         var configuration = APNsClientConfiguration()
+        if let name = arguments.value("transport") {
+            guard let transport = APNsTransport(rawValue: name) else {
+                throw UsageError("--transport must be nghttp2 or libcurl, got '\(name)'")
+            }
+            configuration.transport = transport
+        }
         configuration.connections = try arguments.int("connections", default: configuration.connections, range: 1...64)
         configuration.streamsPerConnection = try arguments.int("streams", default: configuration.streamsPerConnection, range: 1...10_000)
         return configuration

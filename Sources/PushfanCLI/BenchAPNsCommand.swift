@@ -19,7 +19,7 @@ struct BenchAPNsCommand: Command {
             --concurrency batches in flight. Progress goes to standard error every second; the
             last line on standard output is one JSON object:
               {"bench":"apns","sent":N,"seconds":S,"sent_per_s":R,"cpu_us_per_notification":C,
-               "connections":C,"streams":S,"outcomes":{"accepted":N,...}}
+               "transport":"nghttp2","connections":C,"streams":S,"outcomes":{"accepted":N,...}}
             Outcomes are counted as accepted, rejected:<reason> and failed:<cause>.
             """,
         options: [
@@ -34,7 +34,7 @@ struct BenchAPNsCommand: Command {
         ] + APNsOptions.poolSpecs + APNsOptions.endpointSpecs + APNsOptions.credentialSpecs)
 
     /// 150 bytes, the size scripts/bench-sender gives every client.
-    static let defaultPayload = #"{"aps":{"alert":{"title":"Pushfan benchmark","body":"A notification of the size campaigns send: a title and a body line."},"sound":"default"}}"#
+    static let defaultPayload = #"{"aps":{"alert":{"title":"Pushfan benchmark","body":"A notification of the size campaigns send: a title and a body line. Thanks!"},"sound":"default"}}"#
 
     static func run(_ arguments: ParsedArguments, _ context: CommandContext) async throws -> Int32 {
         let count = try arguments.int("count", default: 0, range: 1...100_000_000)
@@ -105,6 +105,7 @@ struct BenchAPNsCommand: Command {
             ("seconds", .number((seconds * 1000).rounded() / 1000)),
             ("sent_per_s", .int(Int64((Double(count) / seconds).rounded()))),
             ("cpu_us_per_notification", .number((cpu / Double(count) * 1e7).rounded() / 10)),
+            ("transport", .string(configuration.transport.rawValue)),
             ("connections", .int(Int64(configuration.connections))),
             ("streams", .int(Int64(configuration.streamsPerConnection))),
             ("outcomes", .object(Dictionary(uniqueKeysWithValues: outcomes))),

@@ -37,6 +37,7 @@ async def main() -> int:
     parser.add_argument("--token", default="ab" * 32)
     parser.add_argument("--connections", type=int, default=1)
     parser.add_argument("--concurrency", type=int, default=200)
+    parser.add_argument("--payload", help="the JSON payload (default: a short alert)")
     args = parser.parse_args()
 
     from aioapns import APNs, NotificationRequest, PushType
@@ -60,7 +61,7 @@ async def main() -> int:
         nonlocal accepted
         request = NotificationRequest(
             device_token=args.token,
-            message={"aps": {"alert": {"title": "aioapns", "body": f"notification {index}"}}},
+            message=json.loads(args.payload) if args.payload else {"aps": {"alert": {"title": "aioapns", "body": f"notification {index}"}}},
             notification_id=str(uuid.uuid4()),
             push_type=PushType.ALERT,
         )

@@ -16,7 +16,7 @@
 
 static const char *default_payload =
     "{\"aps\":{\"alert\":{\"title\":\"Pushfan benchmark\",\"body\":\"A notification of the size campaigns send: "
-    "a title and a body line.\"},\"sound\":\"default\"}}";
+    "a title and a body line. Thanks!\"},\"sound\":\"default\"}}";
 
 struct slot {
     CURL *easy;
