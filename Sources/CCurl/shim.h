@@ -17,6 +17,16 @@ typedef size_t (*pushfan_curl_data_callback)(char *data, size_t size, size_t cou
 static inline CURLcode pushfan_curl_easy_setopt_data_callback(CURL *easy, CURLoption option, pushfan_curl_data_callback callback) {
     return curl_easy_setopt(easy, option, callback);
 }
+static inline CURLcode pushfan_curl_easy_setopt_opensocket(CURL *easy, curl_opensocket_callback callback) {
+    return curl_easy_setopt(easy, CURLOPT_OPENSOCKETFUNCTION, callback);
+}
+static inline CURLcode pushfan_curl_easy_setopt_closesocket(CURL *easy, curl_closesocket_callback callback) {
+    return curl_easy_setopt(easy, CURLOPT_CLOSESOCKETFUNCTION, callback);
+}
+static inline CURLcode pushfan_curl_easy_getinfo_socket(CURL *easy, CURLINFO info, curl_socket_t *socket) {
+    return curl_easy_getinfo(easy, info, socket);
+}
+static inline curl_socket_t pushfan_curl_socket_bad(void) { return CURL_SOCKET_BAD; }
 static inline CURLcode pushfan_curl_easy_getinfo_long(CURL *easy, CURLINFO info, long *value) {
     return curl_easy_getinfo(easy, info, value);
 }

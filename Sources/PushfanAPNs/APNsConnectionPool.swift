@@ -171,6 +171,48 @@ final class APNsConnectionPool: Sendable {
     }
 }
 
+/// Paces new connections. Apple treats rapid connect/disconnect as an attack,
+/// and libcurl 7.88 closes a whole connection and connects again whenever a
+/// stream is refused (REFUSED_STREAM, as APNs does while its stream limit is
+/// low), which would turn a limit drop into a reconnect storm. A token bucket:
+/// `burst` connects at once, then one per `interval`.
+final class ConnectionPacer {
+    private var tokens: Double
+    private let capacity: Double
+    private let interval: Duration
+    private var last = ContinuousClock.now
+    /// Connects refused so far, for logs and tests.
+    private(set) var deferred = 0
+
+    init(burst: Int, interval: Duration) {
+        capacity = Double(burst)
+        tokens = capacity
+        self.interval = interval
+    }
+
+    func tryAcquire() -> Bool {
+        refill()
+        guard tokens >= 1 else {
+            deferred += 1
+            return false
+        }
+        tokens -= 1
+        return true
+    }
+
+    /// When the next connect will be allowed.
+    var nextAllowed: ContinuousClock.Instant {
+        refill()
+        return tokens >= 1 ? last : last + interval * (1 - tokens)
+    }
+
+    private func refill() {
+        let now = ContinuousClock.now
+        tokens = min(capacity, tokens + (now - last) / interval)
+        last = now
+    }
+}
+
 /// One reusable easy handle with the buffers of the request it carries.
 /// Owned by the engine's `slots` array for the engine's whole life: libcurl gets
 /// unretained pointers to it (`CURLOPT_PRIVATE`, `CURLOPT_WRITEDATA`).
@@ -186,9 +228,18 @@ private final class TransferSlot {
     let errorText: UnsafeMutablePointer<CChar>
     /// Scratch for building NUL-terminated header lines and the URL.
     var line: [UInt8] = []
+    let pacer: ConnectionPacer
+    /// The pacer refused the connection this transfer needed: requeue, not a failure.
+    var connectDeferred = false
+    /// Connection events for the engine's bookkeeping (set by the engine, which
+    /// owns the slot; libcurl reports a connection's close to the slot that
+    /// opened it, whichever transfer is running then).
+    var onSocketOpened: ((Int32) -> Void)?
+    var onSocketClosed: ((Int32) -> Void)?
 
-    init(easy: UnsafeMutableRawPointer) {
+    init(easy: UnsafeMutableRawPointer, pacer: ConnectionPacer) {
         self.easy = easy
+        self.pacer = pacer
         payload = .allocate(byteCount: 4096, alignment: 1)
         errorText = .allocate(capacity: Int(CURL_ERROR_SIZE))
         errorText.initialize(repeating: 0, count: Int(CURL_ERROR_SIZE))
@@ -273,6 +324,22 @@ private final class TransferEngine {
     private var consecutiveConnectFailures = 0
     private var lastUpkeep = ContinuousClock.now
     private var headerLines = HeaderLines()
+    private let pacer: ConnectionPacer
+    /// APNs lowers a connection's stream limit to 1 after a rejection, until
+    /// the next acceptance; while the last answer was a rejection the pool keeps
+    /// one request per connection in flight, so it does not open streams the
+    /// server would refuse.
+    /// Open connections by socket: true once a response came back on it.
+    ///
+    /// libcurl assumes 100 streams on a new connection until the server's
+    /// SETTINGS arrive, but APNs allows a token-auth connection 1 stream until
+    /// its first valid request and refuses the others, and libcurl 7.88 answers
+    /// a refused stream by closing the connection and connecting again. So a
+    /// new ("cold") connection gets one request; nothing more starts until it
+    /// answers (after its SETTINGS), and the pool keeps on the wire only what
+    /// its answering ("warm") connections can carry, plus one request to open
+    /// the next connection.
+    private var connections: [Int32: Bool] = [:]
 
     init(
         multi: UnsafeMutableRawPointer, endpoint: APNsEndpoint, credentials: APNsCredentials,
@@ -285,6 +352,18 @@ private final class TransferEngine {
         self.tokenCache = tokenCache
         self.logger = logger
         self.shared = shared
+        pacer = ConnectionPacer(burst: 2 * configuration.connections, interval: .milliseconds(200))
+    }
+
+    /// Requests allowed on the wire now (see `connections`).
+    private var inFlightLimit: Int {
+        var warm = 0
+        for isWarm in connections.values {
+            guard isWarm else { return active }
+            warm += 1
+        }
+        let opening = warm < configuration.connections ? 1 : 0
+        return min(configuration.maxInFlight, warm * configuration.streamsPerConnection + opening)
     }
 
     private var waitingCount: Int { waiting.count - waitingHead }
@@ -324,8 +403,10 @@ private final class TransferEngine {
     // MARK: starting transfers
 
     private func startWaiting() {
-        guard waitingCount > 0, active < configuration.maxInFlight else { return }
-        guard ContinuousClock.now >= blockedUntil else { return }
+        let limit = inFlightLimit
+        guard waitingCount > 0, active < limit else { return }
+        let now = ContinuousClock.now
+        guard now >= blockedUntil else { return }
         var token: ProviderToken?
         if case .token(let key) = credentials {
             do {
@@ -335,7 +416,7 @@ private final class TransferEngine {
                 return
             }
         }
-        while active < configuration.maxInFlight, waitingHead < waiting.count {
+        while active < limit, waitingHead < waiting.count {
             let request = waiting[waitingHead]
             waitingHead += 1
             start(request, token: token)
@@ -366,6 +447,7 @@ private final class TransferEngine {
         slot.token = token
         slot.responseBody.removeAll(keepingCapacity: true)
         slot.errorText[0] = 0
+        slot.connectDeferred = false
 
         // URL
         slot.line.removeAll(keepingCapacity: true)
@@ -427,7 +509,10 @@ private final class TransferEngine {
 
     private func makeSlot() -> TransferSlot? {
         guard let easy = curl_easy_init() else { return nil }
-        let slot = TransferSlot(easy: easy)
+        let slot = TransferSlot(easy: easy, pacer: pacer)
+        // Unowned: the engine owns the slot.
+        slot.onSocketOpened = { [unowned self] socket in self.connections[socket] = false }
+        slot.onSocketClosed = { [unowned self] socket in self.connections[socket] = nil }
         // Unretained: `slots` keeps every slot alive as long as the engine, which
         // outlives all of its transfers (finish() removes them first).
         let context = Unmanaged.passUnretained(slot).toOpaque()
@@ -448,6 +533,22 @@ private final class TransferEngine {
             return length
         }
         _ = pushfan_curl_easy_setopt_pointer(easy, CURLOPT_ERRORBUFFER, slot.errorText)
+        _ = pushfan_curl_easy_setopt_pointer(easy, CURLOPT_OPENSOCKETDATA, context)
+        _ = pushfan_curl_easy_setopt_opensocket(easy) { context, _, address in
+            let slot = Unmanaged<TransferSlot>.fromOpaque(context!).takeUnretainedValue()
+            guard let address, slot.pacer.tryAcquire() else {
+                slot.connectDeferred = true
+                return pushfan_curl_socket_bad()
+            }
+            let descriptor = socket(address.pointee.family, address.pointee.socktype, address.pointee.protocol)
+            if descriptor >= 0 { slot.onSocketOpened?(descriptor) }
+            return descriptor
+        }
+        _ = pushfan_curl_easy_setopt_pointer(easy, CURLOPT_CLOSESOCKETDATA, context)
+        _ = pushfan_curl_easy_setopt_closesocket(easy) { context, descriptor in
+            Unmanaged<TransferSlot>.fromOpaque(context!).takeUnretainedValue().onSocketClosed?(descriptor)
+            return close(descriptor)
+        }
         _ = pushfan_curl_easy_setopt_long(easy, CURLOPT_CONNECTTIMEOUT_MS, Int(configuration.connectTimeout.milliseconds))
         _ = pushfan_curl_easy_setopt_long(easy, CURLOPT_TIMEOUT_MS, Int(configuration.requestTimeout.milliseconds))
         _ = pushfan_curl_easy_setopt_long(easy, CURLOPT_MAXAGE_CONN, max(1, Int(configuration.idleTimeout.seconds)))
@@ -510,10 +611,26 @@ private final class TransferEngine {
             result = .failed(failure)
         }
         let token = slot.token
+        let deferredByPacer = slot.connectDeferred && code == CURLE_COULDNT_CONNECT
+        if code == CURLE_OK {
+            // The connection answered: it is warm.
+            var socket: curl_socket_t = pushfan_curl_socket_bad()
+            if pushfan_curl_easy_getinfo_socket(slot.easy, CURLINFO_ACTIVESOCKET, &socket) == CURLE_OK,
+               connections[socket] != nil
+            {
+                connections[socket] = true
+            }
+        }
         curl_multi_remove_handle(multi, slot.easy)
         active -= 1
         release(slot)
 
+        if deferredByPacer {
+            // Not sent: it waits for the next connect the pacer allows.
+            blockedUntil = max(blockedUntil, pacer.nextAllowed)
+            waiting.insert(request, at: waitingHead)
+            return
+        }
         switch result {
         case .failed(let failure) where failure.cause == .connectFailed:
             noteConnectFailure(failure)
@@ -619,7 +736,7 @@ private final class TransferEngine {
 
     private func pollTimeoutMilliseconds() -> Int32 {
         var timeout: Int = 1000
-        if waitingCount > 0, active < configuration.maxInFlight {
+        if waitingCount > 0, active < inFlightLimit {
             let wait = blockedUntil - ContinuousClock.now
             timeout = min(timeout, max(0, Int(wait.milliseconds)))
         }
@@ -628,9 +745,11 @@ private final class TransferEngine {
 
     private func finish() {
         for slot in slots where slot.request != nil { curl_multi_remove_handle(multi, slot.easy) }
+        // The multi handle closes the cached connections through the slots'
+        // close-socket callbacks, so it goes before the slots.
+        curl_multi_cleanup(multi)
         slots.removeAll()
         freeSlots.removeAll()
-        curl_multi_cleanup(multi)
         let waiters = shared.state.withLock { state in
             state.closed = true
             let waiters = state.closeWaiters + state.roomWaiters

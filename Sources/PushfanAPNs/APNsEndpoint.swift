@@ -43,7 +43,7 @@ package struct APNsEndpoint: Sendable, Hashable, CustomStringConvertible {
             }
         }
         let port = components.port ?? (scheme == "https" ? 443 : 80)
-        let hostPart = host.contains(":") ? "[\(host)]" : host
+        let hostPart = host.contains(":") && !host.hasPrefix("[") ? "[\(host)]" : host
         self.init(uncheckedBaseURL: "\(scheme)://\(hostPart):\(port)", caFile: caFile, verifyPeer: verifyPeer)
     }
 

@@ -139,7 +139,12 @@ struct SendCommand: Command {
         } else {
             bytes = Data(text.utf8)
         }
-        let payload = try APNsPayload(jsonBytes: bytes)
+        let payload: APNsPayload
+        do {
+            payload = try APNsPayload(jsonBytes: bytes)
+        } catch {
+            throw UsageError("--payload is not a valid APNs payload: \(error)")
+        }
         let pushTypeText = arguments.value("push-type") ?? "alert"
         guard let pushType = Campaign.PushType(rawValue: pushTypeText) else {
             throw UsageError("--push-type must be one of \(Campaign.PushType.allCases.map(\.rawValue).joined(separator: ", ")); got '\(pushTypeText)'")

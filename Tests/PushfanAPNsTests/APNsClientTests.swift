@@ -142,14 +142,14 @@ import Testing
         let cache = ProviderTokenCache(now: { clock.now })
         let client = try harness.client(tokenCache: cache) { $0.connections = 2 }
         let first = await client.send(batch: try (0..<50).map { _ in try SenderHarness.alert() })
-        #expect(first.allSatisfy(\.isAccepted))
+        #expect(first.allSatisfy { $0.isAccepted })
         let changesAtStart = try await Self.jwtChanges(harness)
 
         // 30 minutes on: still the same token.
         clock.advance(minutes: 30)
         try await harness.simulator.control(["clock_offset_s": 30 * 60])
         let second = await client.send(batch: try (0..<50).map { _ in try SenderHarness.alert() })
-        #expect(second.allSatisfy(\.isAccepted))
+        #expect(second.allSatisfy { $0.isAccepted })
         #expect(try await Self.jwtChanges(harness) == changesAtStart)
 
         // 51 minutes after the first: one new token, accepted (not TooManyProviderTokenUpdates).
@@ -157,7 +157,7 @@ import Testing
         try await harness.simulator.control(["clock_offset_s": 51 * 60])
         let third = await client.send(batch: try (0..<50).map { _ in try SenderHarness.alert() })
         await client.shutdown()
-        #expect(third.allSatisfy(\.isAccepted), "\(third.first { !$0.isAccepted }.map { "\($0)" } ?? "")")
+        #expect(third.allSatisfy { $0.isAccepted }, "\(third.first { !$0.isAccepted }.map { "\($0)" } ?? "")")
         #expect(try await Self.jwtChanges(harness) == changesAtStart + 1)
         let stats = try await harness.simulator.stats()
         #expect(stats.count("reason", "TooManyProviderTokenUpdates") == 0)

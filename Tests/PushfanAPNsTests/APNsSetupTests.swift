@@ -15,7 +15,7 @@ import Testing
 
     private static func file(_ name: String, _ contents: String) -> String {
         let path = directory + "/" + name
-        FileManager.default.createFile(atPath: path, contents: Data(contents.utf8))
+        _ = FileManager.default.createFile(atPath: path, contents: Data(contents.utf8))
         return path
     }
 
@@ -104,7 +104,7 @@ import Testing
         let pem = try APNsClientCertificate(certificateFile: certificate, keyFile: key)
         #expect(pem.format == .pem)
         let p12Path = Self.directory + "/cert.p12"
-        FileManager.default.createFile(atPath: p12Path, contents: Data([0x30, 0x82, 0x01, 0x00]))
+        _ = FileManager.default.createFile(atPath: p12Path, contents: Data([0x30, 0x82, 0x01, 0x00]))
         #expect(try APNsClientCertificate(certificateFile: p12Path, keyFile: nil, password: "pw").format == .pkcs12)
 
         let cases: [(String, String?, String)] = [

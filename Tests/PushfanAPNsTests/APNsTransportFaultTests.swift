@@ -38,7 +38,7 @@ import Testing
         #expect(stats.count("goaways_sent") >= 1)
         // libcurl resends streams above last-stream-id on a new connection by
         // itself, so most notifications get through.
-        #expect(results.filter(\.isAccepted).count >= 10)
+        #expect(results.filter { $0.isAccepted }.count >= 10)
         for failure in results.compactMap(\.failure) {
             #expect([.goAwayUnprocessed, .goAwayInFlight, .connectionLost, .refusedStream, .streamReset].contains(failure.cause), "\(failure)")
         }
@@ -64,7 +64,7 @@ import Testing
         let retried = notifications.enumerated().filter { !results[$0.offset].isAccepted }.map(\.element)
         let second = await client.send(batch: retried)
         await client.shutdown()
-        #expect(second.allSatisfy(\.isAccepted))
+        #expect(second.allSatisfy { $0.isAccepted })
         #expect(try await harness.simulator.stats().count("duplicate_acceptances") == 0)
     }
 
@@ -89,11 +89,11 @@ import Testing
         defer { harness.stop() }
         let client = try harness.client { $0.streamsPerConnection = 100 }
         let first = await client.send(batch: try (0..<30).map { _ in try SenderHarness.alert() })
-        #expect(first.allSatisfy(\.isAccepted), "\(first.first { !$0.isAccepted }.map { "\($0)" } ?? "")")
+        #expect(first.allSatisfy { $0.isAccepted }, "\(first.first { !$0.isAccepted }.map { "\($0)" } ?? "")")
         try await harness.simulator.control(["max_concurrent_streams": 500])
         let second = await client.send(batch: try (0..<300).map { _ in try SenderHarness.alert() })
         await client.shutdown()
-        #expect(second.allSatisfy(\.isAccepted))
+        #expect(second.allSatisfy { $0.isAccepted })
         let stats = try await harness.simulator.stats()
         #expect(stats.count("refused_streams") == 0, "the client never opened more streams than allowed")
         #expect(stats.count("accepted") == 330)
@@ -106,7 +106,7 @@ import Testing
         let client = try harness.client()
         let burst = await client.send(batch: try (0..<20).map { _ in try SenderHarness.alert() })
         for result in burst {
-            #expect(result.rejection?.status == 503)
+            #expect(result.rejection?.status == 503, "\(result)")
             #expect(result.rejection?.reason == .serviceUnavailable)
         }
         try await harness.simulator.control(["p503": 0.5])
@@ -143,7 +143,7 @@ import Testing
         let harness = try await SenderHarness.start(["--latency", "300"])
         defer { harness.stop() }
         let patient = try harness.client()
-        #expect(await patient.send(batch: try (0..<10).map { _ in try SenderHarness.alert() }).allSatisfy(\.isAccepted))
+        #expect(await patient.send(batch: try (0..<10).map { _ in try SenderHarness.alert() }).allSatisfy { $0.isAccepted })
         await patient.shutdown()
 
         let hasty = try harness.client { $0.requestTimeout = .milliseconds(100) }
@@ -178,7 +178,7 @@ import Testing
         try await Task.sleep(for: .milliseconds(100))
         await client.shutdown()
         let all = await results
-        #expect(all.filter(\.isAccepted).count >= 1, "the requests on the wire were allowed to finish")
+        #expect(all.filter { $0.isAccepted }.count >= 1, "the requests on the wire were allowed to finish")
         #expect(all.contains { $0.failure?.cause == .senderClosed })
         checkAgainstLog(notifications, all, harness)
         let late = await client.send(try SenderHarness.alert())

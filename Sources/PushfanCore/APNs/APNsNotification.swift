@@ -288,7 +288,7 @@ package struct APNsPreparedPayload: Sendable, Hashable {
         _ payload: APNsPayload, pushType: Campaign.PushType, priority: APNsNotification.Priority? = nil
     ) throws(APNsRequestError) {
         self.priority = try APNsNotification.checkRules(pushType: pushType, payload: payload, priority: priority)
-        let bytes = payload.encoded()
+        let bytes = payload.encoded(for: pushType)
         guard bytes.count <= pushType.maxPayloadBytes else {
             throw .payloadTooLarge(bytes: bytes.count, limit: pushType.maxPayloadBytes, pushType: pushType)
         }

@@ -64,20 +64,21 @@ package struct APNsPayload: Sendable, Hashable {
         try self.init(aps: APS(json: notification.aps(forLocale: locale)), custom: notification.data ?? [:])
     }
 
-    /// The payload as a JSON value. An empty `aps` is left out when there is
-    /// custom data (MDM's `{"mdm": ...}` must have no `aps`, and an empty one
-    /// means nothing to the device); a payload with nothing at all is
-    /// `{"aps":{}}`, never an empty body (which APNs refuses as PayloadEmpty).
-    package var jsonValue: JSONValue {
+    /// The payload as a JSON value, always with an `aps` dictionary (APNs
+    /// expects one, even empty, in every push but MDM's).
+    package var jsonValue: JSONValue { jsonValue(for: nil) }
+
+    /// As sent for `pushType`: MDM's `{"mdm": ...}` has no `aps` at all.
+    package func jsonValue(for pushType: Campaign.PushType?) -> JSONValue {
         var members = custom
         let apsObject = aps.jsonObject
-        if !apsObject.isEmpty || custom.isEmpty { members["aps"] = .object(apsObject) }
+        if !apsObject.isEmpty || pushType != .mdm { members["aps"] = .object(apsObject) }
         return .object(members)
     }
 
     /// The exact bytes sent: compact, keys sorted, UTF-8 (see `APNsJSONWriter`).
-    package func encoded() -> Data {
-        Data(APNsJSONWriter.bytes(jsonValue))
+    package func encoded(for pushType: Campaign.PushType? = nil) -> Data {
+        Data(APNsJSONWriter.bytes(jsonValue(for: pushType)))
     }
 
     private static let customAPSError = APNsRequestError.invalidPayload(
