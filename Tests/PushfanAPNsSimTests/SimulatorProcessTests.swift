@@ -333,6 +333,23 @@ struct SimulatorProcessTests {
         #expect((try await sim.control(["latency": "exp:50"]))["latency"] as? String == "exp:50")
     }
 
+    @Test("one connection serves 1,100 requests from curl, which resets each stream after its answer")
+    func longConnection() async throws {
+        // libcurl 7.88 sends RST_STREAM(STREAM_CLOSED) after every answer; nghttp2's
+        // rapid-reset limit would close the connection after 1,000 of them.
+        let sim = try await SimulatorProcess(["--no-auth"])
+        defer { sim.stop() }
+        let prefix = String(repeating: "ab", count: 30)
+        let result = try await CommandLineTool.run("curl", ["-s", "-o", "/dev/null", "-w", "%{http_code}\n"] + sim.curlOptions
+            + ["-H", "apns-topic: a.b", "--data-binary", #"{"aps":{}}"#, sim.url + "/3/device/" + prefix + "[1000-2099]"])
+        let codes = result.output.split(separator: "\n")
+        #expect(codes.count == 1100)
+        #expect(codes.allSatisfy { $0 == "200" })
+        let stats = try await sim.stats()
+        #expect(Clients.int(stats["accepted"]) == 1100)
+        #expect(Clients.int(stats["connections_accepted"]) == 2, "the requests' connection and this stats call's")
+    }
+
     @Test("a client that leaves before its answer does not take the simulator down")
     func clientLeaves() async throws {
         let sim = try await SimulatorProcess(["--no-auth", "--latency", "400"])
