@@ -27,8 +27,10 @@ let package = Package(
         .target(name: "PushfanCrypto", dependencies: ["COpenSSL"]),
         // Device store: SQLite and PostgreSQL behind one interface, segments, expansion, ledger.
         .target(name: "PushfanStore", dependencies: ["PushfanCore", "PushfanCrypto", "CSQLite", "CLibpq"]),
-        // APNs sender: HTTP/2 over libcurl's multi interface, token and certificate auth.
-        .target(name: "PushfanAPNs", dependencies: ["PushfanCore", "PushfanCrypto", "CCurl"]),
+        // APNs sender: HTTP/2 client sessions of nghttp2 (default) or libcurl's multi
+        // interface; token and certificate auth. It shares CNghttp2 with the simulator:
+        // one speaks HTTP/2 as a client, the other as a server.
+        .target(name: "PushfanAPNs", dependencies: ["PushfanCore", "PushfanCrypto", "CCurl", "CNghttp2"]),
         // The APNs simulator: an HTTP/2 server (nghttp2, TLS from PushfanCrypto) that behaves like APNs.
         .target(name: "PushfanAPNsSim", dependencies: ["PushfanCore", "PushfanCrypto", "CNghttp2", "CEpoll"]),
         // Subcommands and argument parsing; the executable only dispatches into it.

@@ -1,7 +1,20 @@
 import PushfanCore
 
+/// How requests reach APNs.
+package enum APNsTransport: String, Sendable, Hashable, CaseIterable {
+    /// HTTP/2 sessions of libnghttp2 over Pushfan's own sockets and OpenSSL:
+    /// refused streams are resent on the same connection, GOAWAY's
+    /// last-stream-id is read exactly. The default.
+    case nghttp2
+    /// libcurl's multi interface (libcurl 7.88 reconnects on every refused
+    /// stream; see docs/apns.md).
+    case libcurl
+}
+
 /// Settings of one connection pool (one endpoint and one credential).
 package struct APNsClientConfiguration: Sendable, Hashable {
+    /// Default `.nghttp2`.
+    package var transport: APNsTransport = .nghttp2
     /// Most HTTP/2 connections the pool opens. Default 2. Apple's advice: several
     /// connections for throughput, kept open.
     package var connections: Int = 2

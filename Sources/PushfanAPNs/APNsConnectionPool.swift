@@ -1,7 +1,6 @@
 import Foundation
 import Synchronization
 import PushfanCore
-internal import CCurl
 
 /// Where one batch's results are gathered. Written only by the pool's thread
 /// once the batch is handed over (the hand-over goes through the pool's mutex,
@@ -31,10 +30,15 @@ struct PendingRequest: Sendable {
     let index: Int
     /// Already resent once after ExpiredProviderToken with a fresh token.
     var resentWithFreshToken = false
+    /// Times the server refused it unprocessed (REFUSED_STREAM, above GOAWAY's
+    /// last-stream-id) and the pool sent it again.
+    var unprocessedResends = 0
+
+    func deliver(_ result: APNsSendResult) { collector.deliver(result, at: index) }
 }
 
 /// State shared between callers and the pool's thread.
-private struct SharedState {
+struct SharedState {
     var incoming: [PendingRequest] = []
     /// Requests the thread holds that are not on the wire yet.
     var waitingInThread = 0
@@ -47,56 +51,44 @@ private struct SharedState {
 }
 
 /// The mutex-guarded state, in a class so the pool and its thread share it.
-private final class SharedBox: Sendable {
+final class SharedBox: Sendable {
     let state = Mutex(SharedState())
 }
 
-/// libcurl's multi handle, moved to the pool's thread after creation. Only
-/// `curl_multi_wakeup` is called on it from other threads, which libcurl allows.
-private struct MultiHandle: @unchecked Sendable {
-    let pointer: UnsafeMutableRawPointer
+/// Wakes the pool's thread from another thread (a thread-safe libcurl or pipe call).
+struct Waker: @unchecked Sendable {
+    let wake: () -> Void
 }
 
-/// One endpoint and one credential: HTTP/2 connections driven by libcurl's
-/// multi interface on a dedicated thread (never the cooperative pool).
+/// One endpoint and one credential: HTTP/2 connections driven on a dedicated
+/// thread (never the cooperative pool) by a `TransferEngine`.
 ///
-/// libcurl multiplexes the transfers over at most `connections` connections
-/// with at most `streamsPerConnection` streams each (fewer when the server's
-/// SETTINGS_MAX_CONCURRENT_STREAMS says so) and reuses its easy handles. Callers
-/// hand over batches; the thread keeps `maxInFlight` requests on the wire,
-/// queues the rest (callers wait when `maxQueued` are queued) and resumes each
-/// batch's caller once when all its results are in.
+/// Callers hand over batches; the thread keeps up to `maxInFlight` requests on
+/// the wire, queues the rest (callers wait when `maxQueued` are queued) and
+/// resumes each batch's caller once, when all its results are in.
 final class APNsConnectionPool: Sendable {
-    private let multi: MultiHandle
     private let shared = SharedBox()
+    private let waker: Waker
     private let maxQueued: Int
 
     init(
         endpoint: APNsEndpoint, credentials: APNsCredentials, configuration: APNsClientConfiguration,
         tokenCache: ProviderTokenCache, logger: Logger
     ) throws(APNsSenderError) {
-        guard Curl.initialized else { throw .libcurl("curl_global_init", "initialization failed") }
-        guard let pointer = curl_multi_init() else { throw .libcurl("curl_multi_init", "out of memory") }
-        let multi = MultiHandle(pointer: pointer)
-        do {
-            try Curl.check(pushfan_curl_multi_setopt_long(pointer, CURLMOPT_PIPELINING, Int(CURLPIPE_MULTIPLEX)), "CURLMOPT_PIPELINING")
-            try Curl.check(pushfan_curl_multi_setopt_long(pointer, CURLMOPT_MAX_HOST_CONNECTIONS, configuration.connections), "CURLMOPT_MAX_HOST_CONNECTIONS")
-            try Curl.check(pushfan_curl_multi_setopt_long(pointer, CURLMOPT_MAX_TOTAL_CONNECTIONS, configuration.connections), "CURLMOPT_MAX_TOTAL_CONNECTIONS")
-            try Curl.check(pushfan_curl_multi_setopt_long(pointer, CURLMOPT_MAX_CONCURRENT_STREAMS, configuration.streamsPerConnection), "CURLMOPT_MAX_CONCURRENT_STREAMS")
-        } catch {
-            curl_multi_cleanup(pointer)
-            throw error
+        let context = TransferEngine.Context(
+            endpoint: endpoint, credentials: credentials, configuration: configuration, tokenCache: tokenCache,
+            logger: logger, shared: shared)
+        let engine: TransferEngine
+        switch configuration.transport {
+        case .nghttp2: engine = try HTTP2TransferEngine(context)
+        case .libcurl: engine = try CurlTransferEngine(context)
         }
-        self.multi = multi
-        self.maxQueued = configuration.maxQueued
-        let shared = self.shared
-        let thread = Thread {
-            let engine = TransferEngine(
-                multi: multi.pointer, endpoint: endpoint, credentials: credentials, configuration: configuration,
-                tokenCache: tokenCache, logger: logger, shared: shared)
-            engine.run()
-        }
-        thread.name = "pushfan-apns-\(credentials.poolIdentity)"
+        waker = engine.waker
+        maxQueued = configuration.maxQueued
+        // The engine is handed to its thread and used only there from now on.
+        let handOver = UncheckedBox(engine)
+        let thread = Thread { handOver.value.run() }
+        thread.name = "pushfan-apns"
         thread.start()
     }
 
@@ -116,7 +108,7 @@ final class APNsConnectionPool: Sendable {
                 return true
             }
             if accepted {
-                curl_multi_wakeup(multi.pointer)
+                waker.wake()
             } else {
                 let closed = APNsSendResult.failed(APNsTransportFailure(.senderClosed, detail: "the sender is shutting down"))
                 for index in notifications.indices { collector.deliver(closed, at: index) }
@@ -148,26 +140,251 @@ final class APNsConnectionPool: Sendable {
                 state.closeWaiters.append(continuation)
                 return false
             }
-            curl_multi_wakeup(multi.pointer)
+            waker.wake()
             if done { continuation.resume() }
         }
     }
+}
 
-    /// The thread's side of `SharedState`; the engine calls these.
-    fileprivate static func take(_ shared: SharedBox, waitingInThread: Int, maxQueued: Int)
-        -> (requests: [PendingRequest], closing: Bool, roomWaiters: [CheckedContinuation<Void, Never>])
-    {
-        shared.state.withLock { state in
-            let requests = state.incoming
-            state.incoming = []
-            state.waitingInThread = waitingInThread + requests.count
-            var waiters: [CheckedContinuation<Void, Never>] = []
-            if !state.roomWaiters.isEmpty && (state.queued < maxQueued || state.closing) {
-                waiters = state.roomWaiters
-                state.roomWaiters = []
+/// Moves a non-Sendable value to the thread that will own it.
+private struct UncheckedBox<Value>: @unchecked Sendable {
+    let value: Value
+    init(_ value: Value) { self.value = value }
+}
+
+/// The pool thread's loop and everything both transports share: the queue of
+/// requests not yet on the wire, provider tokens, the resend after
+/// ExpiredProviderToken, the backoff after failed connection attempts, and
+/// shutdown. Subclasses move requests over the wire (`start`, `performIO`).
+///
+/// Used only on the pool's thread.
+class TransferEngine {
+    struct Context: Sendable {
+        let endpoint: APNsEndpoint
+        let credentials: APNsCredentials
+        let configuration: APNsClientConfiguration
+        let tokenCache: ProviderTokenCache
+        let logger: Logger
+        let shared: SharedBox
+    }
+
+    let endpoint: APNsEndpoint
+    let credentials: APNsCredentials
+    let configuration: APNsClientConfiguration
+    let tokenCache: ProviderTokenCache
+    let logger: Logger
+    private let shared: SharedBox
+
+    /// Requests on the wire; subclasses count them.
+    var active = 0
+    /// Requests not on the wire yet, oldest first from `waitingHead`.
+    private var waiting: [PendingRequest] = []
+    private var waitingHead = 0
+    /// No new connection is attempted before this (reconnect backoff).
+    private(set) var blockedUntil = ContinuousClock.now
+    private var consecutiveConnectFailures = 0
+
+    init(context: Context) {
+        endpoint = context.endpoint
+        credentials = context.credentials
+        configuration = context.configuration
+        tokenCache = context.tokenCache
+        logger = context.logger
+        shared = context.shared
+    }
+
+    // MARK: what a transport provides
+
+    /// Wakes `run` from another thread.
+    var waker: Waker { fatalError("subclass") }
+    /// Requests allowed on the wire now.
+    var inFlightLimit: Int { configuration.maxInFlight }
+    /// Puts `request` on the wire; false when there is no room now (the request
+    /// stays first in line).
+    func start(_ request: PendingRequest, token: ProviderToken?) -> Bool { fatalError("subclass") }
+    /// Waits up to `timeout` milliseconds for I/O, moves bytes, and reports
+    /// finished requests through `finish`.
+    func performIO(timeout: Int32) { fatalError("subclass") }
+    /// Ends every request on the wire with `failure` (shutdown after its grace).
+    func abortActive(_ failure: APNsTransportFailure) { fatalError("subclass") }
+    /// Closes connections and frees the transport; the last call on the thread.
+    func closeTransport() {}
+    /// After ExpiredProviderToken: later requests go over new connections.
+    func reconnectForNewToken() {}
+    /// Periodic work (PINGs, idle connections, request timeouts).
+    func housekeeping() {}
+
+    // MARK: the loop
+
+    private var waitingCount: Int { waiting.count - waitingHead }
+
+    final func run() {
+        // A write to a connection the server already closed raises SIGPIPE in
+        // the writing thread (OpenSSL writes with plain write()); blocked here,
+        // the write fails with EPIPE instead of ending the process.
+        var pipeSignal = sigset_t()
+        sigemptyset(&pipeSignal)
+        sigaddset(&pipeSignal, SIGPIPE)
+        pthread_sigmask(SIG_BLOCK, &pipeSignal, nil)
+        var closing = false
+        var closeDeadline: ContinuousClock.Instant?
+        let senderClosed = APNsTransportFailure(.senderClosed, detail: "the sender shut down before this was sent")
+        while true {
+            let taken = shared.state.withLock { state in
+                let requests = state.incoming
+                state.incoming = []
+                state.waitingInThread = waitingCount + requests.count
+                var waiters: [CheckedContinuation<Void, Never>] = []
+                if !state.roomWaiters.isEmpty && (state.queued < configuration.maxQueued || state.closing) {
+                    waiters = state.roomWaiters
+                    state.roomWaiters = []
+                }
+                return (requests: requests, closing: state.closing, roomWaiters: waiters)
             }
-            return (requests, state.closing, waiters)
+            waiting.append(contentsOf: taken.requests)
+            for waiter in taken.roomWaiters { waiter.resume() }
+            if taken.closing && !closing {
+                closing = true
+                closeDeadline = .now + configuration.shutdownGrace
+            }
+            if closing {
+                failWaiting(senderClosed)
+            } else {
+                startWaiting()
+            }
+            performIO(timeout: pollTimeout())
+            housekeeping()
+            if closing {
+                failWaiting(senderClosed)
+                if active == 0 { break }
+                if let closeDeadline, ContinuousClock.now >= closeDeadline {
+                    abortActive(APNsTransportFailure(.connectionLost, detail: "the sender shut down with this request on the wire"))
+                    break
+                }
+            }
         }
+        closeTransport()
+        let waiters = shared.state.withLock { state in
+            state.closed = true
+            let waiters = state.closeWaiters + state.roomWaiters
+            state.closeWaiters = []
+            state.roomWaiters = []
+            return waiters
+        }
+        for waiter in waiters { waiter.resume() }
+    }
+
+    private func startWaiting() {
+        let limit = inFlightLimit
+        guard waitingCount > 0, active < limit else { return }
+        var token: ProviderToken?
+        if case .token(let key) = credentials {
+            do {
+                token = try tokenCache.token(for: key)
+            } catch {
+                failWaiting(APNsTransportFailure(.credentialsUnavailable, detail: error.description))
+                return
+            }
+        }
+        while active < limit, waitingHead < waiting.count {
+            guard start(waiting[waitingHead], token: token) else { break }
+            waitingHead += 1
+        }
+        if waitingHead == waiting.count {
+            waiting.removeAll(keepingCapacity: true)
+            waitingHead = 0
+        } else if waitingHead > 4096 && waitingHead * 2 > waiting.count {
+            waiting.removeFirst(waitingHead)
+            waitingHead = 0
+        }
+    }
+
+    private func pollTimeout() -> Int32 {
+        var timeout = 100
+        if waitingCount > 0 && (active < inFlightLimit) && (blockedUntil > ContinuousClock.now) {
+            timeout = min(timeout, max(0, Int((blockedUntil - ContinuousClock.now).milliseconds)))
+        }
+        return Int32(timeout)
+    }
+
+    // MARK: results
+
+    /// Puts a request back first in line: it was not processed, or it is resent
+    /// with a new provider token.
+    final func requeue(_ request: PendingRequest) {
+        waiting.insert(request, at: waitingHead)
+    }
+
+    /// A request's attempt is over: resend after ExpiredProviderToken (once),
+    /// back off after a failed connection attempt, else deliver the result.
+    final func finish(_ request: PendingRequest, _ result: APNsSendResult, token: ProviderToken?) {
+        var request = request
+        switch result {
+        case .failed(let failure) where failure.cause == .connectFailed:
+            noteConnectFailure(failure)
+        case .response:
+            consecutiveConnectFailures = 0
+        default:
+            break
+        }
+        // ExpiredProviderToken: refresh once, reconnect and resend, unless the
+        // token is too young to replace (then the caller's retry waits).
+        if case .response(.rejected(_, .expiredProviderToken, _)) = result, !request.resentWithFreshToken,
+           case .token(let key) = credentials, let token
+        {
+            switch tokenCache.invalidate(token, for: key) {
+            case .refreshNow, .alreadyReplaced:
+                logger.notice("apns.token.expired", ["key_id": key.keyID, "action": "refresh_and_reconnect"])
+                request.resentWithFreshToken = true
+                reconnectForNewToken()
+                requeue(request)
+                return
+            case .refreshAt(let date):
+                logger.warning("apns.token.expired", ["key_id": key.keyID, "action": "too_young_to_refresh", "refresh_at": "\(date)"])
+            }
+        }
+        if case .failed(let failure) = result {
+            logger.debug("apns.transfer.failed", ["cause": failure.cause.rawValue, "detail": failure.detail])
+        }
+        request.deliver(result)
+    }
+
+    /// Backs off connection attempts: one step per failed round (requests
+    /// that failed together count once), doubling up to `reconnectMaxDelay`.
+    final func noteConnectFailure(_ failure: APNsTransportFailure) {
+        let now = ContinuousClock.now
+        guard now >= blockedUntil else { return }
+        consecutiveConnectFailures += 1
+        let exponent = Double(min(consecutiveConnectFailures - 1, 30))
+        let ceiling = min(configuration.reconnectMaxDelay.seconds, configuration.reconnectBaseDelay.seconds * pow(2, exponent))
+        let delay = Duration.seconds(Double.random(in: (ceiling / 2)...ceiling))
+        blockedUntil = now + delay
+        logger.warning("apns.connect.failed", [
+            "endpoint": endpoint.baseURL, "error": failure.detail, "attempt": "\(consecutiveConnectFailures)",
+            "retry_in_ms": "\(delay.milliseconds)",
+        ])
+    }
+
+    /// Fails every request not yet on the wire.
+    final func failWaiting(_ failure: APNsTransportFailure) {
+        while waitingHead < waiting.count {
+            let request = waiting[waitingHead]
+            waitingHead += 1
+            request.deliver(.failed(failure))
+        }
+        waiting.removeAll(keepingCapacity: true)
+        waitingHead = 0
+    }
+
+    /// The response headers APNs sends, read into an outcome. A 200 needs no
+    /// parsing beyond the two ids.
+    static func outcome(status: Int, apnsID: String?, uniqueID: String?, body: [UInt8], request: PendingRequest) -> APNsOutcome {
+        if status == 200 {
+            return .accepted(apnsID: apnsID?.lowercased() ?? request.notification.apnsIDString, uniqueID: uniqueID)
+        }
+        var headers: [(String, String)] = []
+        if let apnsID { headers.append(("apns-id", apnsID)) }
+        return APNsOutcome(status: status, headers: headers, body: body, requestAPNsID: request.notification.apnsIDString)
     }
 }
 
@@ -213,550 +430,3 @@ final class ConnectionPacer {
     }
 }
 
-/// One reusable easy handle with the buffers of the request it carries.
-/// Owned by the engine's `slots` array for the engine's whole life: libcurl gets
-/// unretained pointers to it (`CURLOPT_PRIVATE`, `CURLOPT_WRITEDATA`).
-private final class TransferSlot {
-    let easy: UnsafeMutableRawPointer
-    var request: PendingRequest?
-    /// The provider token the request carried, to report it if APNs calls it expired.
-    var token: ProviderToken?
-    var headerList: UnsafeMutablePointer<curl_slist>?
-    /// The payload as libcurl reads it (`CURLOPT_POSTFIELDS` does not copy).
-    var payload: UnsafeMutableRawBufferPointer
-    var responseBody: [UInt8] = []
-    let errorText: UnsafeMutablePointer<CChar>
-    /// Scratch for building NUL-terminated header lines and the URL.
-    var line: [UInt8] = []
-    let pacer: ConnectionPacer
-    /// The pacer refused the connection this transfer needed: requeue, not a failure.
-    var connectDeferred = false
-    /// Connection events for the engine's bookkeeping (set by the engine, which
-    /// owns the slot; libcurl reports a connection's close to the slot that
-    /// opened it, whichever transfer is running then).
-    var onSocketOpened: ((Int32) -> Void)?
-    var onSocketClosed: ((Int32) -> Void)?
-
-    init(easy: UnsafeMutableRawPointer, pacer: ConnectionPacer) {
-        self.easy = easy
-        self.pacer = pacer
-        payload = .allocate(byteCount: 4096, alignment: 1)
-        errorText = .allocate(capacity: Int(CURL_ERROR_SIZE))
-        errorText.initialize(repeating: 0, count: Int(CURL_ERROR_SIZE))
-    }
-
-    deinit {
-        curl_easy_cleanup(easy)
-        curl_slist_free_all(headerList)
-        payload.deallocate()
-        errorText.deallocate()
-    }
-
-    /// Most response-body bytes kept: APNs error bodies are a few dozen bytes.
-    static let maxBody = 16 * 1024
-}
-
-/// Header lines that repeat from request to request, kept as NUL-terminated
-/// bytes: a campaign sends one topic, push type and priority to every device,
-/// and one provider token serves for 50 minutes.
-private struct HeaderLines {
-    private var key: (topic: String, pushType: Campaign.PushType, priority: APNsNotification.Priority)?
-    private var fixed: [[UInt8]] = []
-    private var jwt = ""
-    private var authorizationLine: [UInt8] = []
-
-    /// libcurl would add `accept: */*` and a form content type; APNs wants neither.
-    static let replacedDefaults: [[UInt8]] = [Array("content-type: application/json\0".utf8), Array("accept:\0".utf8)]
-
-    mutating func lines(for notification: APNsNotification) -> [[UInt8]] {
-        if let key, key.topic == notification.topic, key.pushType == notification.pushType, key.priority == notification.priority {
-            return fixed
-        }
-        key = (notification.topic, notification.pushType, notification.priority)
-        fixed = [
-            Array("apns-topic: \(notification.topic)\0".utf8),
-            Array("apns-push-type: \(notification.pushType.rawValue)\0".utf8),
-            Array("apns-priority: \(notification.priority.rawValue)\0".utf8),
-        ]
-        return fixed
-    }
-
-    mutating func authorization(_ token: ProviderToken) -> [UInt8] {
-        if token.jwt != jwt {
-            jwt = token.jwt
-            authorizationLine = Array("authorization: \(token.authorization)\0".utf8)
-        }
-        return authorizationLine
-    }
-
-    /// The UUID as APNs wants it: lowercase, with hyphens.
-    static func appendLowercaseUUID(_ uuid: UUID, to line: inout [UInt8]) {
-        let digits: StaticString = "0123456789abcdef"
-        withUnsafeBytes(of: uuid.uuid) { bytes in
-            for (index, byte) in bytes.enumerated() {
-                if index == 4 || index == 6 || index == 8 || index == 10 { line.append(UInt8(ascii: "-")) }
-                line.append(digits.utf8Start[Int(byte >> 4)])
-                line.append(digits.utf8Start[Int(byte & 0x0F)])
-            }
-        }
-    }
-}
-
-/// Runs on the pool's thread: owns the multi handle, the slots and every
-/// request after hand-over.
-private final class TransferEngine {
-    private let multi: UnsafeMutableRawPointer
-    private let endpoint: APNsEndpoint
-    private let credentials: APNsCredentials
-    private let configuration: APNsClientConfiguration
-    private let tokenCache: ProviderTokenCache
-    private let logger: Logger
-    private let shared: SharedBox
-
-    private var slots: [TransferSlot] = []
-    private var freeSlots: [TransferSlot] = []
-    private var active = 0
-    /// Requests not on the wire yet, oldest first from `waitingHead`.
-    private var waiting: [PendingRequest] = []
-    private var waitingHead = 0
-    /// No new transfer starts before this (reconnect backoff).
-    private var blockedUntil = ContinuousClock.now
-    private var consecutiveConnectFailures = 0
-    private var lastUpkeep = ContinuousClock.now
-    private var headerLines = HeaderLines()
-    private let pacer: ConnectionPacer
-    /// APNs lowers a connection's stream limit to 1 after a rejection, until
-    /// the next acceptance; while the last answer was a rejection the pool keeps
-    /// one request per connection in flight, so it does not open streams the
-    /// server would refuse.
-    /// Open connections by socket: true once a response came back on it.
-    ///
-    /// libcurl assumes 100 streams on a new connection until the server's
-    /// SETTINGS arrive, but APNs allows a token-auth connection 1 stream until
-    /// its first valid request and refuses the others, and libcurl 7.88 answers
-    /// a refused stream by closing the connection and connecting again. So a
-    /// new ("cold") connection gets one request; nothing more starts until it
-    /// answers (after its SETTINGS), and the pool keeps on the wire only what
-    /// its answering ("warm") connections can carry, plus one request to open
-    /// the next connection.
-    private var connections: [Int32: Bool] = [:]
-
-    init(
-        multi: UnsafeMutableRawPointer, endpoint: APNsEndpoint, credentials: APNsCredentials,
-        configuration: APNsClientConfiguration, tokenCache: ProviderTokenCache, logger: Logger, shared: SharedBox
-    ) {
-        self.multi = multi
-        self.endpoint = endpoint
-        self.credentials = credentials
-        self.configuration = configuration
-        self.tokenCache = tokenCache
-        self.logger = logger
-        self.shared = shared
-        pacer = ConnectionPacer(burst: 2 * configuration.connections, interval: .milliseconds(200))
-    }
-
-    /// Requests allowed on the wire now (see `connections`).
-    private var inFlightLimit: Int {
-        var warm = 0
-        for isWarm in connections.values {
-            guard isWarm else { return active }
-            warm += 1
-        }
-        let opening = warm < configuration.connections ? 1 : 0
-        return min(configuration.maxInFlight, warm * configuration.streamsPerConnection + opening)
-    }
-
-    private var waitingCount: Int { waiting.count - waitingHead }
-
-    func run() {
-        var closing = false
-        var closeDeadline: ContinuousClock.Instant?
-        while true {
-            let taken = APNsConnectionPool.take(shared, waitingInThread: waitingCount, maxQueued: configuration.maxQueued)
-            waiting.append(contentsOf: taken.requests)
-            for waiter in taken.roomWaiters { waiter.resume() }
-            if taken.closing && !closing {
-                closing = true
-                closeDeadline = .now + configuration.shutdownGrace
-                failWaiting(APNsTransportFailure(.senderClosed, detail: "the sender shut down before this was sent"))
-            }
-            if !closing { startWaiting() }
-
-            var running: Int32 = 0
-            curl_multi_perform(multi, &running)
-            collectCompletions()
-
-            if closing {
-                failWaiting(APNsTransportFailure(.senderClosed, detail: "the sender shut down before this was sent"))
-                if active == 0 { break }
-                if let closeDeadline, ContinuousClock.now >= closeDeadline {
-                    abortActive(APNsTransportFailure(.connectionLost, detail: "the sender shut down with this request on the wire"))
-                    break
-                }
-            }
-            keepConnectionsAlive()
-            curl_multi_poll(multi, nil, 0, pollTimeoutMilliseconds(), nil)
-        }
-        finish()
-    }
-
-    // MARK: starting transfers
-
-    private func startWaiting() {
-        let limit = inFlightLimit
-        guard waitingCount > 0, active < limit else { return }
-        let now = ContinuousClock.now
-        guard now >= blockedUntil else { return }
-        var token: ProviderToken?
-        if case .token(let key) = credentials {
-            do {
-                token = try tokenCache.token(for: key)
-            } catch {
-                failWaiting(APNsTransportFailure(.credentialsUnavailable, detail: error.description))
-                return
-            }
-        }
-        while active < limit, waitingHead < waiting.count {
-            let request = waiting[waitingHead]
-            waitingHead += 1
-            start(request, token: token)
-        }
-        if waitingHead == waiting.count {
-            waiting.removeAll(keepingCapacity: true)
-            waitingHead = 0
-        } else if waitingHead > 4096 && waitingHead * 2 > waiting.count {
-            waiting.removeFirst(waitingHead)
-            waitingHead = 0
-        }
-    }
-
-    private func start(_ request: PendingRequest, token: ProviderToken?) {
-        let slot: TransferSlot
-        if let free = freeSlots.popLast() {
-            slot = free
-        } else {
-            guard let created = makeSlot() else {
-                request.collector.deliver(.failed(APNsTransportFailure(.connectFailed, detail: "libcurl could not create a handle")), at: request.index)
-                return
-            }
-            slot = created
-        }
-        let notification = request.notification
-        let easy = slot.easy
-        slot.request = request
-        slot.token = token
-        slot.responseBody.removeAll(keepingCapacity: true)
-        slot.errorText[0] = 0
-        slot.connectDeferred = false
-
-        // URL
-        slot.line.removeAll(keepingCapacity: true)
-        slot.line.append(contentsOf: endpoint.baseURL.utf8)
-        slot.line.append(contentsOf: "/3/device/".utf8)
-        slot.line.append(contentsOf: notification.token.hex.utf8)
-        slot.line.append(0)
-        _ = slot.line.withUnsafeBufferPointer { pushfan_curl_easy_setopt_pointer(easy, CURLOPT_URL, $0.baseAddress) }
-
-        // Headers (the same as `APNsNotification.headers`, written without
-        // intermediate strings), the provider token, and libcurl's defaults
-        // replaced. libcurl copies each line.
-        var list: UnsafeMutablePointer<curl_slist>?
-        let fixed = headerLines.lines(for: notification)
-        for line in fixed { list = line.withUnsafeBufferPointer { curl_slist_append(list, $0.baseAddress) } }
-        if let expiration = notification.expiration.headerValue { list = appendHeader(list, slot, "apns-expiration", expiration) }
-        if let collapseID = notification.collapseID { list = appendHeader(list, slot, "apns-collapse-id", collapseID) }
-        slot.line.removeAll(keepingCapacity: true)
-        slot.line.append(contentsOf: "apns-id: ".utf8)
-        HeaderLines.appendLowercaseUUID(notification.apnsID, to: &slot.line)
-        slot.line.append(0)
-        list = slot.line.withUnsafeBufferPointer { curl_slist_append(list, $0.baseAddress) }
-        if let token { list = headerLines.authorization(token).withUnsafeBufferPointer { curl_slist_append(list, $0.baseAddress) } }
-        for line in HeaderLines.replacedDefaults { list = line.withUnsafeBufferPointer { curl_slist_append(list, $0.baseAddress) } }
-        slot.headerList = list
-        _ = pushfan_curl_easy_setopt_pointer(easy, CURLOPT_HTTPHEADER, list)
-
-        // Body
-        let payload = notification.payload
-        if slot.payload.count < payload.count {
-            slot.payload.deallocate()
-            slot.payload = .allocate(byteCount: payload.count, alignment: 1)
-        }
-        payload.copyBytes(to: UnsafeMutableRawBufferPointer(rebasing: slot.payload[0..<payload.count]))
-        _ = pushfan_curl_easy_setopt_off_t(easy, CURLOPT_POSTFIELDSIZE_LARGE, curl_off_t(payload.count))
-        _ = pushfan_curl_easy_setopt_pointer(easy, CURLOPT_POSTFIELDS, slot.payload.baseAddress)
-        // After ExpiredProviderToken: a new connection with the new token.
-        _ = pushfan_curl_easy_setopt_long(easy, CURLOPT_FRESH_CONNECT, request.resentWithFreshToken ? 1 : 0)
-
-        if curl_multi_add_handle(multi, easy) != CURLM_OK {
-            release(slot)
-            request.collector.deliver(.failed(APNsTransportFailure(.connectFailed, detail: "libcurl refused the transfer")), at: request.index)
-            return
-        }
-        active += 1
-    }
-
-    /// `name: value` as a NUL-terminated line; libcurl copies it.
-    private func appendHeader(
-        _ list: UnsafeMutablePointer<curl_slist>?, _ slot: TransferSlot, _ name: StaticString, _ value: String
-    ) -> UnsafeMutablePointer<curl_slist>? {
-        slot.line.removeAll(keepingCapacity: true)
-        slot.line.append(contentsOf: UnsafeBufferPointer(start: name.utf8Start, count: name.utf8CodeUnitCount))
-        slot.line.append(contentsOf: ": ".utf8)
-        slot.line.append(contentsOf: value.utf8)
-        slot.line.append(0)
-        return slot.line.withUnsafeBufferPointer { curl_slist_append(list, $0.baseAddress) }
-    }
-
-    private func makeSlot() -> TransferSlot? {
-        guard let easy = curl_easy_init() else { return nil }
-        let slot = TransferSlot(easy: easy, pacer: pacer)
-        // Unowned: the engine owns the slot.
-        slot.onSocketOpened = { [unowned self] socket in self.connections[socket] = false }
-        slot.onSocketClosed = { [unowned self] socket in self.connections[socket] = nil }
-        // Unretained: `slots` keeps every slot alive as long as the engine, which
-        // outlives all of its transfers (finish() removes them first).
-        let context = Unmanaged.passUnretained(slot).toOpaque()
-        let https = !endpoint.isCleartext
-        _ = pushfan_curl_easy_setopt_long(easy, CURLOPT_NOSIGNAL, 1)
-        _ = pushfan_curl_easy_setopt_long(
-            easy, CURLOPT_HTTP_VERSION, https ? CURL_HTTP_VERSION_2TLS : CURL_HTTP_VERSION_2_PRIOR_KNOWLEDGE)
-        _ = pushfan_curl_easy_setopt_long(easy, CURLOPT_PIPEWAIT, 1)
-        _ = pushfan_curl_easy_setopt_long(easy, CURLOPT_POST, 1)
-        _ = pushfan_curl_easy_setopt_pointer(easy, CURLOPT_PRIVATE, context)
-        _ = pushfan_curl_easy_setopt_pointer(easy, CURLOPT_WRITEDATA, context)
-        _ = pushfan_curl_easy_setopt_data_callback(easy, CURLOPT_WRITEFUNCTION) { data, size, count, context in
-            let slot = Unmanaged<TransferSlot>.fromOpaque(context!).takeUnretainedValue()
-            let length = size * count
-            if let data, slot.responseBody.count + length <= TransferSlot.maxBody {
-                slot.responseBody.append(contentsOf: UnsafeRawBufferPointer(start: data, count: length))
-            }
-            return length
-        }
-        _ = pushfan_curl_easy_setopt_pointer(easy, CURLOPT_ERRORBUFFER, slot.errorText)
-        _ = pushfan_curl_easy_setopt_pointer(easy, CURLOPT_OPENSOCKETDATA, context)
-        _ = pushfan_curl_easy_setopt_opensocket(easy) { context, _, address in
-            let slot = Unmanaged<TransferSlot>.fromOpaque(context!).takeUnretainedValue()
-            guard let address, slot.pacer.tryAcquire() else {
-                slot.connectDeferred = true
-                return pushfan_curl_socket_bad()
-            }
-            let descriptor = socket(address.pointee.family, address.pointee.socktype, address.pointee.protocol)
-            if descriptor >= 0 { slot.onSocketOpened?(descriptor) }
-            return descriptor
-        }
-        _ = pushfan_curl_easy_setopt_pointer(easy, CURLOPT_CLOSESOCKETDATA, context)
-        _ = pushfan_curl_easy_setopt_closesocket(easy) { context, descriptor in
-            Unmanaged<TransferSlot>.fromOpaque(context!).takeUnretainedValue().onSocketClosed?(descriptor)
-            return close(descriptor)
-        }
-        _ = pushfan_curl_easy_setopt_long(easy, CURLOPT_CONNECTTIMEOUT_MS, Int(configuration.connectTimeout.milliseconds))
-        _ = pushfan_curl_easy_setopt_long(easy, CURLOPT_TIMEOUT_MS, Int(configuration.requestTimeout.milliseconds))
-        _ = pushfan_curl_easy_setopt_long(easy, CURLOPT_MAXAGE_CONN, max(1, Int(configuration.idleTimeout.seconds)))
-        _ = pushfan_curl_easy_setopt_long(easy, CURLOPT_UPKEEP_INTERVAL_MS, Int(configuration.pingInterval.milliseconds))
-        _ = pushfan_curl_easy_setopt_long(easy, CURLOPT_TCP_KEEPALIVE, 1)
-        if https {
-            if let caFile = endpoint.caFile { _ = setString(easy, CURLOPT_CAINFO, caFile) }
-            if !endpoint.verifyPeer {
-                _ = pushfan_curl_easy_setopt_long(easy, CURLOPT_SSL_VERIFYPEER, 0)
-                _ = pushfan_curl_easy_setopt_long(easy, CURLOPT_SSL_VERIFYHOST, 0)
-            }
-            if case .certificate(let certificate) = credentials {
-                _ = setString(easy, CURLOPT_SSLCERT, certificate.certificateFile)
-                _ = setString(easy, CURLOPT_SSLCERTTYPE, certificate.format.rawValue)
-                if let keyFile = certificate.keyFile { _ = setString(easy, CURLOPT_SSLKEY, keyFile) }
-                if let password = certificate.password { _ = setString(easy, CURLOPT_KEYPASSWD, password) }
-            }
-        }
-        slots.append(slot)
-        return slot
-    }
-
-    /// libcurl copies string options, so a temporary C string is enough.
-    private func setString(_ easy: UnsafeMutableRawPointer, _ option: CURLoption, _ value: String) -> CURLcode {
-        value.withCString { pushfan_curl_easy_setopt_pointer(easy, option, $0) }
-    }
-
-    // MARK: completions
-
-    private func collectCompletions() {
-        var remaining: Int32 = 0
-        while let message = curl_multi_info_read(multi, &remaining) {
-            guard message.pointee.msg == CURLMSG_DONE, let easy = message.pointee.easy_handle else { continue }
-            let code = pushfan_curl_msg_result(message)
-            var context: UnsafeMutableRawPointer?
-            _ = pushfan_curl_easy_getinfo_pointer(easy, CURLINFO_PRIVATE, &context)
-            guard let context else { continue }
-            complete(Unmanaged<TransferSlot>.fromOpaque(context).takeUnretainedValue(), code: code)
-        }
-    }
-
-    private func complete(_ slot: TransferSlot, code: CURLcode) {
-        guard var request = slot.request else { return }
-        let result: APNsSendResult
-        if code == CURLE_OK {
-            var status = 0
-            _ = pushfan_curl_easy_getinfo_long(slot.easy, CURLINFO_RESPONSE_CODE, &status)
-            var headers: [(String, String)] = []
-            for name in ["apns-id", "apns-unique-id"] {
-                var header: UnsafeMutablePointer<curl_header>?
-                if curl_easy_header(slot.easy, name, 0, UInt32(CURLH_HEADER), -1, &header) == CURLHE_OK, let header {
-                    headers.append((name, String(cString: header.pointee.value)))
-                }
-            }
-            result = .response(APNsOutcome(
-                status: status, headers: headers, body: slot.responseBody, requestAPNsID: request.notification.apnsIDString))
-        } else {
-            let failure = classify(code, slot)
-            logger.debug("apns.transfer.failed", ["cause": failure.cause.rawValue, "curl_code": "\(code.rawValue)", "detail": failure.detail])
-            result = .failed(failure)
-        }
-        let token = slot.token
-        let deferredByPacer = slot.connectDeferred && code == CURLE_COULDNT_CONNECT
-        if code == CURLE_OK {
-            // The connection answered: it is warm.
-            var socket: curl_socket_t = pushfan_curl_socket_bad()
-            if pushfan_curl_easy_getinfo_socket(slot.easy, CURLINFO_ACTIVESOCKET, &socket) == CURLE_OK,
-               connections[socket] != nil
-            {
-                connections[socket] = true
-            }
-        }
-        curl_multi_remove_handle(multi, slot.easy)
-        active -= 1
-        release(slot)
-
-        if deferredByPacer {
-            // Not sent: it waits for the next connect the pacer allows.
-            blockedUntil = max(blockedUntil, pacer.nextAllowed)
-            waiting.insert(request, at: waitingHead)
-            return
-        }
-        switch result {
-        case .failed(let failure) where failure.cause == .connectFailed:
-            noteConnectFailure(failure)
-        case .response:
-            consecutiveConnectFailures = 0
-        default:
-            break
-        }
-        // ExpiredProviderToken: refresh once, reconnect and resend, unless the
-        // token is too young to replace (then the caller's retry waits).
-        if case .response(.rejected(_, .expiredProviderToken, _)) = result, !request.resentWithFreshToken,
-           case .token(let key) = credentials, let token
-        {
-            switch tokenCache.invalidate(token, for: key) {
-            case .refreshNow, .alreadyReplaced:
-                logger.notice("apns.token.expired", ["key_id": key.keyID, "action": "refresh_and_reconnect"])
-                request.resentWithFreshToken = true
-                waiting.insert(request, at: waitingHead)
-                return
-            case .refreshAt(let date):
-                logger.warning("apns.token.expired", ["key_id": key.keyID, "action": "too_young_to_refresh", "refresh_at": "\(date)"])
-            }
-        }
-        request.collector.deliver(result, at: request.index)
-    }
-
-    private func release(_ slot: TransferSlot) {
-        curl_slist_free_all(slot.headerList)
-        slot.headerList = nil
-        slot.request = nil
-        slot.token = nil
-        freeSlots.append(slot)
-    }
-
-    /// What libcurl's error code says about whether APNs saw the request.
-    private func classify(_ code: CURLcode, _ slot: TransferSlot) -> APNsTransportFailure {
-        let detail = slot.errorText[0] != 0 ? String(cString: slot.errorText) : String(cString: curl_easy_strerror(code))
-        switch code {
-        case CURLE_COULDNT_RESOLVE_HOST, CURLE_COULDNT_RESOLVE_PROXY, CURLE_COULDNT_CONNECT, CURLE_SSL_CONNECT_ERROR,
-             CURLE_PEER_FAILED_VERIFICATION, CURLE_SSL_CERTPROBLEM, CURLE_SSL_CACERT_BADFILE, CURLE_SSL_CIPHER,
-             CURLE_SSL_ENGINE_NOTFOUND, CURLE_SSL_ENGINE_SETFAILED, CURLE_UNSUPPORTED_PROTOCOL:
-            return APNsTransportFailure(.connectFailed, detail: detail)
-        case CURLE_OPERATION_TIMEDOUT:
-            var pretransfer: curl_off_t = 0
-            _ = withUnsafeMutablePointer(to: &pretransfer) {
-                pushfan_curl_easy_getinfo_pointer(slot.easy, CURLINFO_PRETRANSFER_TIME_T, UnsafeMutableRawPointer($0).assumingMemoryBound(to: UnsafeMutableRawPointer?.self))
-            }
-            return APNsTransportFailure(pretransfer == 0 ? .connectFailed : .timedOut, detail: detail)
-        case CURLE_HTTP2_STREAM:
-            return APNsTransportFailure(detail.contains("REFUSED_STREAM") ? .refusedStream : .streamReset, detail: detail)
-        default:
-            return APNsTransportFailure(.connectionLost, detail: detail)
-        }
-    }
-
-    /// Backs off new connection attempts: one step per failed round (the
-    /// transfers that failed together count once).
-    private func noteConnectFailure(_ failure: APNsTransportFailure) {
-        let now = ContinuousClock.now
-        guard now >= blockedUntil else { return }
-        consecutiveConnectFailures += 1
-        let exponent = Double(min(consecutiveConnectFailures - 1, 30))
-        let ceiling = min(configuration.reconnectMaxDelay.seconds, configuration.reconnectBaseDelay.seconds * pow(2, exponent))
-        let delay = Duration.seconds(Double.random(in: (ceiling / 2)...ceiling))
-        blockedUntil = now + delay
-        logger.warning("apns.connect.failed", [
-            "endpoint": endpoint.baseURL, "error": failure.detail, "attempt": "\(consecutiveConnectFailures)",
-            "retry_in_ms": "\(delay.milliseconds)",
-        ])
-    }
-
-    private func failWaiting(_ failure: APNsTransportFailure) {
-        while waitingHead < waiting.count {
-            let request = waiting[waitingHead]
-            waitingHead += 1
-            request.collector.deliver(.failed(failure), at: request.index)
-        }
-        waiting.removeAll(keepingCapacity: true)
-        waitingHead = 0
-    }
-
-    private func abortActive(_ failure: APNsTransportFailure) {
-        for slot in slots where slot.request != nil {
-            let request = slot.request!
-            curl_multi_remove_handle(multi, slot.easy)
-            active -= 1
-            release(slot)
-            request.collector.deliver(.failed(failure), at: request.index)
-        }
-    }
-
-    // MARK: housekeeping
-
-    /// HTTP/2 PING through `curl_easy_upkeep`, which needs a handle that is in
-    /// the multi handle: so connections are pinged while transfers run, and an
-    /// idle pool relies on `idleTimeout` and libcurl's liveness check on reuse.
-    private func keepConnectionsAlive() {
-        let now = ContinuousClock.now
-        guard now - lastUpkeep >= configuration.pingInterval else { return }
-        lastUpkeep = now
-        if let slot = slots.first(where: { $0.request != nil }) { _ = curl_easy_upkeep(slot.easy) }
-    }
-
-    private func pollTimeoutMilliseconds() -> Int32 {
-        var timeout: Int = 1000
-        if waitingCount > 0, active < inFlightLimit {
-            let wait = blockedUntil - ContinuousClock.now
-            timeout = min(timeout, max(0, Int(wait.milliseconds)))
-        }
-        return Int32(timeout)
-    }
-
-    private func finish() {
-        for slot in slots where slot.request != nil { curl_multi_remove_handle(multi, slot.easy) }
-        // The multi handle closes the cached connections through the slots'
-        // close-socket callbacks, so it goes before the slots.
-        curl_multi_cleanup(multi)
-        slots.removeAll()
-        freeSlots.removeAll()
-        let waiters = shared.state.withLock { state in
-            state.closed = true
-            let waiters = state.closeWaiters + state.roomWaiters
-            state.closeWaiters = []
-            state.roomWaiters = []
-            return waiters
-        }
-        for waiter in waiters { waiter.resume() }
-    }
-}

@@ -96,6 +96,10 @@ struct SendCommand: Command {
                "timestamp_ms":1700000000000,"attempts":1}
               {"outcome":"failed","cause":"connect_failed","certainty":"not_processed","detail":"…","attempts":3}
             Exit codes: 0 accepted, 1 rejected or failed, 2 usage error.
+
+            Token auth: the provider token is saved (mode 0600) and reused by later runs until it
+            is 50 minutes old, because APNs refuses a new token for the same key more often than
+            every 20 minutes (TooManyProviderTokenUpdates).
             """,
         options: [
             .option("token", "HEX", "device token (required)"),
@@ -107,6 +111,7 @@ struct SendCommand: Command {
             .option("expiration", "SECONDS", "apns-expiration: epoch seconds, 0 = try once"),
             .option("apns-id", "UUID", "apns-id (default: a new UUID)"),
             .option("attempts", "N", "most attempts for retryable outcomes (default: 3)"),
+            .option("token-cache", "DIR", "where the provider token is kept between runs (default: $XDG_CACHE_HOME/pushfan or ~/.cache/pushfan; 'off' to sign anew each run)"),
         ] + APNsOptions.endpointSpecs + APNsOptions.credentialSpecs)
 
     static func run(_ arguments: ParsedArguments, _ context: CommandContext) async throws -> Int32 {
@@ -117,7 +122,12 @@ struct SendCommand: Command {
         }
         var configuration = APNsClientConfiguration()
         configuration.connections = 1
-        let client = try APNsClient(endpoint: endpoint, credentials: credentials, configuration: configuration, logger: context.logger)
+        let tokenCache = ProviderTokenCache()
+        let savedToken = try ProviderTokenFile(arguments.value("token-cache"), credentials: credentials, keyFile: arguments.value("key-file"))
+        savedToken?.load(into: tokenCache)
+        let client = try APNsClient(
+            endpoint: endpoint, credentials: credentials, configuration: configuration, tokenCache: tokenCache, logger: context.logger)
+        defer { savedToken?.save(from: tokenCache, logger: context.logger) }
         var policy = RetryPolicy()
         policy.maxAttempts = try arguments.int("attempts", default: 3, range: 1...20)
         policy.maxDelay = .seconds(5)
@@ -194,5 +204,48 @@ struct SendCommand: Command {
         if case .expired = decision { fields.append(("expired", .bool(true))) }
         fields.append(("attempts", .int(Int64(attempts))))
         return JSONValue.orderedObjectJSON(fields)
+    }
+}
+
+/// The provider token of one key, kept in a file between runs of a short-lived
+/// command. Nil for certificate auth or `--token-cache off`.
+struct ProviderTokenFile {
+    let path: String
+    let key: ProviderSigningKey
+
+    /// The file name carries a fingerprint of the key's public half, so a token
+    /// is never offered to a different key that has the same ids.
+    init?(_ directory: String?, credentials: APNsCredentials, keyFile: String?) throws {
+        guard case .token(let key) = credentials, directory != "off", let keyFile,
+              let publicKey = try? ES256PrivateKey(contentsOfFile: keyFile).publicKey
+        else { return nil }
+        let fingerprint = Crypto.sha256(Data(publicKey.pem.utf8)).prefix(8).map { String(format: "%02x", $0) }.joined()
+        let environment = ProcessInfo.processInfo.environment
+        let base = directory
+            ?? environment["XDG_CACHE_HOME"].map { $0 + "/pushfan" }
+            ?? (environment["HOME"] ?? NSTemporaryDirectory()) + "/.cache/pushfan"
+        do {
+            try FileManager.default.createDirectory(atPath: base, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
+        } catch {
+            throw UsageError("--token-cache: cannot create \(base): \(error.localizedDescription)")
+        }
+        path = base + "/provider-token-\(key.teamID)-\(key.keyID)-\(fingerprint).jwt"
+        self.key = key
+    }
+
+    /// Adopts the saved token if it belongs to this key and is still fresh.
+    func load(into cache: ProviderTokenCache) {
+        guard let text = try? String(contentsOfFile: path, encoding: .utf8),
+              let token = ProviderToken(jwt: text.trimmingCharacters(in: .whitespacesAndNewlines), for: key)
+        else { return }
+        cache.adopt(token, for: key)
+    }
+
+    /// Saves the cache's current token (readable by the user only).
+    func save(from cache: ProviderTokenCache, logger: Logger) {
+        guard let token = try? cache.token(for: key) else { return }
+        if (try? String(contentsOfFile: path, encoding: .utf8)) == token.jwt { return }
+        let written = FileManager.default.createFile(atPath: path, contents: Data(token.jwt.utf8), attributes: [.posixPermissions: 0o600])
+        if !written { logger.warning("apns.token.not_saved", ["path": path]) }
     }
 }

@@ -1,8 +1,8 @@
 import Foundation
 internal import COpenSSL
 
-/// Why a TLS server could not be set up: what was being done, and OpenSSL's own words.
-package struct TLSError: Error, CustomStringConvertible {
+/// Why a TLS endpoint could not be set up: what was being done, and OpenSSL's own words.
+package struct TLSError: Error, CustomStringConvertible, Sendable {
     package let description: String
 
     init(_ what: String) {
@@ -202,7 +202,7 @@ package final class TLSConnection {
 
     private let ssl: OpaquePointer
 
-    fileprivate init(ssl: OpaquePointer) { self.ssl = ssl }
+    init(ssl: OpaquePointer) { self.ssl = ssl }
 
     deinit { SSL_free(ssl) }
 

@@ -104,6 +104,7 @@ import Testing
         let outcomes = try #require(report["outcomes"] as? [String: Int])
         #expect(outcomes == ["accepted": 1000, "rejected:BadDeviceToken": 1000])
         // The warm-up request is counted by the simulator too.
-        #expect(try await harness.simulator.stats().count("requests") == 2001)
+        let stats = try await harness.simulator.stats()
+        #expect(stats.count("requests") == 2001, "\(stats)")
     }
 }

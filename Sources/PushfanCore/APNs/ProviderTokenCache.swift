@@ -63,6 +63,27 @@ package struct ProviderToken: Sendable, Hashable, CustomStringConvertible {
     package var description: String { "ProviderToken(kid: \(keyID), iat: \(issuedAtClaim))" }
 }
 
+extension ProviderToken {
+    /// Reads back a JWT made by `ProviderTokenCache.makeToken` for `key`:
+    /// header `alg` ES256 and `kid`, claims `iss` and `iat`. Its creation time
+    /// is taken as `iat` + `backdate`. Nil for anything else. The signature is
+    /// not checked: this is for tokens Pushfan saved itself.
+    package init?(jwt: String, for key: ProviderSigningKey, backdate: Duration = .seconds(10)) {
+        let parts = jwt.split(separator: ".", omittingEmptySubsequences: false)
+        guard parts.count == 3,
+              let headerData = Base64URL.decode(String(parts[0])), let claimsData = Base64URL.decode(String(parts[1])),
+              let signature = Base64URL.decode(String(parts[2])), signature.count == 64,
+              case .object(let header)? = try? JSONDecoder().decode(JSONValue.self, from: headerData),
+              case .object(let claims)? = try? JSONDecoder().decode(JSONValue.self, from: claimsData),
+              header["alg"]?.stringValue == "ES256", header["kid"]?.stringValue == key.keyID,
+              claims["iss"]?.stringValue == key.teamID, case .int(let iat)? = claims["iat"]
+        else { return nil }
+        self.init(
+            jwt: jwt, issuedAtClaim: iat, createdAt: Date(timeIntervalSince1970: Double(iat) + RetryPolicy.seconds(backdate)),
+            keyID: key.keyID)
+    }
+}
+
 /// One provider token per (team, key), shared by every connection and request
 /// that uses the key.
 ///
@@ -151,6 +172,25 @@ package final class ProviderTokenCache: Sendable {
             }
         }
         return try result.get()
+    }
+
+    /// Takes `token` as the current token for `key`: one an earlier process
+    /// made and saved, so that short-lived processes (`pushfan send`) do not
+    /// sign a new token each (APNs answers TooManyProviderTokenUpdates to more
+    /// than one new token per 20 minutes). Refused (false) when the cache
+    /// already has a token for the key, or `token` is not younger than
+    /// `refreshAfter`.
+    @discardableResult
+    package func adopt(_ token: ProviderToken, for key: ProviderSigningKey) -> Bool {
+        let lifetime = RetryPolicy.seconds(max(configuration.refreshAfter, configuration.minimumLifetime))
+        let now = self.now()
+        let refreshAt = token.createdAt.addingTimeInterval(lifetime)
+        guard token.keyID == key.keyID, now < refreshAt, token.createdAt <= now else { return false }
+        return entries.withLock { entries in
+            guard entries[key.identity] == nil else { return false }
+            entries[key.identity] = Entry(token: token, refreshAt: refreshAt)
+            return true
+        }
     }
 
     /// Reports that APNs refused `token` as ExpiredProviderToken. See the type's
