@@ -87,9 +87,11 @@ package struct VerifiedToken: Sendable, Equatable {
 ///   key's or a bad signature is 403 InvalidProviderToken;
 /// - `iat` more than 60 minutes before the simulator's clock (or more than 5 minutes after
 ///   it) is 403 ExpiredProviderToken, checked on every request;
-/// - a token with a newer `iat` than the key's current one, less than 20 minutes after the
-///   current one was first accepted, is 429 TooManyProviderTokenUpdates (the current token
-///   keeps working until it expires). Tokens with the same `iat` (ES256 signatures differ
+/// - with `updateScope == .key`, a token with a newer `iat` than the key's current one, less
+///   than 20 minutes after the current one was first accepted, is 429
+///   TooManyProviderTokenUpdates (with `.connection`, each connection applies that rule to
+///   its own tokens, `ConnectionTokenClock`; the authority only counts changes). The current
+///   token keeps working until it expires. Tokens with the same `iat` (ES256 signatures differ
 ///   each time, so connections that sign in the same second make different texts) or an
 ///   older one are not updates;
 /// - with `acceptAnyKey`, any kid/iss pair is accepted without a signature check (the
@@ -120,8 +122,18 @@ package final class ProviderAuthority: Sendable {
 
     private let state: Mutex<State>
 
-    package init(keys: [RegisteredKey], acceptAnyKey: Bool = false) {
+    /// Where the 20-minute rule applies: `.key` here, for every token of a key whatever the
+    /// connection; `.connection` leaves it to each connection (`ConnectionTokenClock`) and
+    /// only counts changes here.
+    package enum UpdateScope: String, Sendable, CaseIterable {
+        case key, connection
+    }
+
+    package let updateScope: UpdateScope
+
+    package init(keys: [RegisteredKey], acceptAnyKey: Bool = false, updateScope: UpdateScope = .key) {
         self.acceptAnyKey = acceptAnyKey
+        self.updateScope = updateScope
         state = Mutex(State(keys: keys.map { KeyState(key: $0) }))
     }
 
@@ -189,7 +201,9 @@ package final class ProviderAuthority: Sendable {
             if parsed.issuedAt > key.currentIssuedAt {
                 // A newer token: an update.
                 if let since = key.currentSince {
-                    if now - since < Self.minimumRefreshSeconds { return .failure(SimRejection(.tooManyProviderTokenUpdates)) }
+                    if updateScope == .key, now - since < Self.minimumRefreshSeconds {
+                        return .failure(SimRejection(.tooManyProviderTokenUpdates))
+                    }
                     state.keys[keyIndex].changes += 1
                 }
                 state.keys[keyIndex].currentSince = now
@@ -240,6 +254,25 @@ package struct ParsedJWT: Sendable {
         issuedAt = Int64(iat)
         signingInput = Array(parts[0].utf8) + [UInt8(ascii: ".")] + Array(parts[1].utf8)
         self.signature = Array(signature)
+    }
+}
+
+/// The 20-minute rule for one connection (scope `.connection`): the connection's current
+/// token is the newest `iat` it has used; a token with a newer `iat` less than 20 minutes after
+/// the current one was first used there is TooManyProviderTokenUpdates.
+package struct ConnectionTokenClock: Sendable, Equatable {
+    private var issuedAt: Int64 = .min
+    private var since: Int64?
+
+    package init() {}
+
+    /// Checks and records `token` used at `now` (epoch seconds, simulator clock).
+    package mutating func use(_ token: VerifiedToken, now: Int64) -> SimRejection? {
+        guard token.issuedAt > issuedAt else { return nil }
+        if let since, now - since < ProviderAuthority.minimumRefreshSeconds { return SimRejection(.tooManyProviderTokenUpdates) }
+        issuedAt = token.issuedAt
+        since = now
+        return nil
     }
 }
 

@@ -16,10 +16,11 @@ struct APNsSimCommand: Command {
             Credentials: --keys FILE registers token-auth keys (JSON: {"keys":[{"team_id",
             "key_id", "public_key" PEM | "public_key_file" | "private_key_file" (.p8),
             "topics": [bundle ids]}]}); JWTs are verified with ES256 once and then cached.
-            iat older than 60 minutes: 403 ExpiredProviderToken; a new JWT for a key within 20
-            minutes of its current one: 429 TooManyProviderTokenUpdates; another key than the
-            connection's first: 403 UnrelatedKeyIdInToken; topic outside the key's "topics":
-            400 TopicDisallowed. --accept-any-key checks JWT structure and claims but not
+            iat older than 60 minutes: 403 ExpiredProviderToken; a JWT with a newer iat within 20
+            minutes of the current one: 429 TooManyProviderTokenUpdates (on the same connection;
+            --token-updates key: for the key, across connections and processes); another key
+            than the connection's first: 403 UnrelatedKeyIdInToken; topic outside the key's
+            "topics": 400 TopicDisallowed. --accept-any-key checks JWT structure and claims but not
             signatures. --client-ca FILE adds certificate auth (mutual TLS): a connection with a
             client certificate signed by those CAs pushes to the certificate's topic (subject UID,
             else CN) without a JWT; other topics get 400 TopicDisallowed; apns-topic defaults to
@@ -51,11 +52,12 @@ struct APNsSimCommand: Command {
             .option("tls-key", "FILE", "PEM private key of --tls-cert"),
             .flag("h2c", "cleartext HTTP/2 with prior knowledge instead of TLS"),
             .option("ca-out", "FILE", "write the generated CA certificate (PEM) here, for clients to trust"),
-            .option("keys", "FILE", "token-auth keys to accept (JSON, see above)"),
+            .option("keys", "FILE", "token-auth keys to accept (JSON, see below)"),
             .flag("accept-any-key", "accept any team/key id; check JWT structure and claims, not signatures"),
             .flag("no-auth", "do not authenticate providers at all"),
-            .option("client-ca", "FILE", "certificate auth: verify client certificates against these CAs (PEM); a verified certificate may push to its subject UID's topic without a JWT"),
-            .option("rules", "FILE", "device outcome rules (JSON, see above)"),
+            .option("token-updates", "SCOPE", "where the 20-minute token rule applies: connection (default) or key"),
+            .option("client-ca", "FILE", "certificate auth (mutual TLS) with client certificates from these CAs (PEM; see below)"),
+            .option("rules", "FILE", "device outcome rules (JSON, see below)"),
             .option("log", "FILE", "append one NDJSON line per accepted notification"),
             .option("threads", "N", "event-loop threads (default: one per core)"),
             .flag("production", "answer like the production host (no apns-unique-id); default is the sandbox"),
@@ -120,11 +122,15 @@ struct APNsSimCommand: Command {
         }
         if clientCA != nil && arguments.flag("no-auth") { throw UsageError("--client-ca and --no-auth contradict each other") }
         configuration.clientCAFile = clientCA
+        let scopeText = arguments.value("token-updates") ?? "connection"
+        guard let scope = ProviderAuthority.UpdateScope(rawValue: scopeText) else {
+            throw UsageError("--token-updates must be connection or key, got '\(scopeText)'")
+        }
         do {
             if let keysFile = arguments.value("keys") {
-                configuration.auth = .token(ProviderAuthority(keys: try RegisteredKey.load(file: keysFile)))
+                configuration.auth = .token(ProviderAuthority(keys: try RegisteredKey.load(file: keysFile), updateScope: scope))
             } else if arguments.flag("accept-any-key") {
-                configuration.auth = .token(ProviderAuthority(keys: [], acceptAnyKey: true))
+                configuration.auth = .token(ProviderAuthority(keys: [], acceptAnyKey: true, updateScope: scope))
             } else if clientCA != nil {
                 // Certificate auth only: connections without a certificate have no credentials.
                 configuration.auth = .token(ProviderAuthority(keys: []))

@@ -129,6 +129,22 @@ struct ProviderAuthorityTests {
         }
     }
 
+    @Test("connection scope: the authority counts changes, each connection applies the 20-minute rule")
+    func connectionScope() throws {
+        let authority = ProviderAuthority(keys: [key.registered], updateScope: .connection)
+        let first = try authority.admit(authorization: bearer(try key.jwt(issuedAt: now)), now: now).get()
+        let second = try authority.admit(authorization: bearer(try key.jwt(issuedAt: now + 1)), now: now + 2).get()
+        #expect(authority.tokenChanges() == ["TEAM000001.KEY0000001": 1])
+        var clock = ConnectionTokenClock()
+        #expect(clock.use(first, now: now) == nil)
+        #expect(clock.use(second, now: now + 2) == SimRejection(.tooManyProviderTokenUpdates))
+        #expect(clock.use(first, now: now + 3) == nil, "the current token keeps working")
+        #expect(clock.use(second, now: now + 20 * 60) == nil)
+        #expect(clock.use(first, now: now + 20 * 60 + 1) == nil, "an older token is not an update")
+        var other = ConnectionTokenClock()
+        #expect(other.use(second, now: now + 5) == nil, "another connection has its own clock")
+    }
+
     @Test("two keys keep separate 20-minute clocks")
     func separateKeys() throws {
         let second = TestKey(teamID: "TEAM000001", keyID: "KEY0000002")

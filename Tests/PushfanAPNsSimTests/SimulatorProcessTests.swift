@@ -225,16 +225,17 @@ struct SimulatorProcessTests {
         #expect(Clients.receivedStreamLimits(second) == [3], "\(second)")
     }
 
-    @Test("JWT clock rules under a shifted clock: 20-minute refresh, 60-minute expiry, old token still valid after a change")
-    func clockRules() async throws {
+    @Test("JWT clock rules under a shifted clock: 20-minute refresh per key, 60-minute expiry, old token still valid after a change")
+    func clockRulesPerKey() async throws {
         let key = TestKey()
-        let sim = try await SimulatorProcess(try keysArguments([key]))
+        let sim = try await SimulatorProcess(try keysArguments([key]) + ["--token-updates", "key"])
         defer { sim.stop() }
         let start = nowSeconds()
         let first = "authorization: bearer " + (try key.jwt(issuedAt: start))
         let second = "authorization: bearer " + (try key.jwt(issuedAt: start + 1))
         let headers = ["apns-topic: com.example.app"]
         #expect(try await Clients.curl(sim, headers: headers + [first]).status == 200)
+        // Another connection (another process) with a newer token: too soon for this key.
         let tooSoon = try await Clients.curl(sim, headers: headers + [second])
         #expect(tooSoon.status == 429)
         #expect(tooSoon.reason == "TooManyProviderTokenUpdates")
@@ -246,8 +247,35 @@ struct SimulatorProcessTests {
         let expired = try await Clients.curl(sim, headers: headers + [first])
         #expect(expired.status == 403)
         #expect(expired.reason == "ExpiredProviderToken")
+        // 40 minutes after the second token took over, a fresh one is a welcome refresh.
+        let fresh = "authorization: bearer " + (try key.jwt(issuedAt: start + 61 * 60))
+        #expect(try await Clients.curl(sim, headers: headers + [fresh]).status == 200)
         let stats = try await sim.stats()
-        #expect(stats["jwt_changes"] as? [String: Int] == ["TEAM000001.KEY0000001": 1])
+        #expect(stats["jwt_changes"] as? [String: Int] == ["TEAM000001.KEY0000001": 2])
+        #expect(stats["reason"] as? [String: Int] == ["TooManyProviderTokenUpdates": 1, "ExpiredProviderToken": 1])
+    }
+
+    @Test("by default the 20-minute rule is per connection: separate senders may sign their own tokens")
+    func clockRulesPerConnection() async throws {
+        let key = TestKey()
+        let sim = try await SimulatorProcess(try keysArguments([key]))
+        defer { sim.stop() }
+        let start = nowSeconds()
+        let first = try key.jwt(issuedAt: start), second = try key.jwt(issuedAt: start + 1), third = try key.jwt(issuedAt: start + 2)
+        let path = "/3/device/" + Clients.token
+        let sameConnection = try await Clients.curlSequence(sim, [
+            (["apns-topic: com.example.app", "authorization: bearer " + first], Clients.alertBody, path),
+            (["apns-topic: com.example.app", "authorization: bearer " + second], Clients.alertBody, path),
+            (["apns-topic: com.example.app", "authorization: bearer " + first], Clients.alertBody, path),
+        ])
+        #expect(sameConnection.map(\.status) == [200, 429, 200])
+        #expect(sameConnection[1].reason == "TooManyProviderTokenUpdates")
+        // Another connection (another sender process) signs its own, newer token: accepted.
+        #expect(try await Clients.curl(sim, headers: ["apns-topic: com.example.app", "authorization: bearer " + third]).status == 200)
+        // The key's newest token changed twice (first → second → third), whichever connections
+        // used them. (That a connection may refresh after 20 minutes is in ConnectionTokenClock's tests.)
+        let stats = try await sim.stats()
+        #expect(stats["jwt_changes"] as? [String: Int] == ["TEAM000001.KEY0000001": 2])
     }
 
     @Test("a second key on a connection is UnrelatedKeyIdInToken")
@@ -303,6 +331,23 @@ struct SimulatorProcessTests {
         #expect(waited >= 0.29, "the answer came \(waited) s after the request")
         // The simulator's own endpoints are never delayed (no threshold asserted, only that they answer).
         #expect((try await sim.control(["latency": "exp:50"]))["latency"] as? String == "exp:50")
+    }
+
+    @Test("one connection serves 1,100 requests from curl, which resets each stream after its answer")
+    func longConnection() async throws {
+        // libcurl 7.88 sends RST_STREAM(STREAM_CLOSED) after every answer; nghttp2's
+        // rapid-reset limit would close the connection after 1,000 of them.
+        let sim = try await SimulatorProcess(["--no-auth"])
+        defer { sim.stop() }
+        let prefix = String(repeating: "ab", count: 30)
+        let result = try await CommandLineTool.run("curl", ["-s", "-o", "/dev/null", "-w", "%{http_code}\n"] + sim.curlOptions
+            + ["-H", "apns-topic: a.b", "--data-binary", #"{"aps":{}}"#, sim.url + "/3/device/" + prefix + "[1000-2099]"])
+        let codes = result.output.split(separator: "\n")
+        #expect(codes.count == 1100)
+        #expect(codes.allSatisfy { $0 == "200" })
+        let stats = try await sim.stats()
+        #expect(Clients.int(stats["accepted"]) == 1100)
+        #expect(Clients.int(stats["connections_accepted"]) == 2, "the requests' connection and this stats call's")
     }
 
     @Test("a client that leaves before its answer does not take the simulator down")
@@ -468,6 +513,8 @@ struct SimulatorCommandLineTests {
         (["--keys", "/nonexistent/keys.json"], "cannot read the keys file /nonexistent/keys.json"),
         (["--no-auth", "--rules", "/nonexistent/rules.json"], "cannot read the rules file"),
         (["--no-auth", "--host", "example.com"], "--host must be an IPv4 address"),
+        (["--accept-any-key", "--token-updates", "process"], "--token-updates must be connection or key, got 'process'"),
+        (["--no-auth", "--client-ca", "ca.pem"], "--client-ca and --no-auth contradict each other"),
     ])
     func usage(_ arguments: [String], _ message: String) async throws {
         let result = try await run(["--port", "0"] + arguments)
