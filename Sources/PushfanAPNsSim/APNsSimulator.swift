@@ -8,8 +8,8 @@ internal import CEpoll
 package enum SimAuthMode: Sendable {
     /// Token auth: JWTs checked by the authority (registered keys, or any key).
     case token(ProviderAuthority)
-    /// No provider authentication: requests are judged as if the connection carried a valid
-    /// client certificate. Mutual TLS itself is not implemented.
+    /// No provider authentication at all (`--no-auth`). Certificate auth is separate:
+    /// `SimConfiguration.clientCAFile`.
     case none
 }
 

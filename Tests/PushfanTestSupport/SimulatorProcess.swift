@@ -12,7 +12,9 @@ import Foundation
 /// `arguments` are passed as given (credentials: one of --keys FILE, --accept-any-key,
 /// --no-auth; add --h2c for cleartext). Like APNs, a token-auth connection advertises one
 /// stream until its first accepted request, and streams a client opens beyond that before
-/// reading the SETTINGS are refused (REFUSED_STREAM); pass --no-start-at-one to turn that off. `--port 0`, `--ca-out` (TLS only) and
+/// reading the SETTINGS are refused (REFUSED_STREAM); pass --no-start-at-one to turn that off.
+/// The 20-minute provider-token rule applies per connection unless --token-updates key is
+/// given. docs/apns-sim.md has every flag, file format and control member. `--port 0`, `--ca-out` (TLS only) and
 /// `--log-level warning` are added. The control calls use curl, so they work whatever the
 /// test's own HTTP client is. `logFile` is set when the arguments contain `--log FILE`.
 package final class SimulatorProcess: Sendable {
