@@ -74,9 +74,9 @@ struct APNsNotificationTests {
         #expect(pushType.maxPayloadBytes == limit)
         var payload = Self.minimalPayload(pushType)
         try payload.setCustom("", forKey: "pad")
-        let padding = limit - payload.encoded().count
+        let padding = limit - payload.encoded(for: pushType).count
         try payload.setCustom(.string(String(repeating: "x", count: padding)), forKey: "pad")
-        #expect(payload.encoded().count == limit)
+        #expect(payload.encoded(for: pushType).count == limit)
         let atLimit = try APNsNotification(token: Self.token, topic: Self.bundle, pushType: pushType, payload: payload)
         #expect(atLimit.payload.count == limit)
 

@@ -53,10 +53,13 @@ struct APNsPayloadTests {
         #expect(aps?["alert"] as? String == tricky)
     }
 
-    @Test("an empty payload is {\"aps\":{}}, custom data alone leaves out the empty aps")
+    @Test("aps is always there, empty at the least; only an MDM push has none")
     func emptyForms() throws {
         #expect(Self.text(try APNsPayload()) == #"{"aps":{}}"#)
-        #expect(Self.text(try APNsPayload(custom: ["mdm": "magic"])) == #"{"mdm":"magic"}"#)
+        #expect(Self.text(try APNsPayload(custom: ["call": "id"])) == #"{"aps":{},"call":"id"}"#)
+        let mdm = try APNsPayload(custom: ["mdm": "magic"])
+        #expect(String(decoding: mdm.encoded(for: .mdm), as: UTF8.self) == #"{"mdm":"magic"}"#)
+        #expect(String(decoding: mdm.encoded(for: .voip), as: UTF8.self) == #"{"aps":{},"mdm":"magic"}"#)
     }
 
     @Test("the same payload always gives the same bytes")
