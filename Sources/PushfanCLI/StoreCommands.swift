@@ -198,9 +198,8 @@ struct DevicesImportCommand: Command {
         var nextStatistics = batchSize
         while reader.next({ bytes in
             lineNumber += 1
-            let line = String(decoding: bytes, as: UTF8.self)
             do {
-                if let device = try parser.parse(line) { batch.append(device) }
+                if let device = try parser.parse(bytes: bytes) { batch.append(device) }
             } catch {
                 rejected += 1
                 pending.append((lineNumber, "\(error)"))

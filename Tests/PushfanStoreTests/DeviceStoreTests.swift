@@ -154,6 +154,56 @@ struct DeviceStoreTests {
         #expect(try parser.parse("   ") == nil)
     }
 
+    /// The import's own JSON reader against JSONSerialization as an independent parser:
+    /// both accept the same lines (when the line is an object) and read the same values.
+    @Test(arguments: [
+        #"{"device_id":"a\"b\\c\/d","token":"TOKEN"}"#,
+        #"{"device_id":"\u00e9\ud83c\udf89 \u0041","token":"TOKEN"}"#,
+        #"  { "device_id" : "sp" , "token" : "TOKEN" , "locale" : null }  "#,
+        #"{"device_id":"n","token":"TOKEN","attributes":{"a":[1,-0,1.5e3,true,null,{"b":"c"}],"n":-12}}"#,
+        #"{"device_id":"dup","device_id":"last","token":"TOKEN"}"#,
+        #"{"device_id":"x","token":"TOKEN","extra":{"deep":[[[]]]}}"#,
+        #"{'device_id':'x','token':'TOKEN'}"#,
+        #"{"device_id":"x","token":"TOKEN"} trailing"#,
+        "{\"device_id\":\"x\u{01}\",\"token\":\"TOKEN\"}",
+        #"{"device_id":"\ud83c","token":"TOKEN"}"#,
+        #"{"device_id":"x","token":"TOKEN","attributes":{"n":01}}"#,
+        #"{"device_id":"x","token":"TOKEN","attributes":{"n":1.}}"#,
+        #"{"device_id":"x","token":"TOKEN""#,
+    ])
+    func ndjsonReaderAgreesWithJSONSerialization(_ template: String) throws {
+        let line = template.replacingOccurrences(of: "TOKEN", with: Synthetic.token(1))
+        var parser = DeviceImportParser(format: .ndjson)
+        let ours = Result { () throws(StoreError) -> ValidatedDevice? in try parser.parse(line) }
+        let reference = (try? JSONSerialization.jsonObject(with: Data(line.utf8))) as? [String: Any]
+        switch (ours, reference) {
+        case (.success(let device?), let object?):
+            #expect(device.deviceID == object["device_id"] as? String)
+            #expect(device.token == Synthetic.token(1))
+            if let attributes = object["attributes"] as? [String: Any] {
+                let expected = try JSONSerialization.data(withJSONObject: attributes, options: [.sortedKeys])
+                let actual = try JSONSerialization.jsonObject(with: Data(device.attributesJSON.utf8))
+                #expect(try JSONSerialization.data(withJSONObject: actual, options: [.sortedKeys]) == expected)
+            }
+        case (.failure(let error), nil):
+            #expect("\(error)".contains("not a JSON object") || "\(error)".contains("UTF-8"), "\(error)")
+        default:
+            Issue.record("disagree on \(line): ours \(ours), JSONSerialization \(reference.map { "\($0)" } ?? "rejects")")
+        }
+    }
+
+    @Test func ndjsonReaderRefusesInvalidUTF8AndDeepNesting() throws {
+        var parser = DeviceImportParser(format: .ndjson)
+        var bytes = Array(#"{"device_id":"x","token":"\#(Synthetic.token(1))","locale":"fr"#.utf8)
+        bytes += [0xC3, 0x28] + Array(#""}"#.utf8)
+        let result = bytes.withUnsafeBytes { raw in Result { () throws(StoreError) -> ValidatedDevice? in try parser.parse(bytes: raw) } }
+        #expect(throws: StoreError.invalidInput("not valid UTF-8")) { try result.get() }
+        let deep = #"{"device_id":"x","token":"\#(Synthetic.token(1))","attributes":{"a":"# + String(repeating: "[", count: 40) + String(repeating: "]", count: 40) + "}}"
+        #expect(throws: StoreError.invalidInput("nested deeper than 32 levels")) { try parser.parse(deep) }
+        // Strict RFC 8259, where Foundation's parser is lenient: no trailing comma.
+        #expect(throws: StoreError.invalidInput("not a JSON object")) { try parser.parse(#"{"device_id":"x","token":"\#(Synthetic.token(1))",}"#) }
+    }
+
     @Test(arguments: Backend.enabled)
     func bulkImportFollowsTheRegistrationRules(_ backend: Backend) async throws {
         let store = try await backend.openFresh()
