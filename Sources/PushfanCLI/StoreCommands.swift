@@ -315,6 +315,7 @@ struct DevicesExpandCommand: Command {
         options: [
             .option("app", "KEY", "app key (required)"), .option("name", "NAME", "use a saved segment instead of EXPR"),
             .option("shard-size", "N", "devices per shard (default 10000)"), .option("page", "N", "devices per page (default 1000)"),
+            .option("parallel", "N", "shards read at once (default 2)"),
         ] + StoreOptions.specs)
 
     static func run(_ arguments: ParsedArguments, _ context: CommandContext) async throws -> Int32 {
@@ -323,22 +324,45 @@ struct DevicesExpandCommand: Command {
         let expression = try await SegmentInput.expression(arguments, store, app: app)
         let shardSize = try arguments.int("shard-size", default: 10_000, range: 1...10_000_000)
         let pageSize = try arguments.int("page", default: 1000, range: 1...100_000)
+        let parallel = try arguments.int("parallel", default: 2, range: 1...64)
         let started = ContinuousClock.now
         let shards = try await store.shards(app: app, size: shardSize)
         let progress = ProgressLine()
         var devices = 0
         var checksum: Int64 = 0
-        for (index, shard) in shards.enumerated() {
-            var cursor: Int64?
-            while true {
-                let page = try await store.page(app: app, segment: expression, shard: shard, cursor: cursor, limit: pageSize)
-                devices += page.count
-                // Touch what the pipeline would use, so the work is not optimised away.
-                for target in page { checksum &+= target.rowKey &+ Int64(target.token.utf8.count) }
-                guard page.count == pageSize, let last = page.last else { break }
-                cursor = last.rowKey
+        var finishedShards = 0
+        // Shards are independent: `parallel` of them are read at once, as workers would.
+        try await withThrowingTaskGroup(of: (Int, Int64).self) { group in
+            var next = 0
+            func scan(_ shard: ShardRange) async throws -> (Int, Int64) {
+                var devices = 0
+                var checksum: Int64 = 0
+                var cursor: Int64?
+                while true {
+                    let page = try await store.page(app: app, segment: expression, shard: shard, cursor: cursor, limit: pageSize)
+                    devices += page.count
+                    // Touch what the pipeline would use, so the work is not optimised away.
+                    for target in page { checksum &+= target.rowKey &+ Int64(target.token.utf8.count) }
+                    guard page.count == pageSize, let last = page.last else { return (devices, checksum) }
+                    cursor = last.rowKey
+                }
             }
-            progress.show("shard \(index + 1)/\(shards.count): \(devices) devices")
+            while next < min(parallel, shards.count) {
+                let shard = shards[next]
+                group.addTask { try await scan(shard) }
+                next += 1
+            }
+            for try await (count, sum) in group {
+                devices += count
+                checksum &+= sum
+                finishedShards += 1
+                progress.show("shard \(finishedShards)/\(shards.count): \(devices) devices")
+                if next < shards.count {
+                    let shard = shards[next]
+                    group.addTask { try await scan(shard) }
+                    next += 1
+                }
+            }
         }
         progress.finish()
         let seconds = (ContinuousClock.now - started).seconds

@@ -2,6 +2,7 @@ import Dispatch
 import Foundation
 import PushfanCore
 import PushfanCrypto
+import Synchronization
 
 /// The device store: apps, devices, segments, audience expansion and the delivery ledger,
 /// on SQLite (embedded default) or PostgreSQL (at scale), with the same behaviour on both.
@@ -614,29 +615,49 @@ package final class DeviceStore: Sendable {
     }
 }
 
-/// Owns one connection and the serial queue every call on it runs on.
+/// A few connections, each with the serial queue every call on it runs on. Calls go to
+/// the connections in turn, so independent work (two shards of one audience, a claim
+/// while the next page is read) runs in parallel; each call is complete on one connection
+/// (its own statement or transaction), and both databases show every connection what
+/// another committed.
 private final class ConnectionExecutor: @unchecked Sendable {
-    // `connection` is only touched on `queue`, which is what makes this type sendable.
-    private let queue = DispatchQueue(label: "pushfan.store")
-    private let connection: any SQLConnection
+    /// One connection, only touched on its queue, which is what makes this type sendable.
+    private struct Lane {
+        let queue: DispatchQueue
+        let connection: any SQLConnection
+    }
+
+    /// Connections per store: enough for a scan to overlap with other work on a 2-core
+    /// machine without multiplying the database's per-connection memory.
+    static let connections = 2
+
+    private let lanes: [Lane]
+    private let next = Atomic<Int>(0)
     let dialect: SQLDialect
 
-    private init(connection: any SQLConnection) {
-        self.connection = connection
-        self.dialect = connection.dialect
+    private init(connections: [any SQLConnection]) {
+        lanes = connections.enumerated().map { Lane(queue: DispatchQueue(label: "pushfan.store.\($0.offset)"), connection: $0.element) }
+        dialect = connections[0].dialect
     }
 
     static func make(_ connect: @escaping @Sendable () throws(StoreError) -> any SQLConnection) async throws(StoreError) -> ConnectionExecutor {
-        let made = await BlockingWork.run { () -> Result<UncheckedBox<any SQLConnection>, StoreError> in
-            do throws(StoreError) { return .success(UncheckedBox(try connect())) } catch { return .failure(error) }
+        let made = await BlockingWork.run { () -> Result<UncheckedBox<[any SQLConnection]>, StoreError> in
+            do throws(StoreError) {
+                var connections: [any SQLConnection] = []
+                for _ in 0..<Self.connections { connections.append(try connect()) }
+                return .success(UncheckedBox(connections))
+            } catch {
+                return .failure(error)
+            }
         }
-        return ConnectionExecutor(connection: try made.get().value)
+        return ConnectionExecutor(connections: try made.get().value)
     }
 
     func run<T: Sendable>(_ body: @escaping @Sendable (any SQLConnection) throws(StoreError) -> T) async throws(StoreError) -> T {
-        let box = UncheckedBox(connection)
+        let lane = lanes[next.wrappingAdd(1, ordering: .relaxed).oldValue % lanes.count]
+        let box = UncheckedBox(lane.connection)
         let result: Result<T, StoreError> = await withCheckedContinuation { continuation in
-            queue.async {
+            lane.queue.async {
                 do throws(StoreError) { continuation.resume(returning: .success(try body(box.value))) } catch { continuation.resume(returning: .failure(error)) }
             }
         }
