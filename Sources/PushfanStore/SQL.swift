@@ -35,6 +35,12 @@ struct SQLStatement: ExpressibleByStringInterpolation, Sendable {
 
     init(stringInterpolation: StringInterpolation) { pieces = stringInterpolation.pieces }
 
+    /// A plain query (`SELECT …`), which can be sent again without changing anything.
+    var isRead: Bool {
+        guard case .text(let first)? = pieces.first else { return false }
+        return first.drop(while: { $0 == " " || $0 == "\n" }).prefix(7).uppercased() == "SELECT "
+    }
+
     struct StringInterpolation: StringInterpolationProtocol {
         var pieces: [Piece] = []
         init(literalCapacity: Int, interpolationCount: Int) {}

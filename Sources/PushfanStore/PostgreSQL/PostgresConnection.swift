@@ -64,7 +64,21 @@ final class PostgresConnection: SQLConnection {
     }
 
     /// Runs one statement and hands back its result (caller clears it).
+    ///
+    /// A connection that died while idle (the server restarted) is only noticed when it is
+    /// used; a read outside a transaction is then sent once more over a new connection.
+    /// Writes are not resent: the server may have applied them before the connection broke.
     private func exec(_ statement: SQLStatement) throws(StoreError) -> OpaquePointer {
+        do {
+            return try execOnce(statement)
+        } catch {
+            guard !inTransaction, let connection, PQstatus(connection) != CONNECTION_OK, statement.isRead else { throw error }
+            logger.notice("store.connection_lost", ["store.action": "reconnect_and_retry_read"])
+            return try execOnce(statement)
+        }
+    }
+
+    private func execOnce(_ statement: SQLStatement) throws(StoreError) -> OpaquePointer {
         let (sql, parameters) = statement.render(.postgres)
         // Inside a transaction a reconnect would silently lose the earlier statements.
         if !inTransaction { try ensureConnected() }
@@ -165,10 +179,35 @@ private struct PostgresRow: SQLRow {
     let row: Int32
 
     func text(_ column: Int) -> String? {
-        PQgetisnull(result, row, Int32(column)) == 1 ? nil : String(cString: PQgetvalue(result, row, Int32(column)))
+        guard PQgetisnull(result, row, Int32(column)) == 0, let value = PQgetvalue(result, row, Int32(column)) else { return nil }
+        let length = Int(PQgetlength(result, row, Int32(column)))
+        return value.withMemoryRebound(to: UInt8.self, capacity: length) { String(decoding: UnsafeBufferPointer(start: $0, count: length), as: UTF8.self) }
     }
 
-    func int(_ column: Int) -> Int64? { text(column).flatMap { Int64($0) } }
+    /// Parses the text form's digits in place: scans read a row key per row, and a
+    /// `String` for each would cost more than the rest of the row.
+    func int(_ column: Int) -> Int64? {
+        guard PQgetisnull(result, row, Int32(column)) == 0, let value = PQgetvalue(result, row, Int32(column)) else { return nil }
+        let length = Int(PQgetlength(result, row, Int32(column)))
+        return value.withMemoryRebound(to: UInt8.self, capacity: length) { bytes -> Int64? in
+            var index = 0
+            let negative = length > 0 && bytes[0] == UInt8(ascii: "-")
+            if negative { index = 1 }
+            guard index < length else { return nil }
+            var magnitude: UInt64 = 0
+            while index < length {
+                let digit = bytes[index] &- UInt8(ascii: "0")
+                guard digit < 10 else { return nil }
+                let (times, overflow1) = magnitude.multipliedReportingOverflow(by: 10)
+                let (sum, overflow2) = times.addingReportingOverflow(UInt64(digit))
+                guard !overflow1, !overflow2 else { return nil }
+                magnitude = sum
+                index += 1
+            }
+            if negative { return magnitude <= UInt64(Int64.max) + 1 ? Int64(truncatingIfNeeded: 0 &- magnitude) : nil }
+            return magnitude <= UInt64(Int64.max) ? Int64(magnitude) : nil
+        }
+    }
     func double(_ column: Int) -> Double? { text(column).flatMap { Double($0) } }
 }
 
