@@ -7,7 +7,7 @@ import PushfanCore
 /// casts back cost more than the rest of an import together (profiled at about 60% of the
 /// parsing thread). This reader follows RFC 8259's grammar for the whole line, builds
 /// strings only for the fields a device has, and keeps attributes as `JSONValue`.
-struct DeviceJSONReader {
+final class DeviceJSONReader {
     private let bytes: UnsafeRawBufferPointer
     private var index = 0
     /// Nesting allowed inside `attributes` and ignored members.
@@ -18,64 +18,50 @@ struct DeviceJSONReader {
     private static let notAnObject = StoreError.invalidInput("not a JSON object")
 
     static func registration(_ line: UnsafeRawBufferPointer) throws(StoreError) -> DeviceRegistration {
-        var reader = DeviceJSONReader(line)
-        return try reader.readDevice()
+        try DeviceJSONReader(line).readDevice()
     }
 
-    private mutating func readDevice() throws(StoreError) -> DeviceRegistration {
+    private func readDevice() throws(StoreError) -> DeviceRegistration {
         skipSpace()
-        guard take(UInt8(ascii: "{")) else { throw Self.notAnObject }
+        guard peek == UInt8(ascii: "{") else { throw Self.notAnObject }
         var deviceID: String?
         var token: String?
         var environment: String?
         var registration = DeviceRegistration(deviceID: "", token: "")
-        skipSpace()
-        if !take(UInt8(ascii: "}")) {
-            while true {
-                skipSpace()
-                guard peek == UInt8(ascii: "\"") else { throw Self.notAnObject }
-                let key = try readString()
-                skipSpace()
-                guard take(UInt8(ascii: ":")) else { throw Self.notAnObject }
-                skipSpace()
-                switch key {
-                case "device_id": deviceID = try readOptionalString(key)
-                case "token": token = try readOptionalString(key)
-                case "environment": environment = try readOptionalString(key)
-                case "locale": registration.locale = try readOptionalString(key)
-                case "timezone": registration.timezone = try readOptionalString(key)
-                case "app_version": registration.appVersion = try readOptionalString(key)
-                case "os_version": registration.osVersion = try readOptionalString(key)
-                case "tags":
-                    switch try readValue(depth: 0) {
-                    case .null: break
-                    case .array(let items):
-                        registration.tags = try items.map { item throws(StoreError) in
-                            guard case .string(let text) = item else { throw StoreError.invalidInput("tags: wrong type, expected strings") }
-                            return text
-                        }
-                    default: throw StoreError.invalidInput("tags: wrong type, expected an array of strings")
+        try readMembers { key throws(StoreError) in
+            switch key {
+            case "device_id": deviceID = try readOptionalString(key)
+            case "token": token = try readOptionalString(key)
+            case "environment": environment = try readOptionalString(key)
+            case "locale": registration.locale = try readOptionalString(key)
+            case "timezone": registration.timezone = try readOptionalString(key)
+            case "app_version": registration.appVersion = try readOptionalString(key)
+            case "os_version": registration.osVersion = try readOptionalString(key)
+            case "tags":
+                switch try readValue(depth: 0) {
+                case .null: break
+                case .array(let items):
+                    registration.tags = try items.map { item throws(StoreError) in
+                        guard case .string(let text) = item else { throw StoreError.invalidInput("tags: wrong type, expected strings") }
+                        return text
                     }
-                case "attributes":
-                    switch try readValue(depth: 0) {
-                    case .null: break
-                    case .object(let members): registration.attributes = members
-                    default: throw StoreError.invalidInput("attributes: wrong type, expected an object")
-                    }
-                case "last_seen":
-                    switch try readValue(depth: 0) {
-                    case .null: break
-                    case .int(let milliseconds): registration.seenAt = milliseconds
-                    case .number(let value) where value == value.rounded() && abs(value) < 9.2e18: registration.seenAt = Int64(value)
-                    default: throw StoreError.invalidInput("last_seen: wrong type, expected milliseconds since the epoch")
-                    }
-                default:
-                    _ = try readValue(depth: 0)
+                default: throw StoreError.invalidInput("tags: wrong type, expected an array of strings")
                 }
-                skipSpace()
-                if take(UInt8(ascii: ",")) { continue }
-                guard take(UInt8(ascii: "}")) else { throw Self.notAnObject }
-                break
+            case "attributes":
+                switch try readValue(depth: 0) {
+                case .null: break
+                case .object(let members): registration.attributes = members
+                default: throw StoreError.invalidInput("attributes: wrong type, expected an object")
+                }
+            case "last_seen":
+                switch try readValue(depth: 0) {
+                case .null: break
+                case .int(let milliseconds): registration.seenAt = milliseconds
+                case .number(let value) where value == value.rounded() && abs(value) < 9.2e18: registration.seenAt = Int64(value)
+                default: throw StoreError.invalidInput("last_seen: wrong type, expected milliseconds since the epoch")
+                }
+            default:
+                _ = try readValue(depth: 0)
             }
         }
         skipSpace()
@@ -88,7 +74,27 @@ struct DeviceJSONReader {
         return registration
     }
 
-    private mutating func readOptionalString(_ key: String) throws(StoreError) -> String? {
+    /// An object at `index` (which is at its `{`): `member` reads each value after its key.
+    private func readMembers(_ member: (String) throws(StoreError) -> Void) throws(StoreError) {
+        index += 1
+        skipSpace()
+        if take(UInt8(ascii: "}")) { return }
+        while true {
+            skipSpace()
+            guard peek == UInt8(ascii: "\"") else { throw Self.notAnObject }
+            let key = try readString()
+            skipSpace()
+            guard take(UInt8(ascii: ":")) else { throw Self.notAnObject }
+            skipSpace()
+            try member(key)
+            skipSpace()
+            if take(UInt8(ascii: ",")) { continue }
+            guard take(UInt8(ascii: "}")) else { throw Self.notAnObject }
+            return
+        }
+    }
+
+    private func readOptionalString(_ key: String) throws(StoreError) -> String? {
         if peek == UInt8(ascii: "\"") { return try readString() }
         guard case .null = try readValue(depth: 0) else { throw StoreError.invalidInput("\(key): wrong type, expected a string") }
         return nil
@@ -98,41 +104,27 @@ struct DeviceJSONReader {
 
     private var peek: UInt8? { index < bytes.count ? bytes[index] : nil }
 
-    private mutating func take(_ byte: UInt8) -> Bool {
+    private func take(_ byte: UInt8) -> Bool {
         guard index < bytes.count, bytes[index] == byte else { return false }
         index += 1
         return true
     }
 
-    private mutating func skipSpace() {
+    private func skipSpace() {
         while index < bytes.count, bytes[index] == 0x20 || bytes[index] == 0x09 || bytes[index] == 0x0A || bytes[index] == 0x0D {
             index += 1
         }
     }
 
-    private mutating func readValue(depth: Int) throws(StoreError) -> JSONValue {
+    private func readValue(depth: Int) throws(StoreError) -> JSONValue {
         guard depth <= Self.maxDepth else { throw StoreError.invalidInput("nested deeper than \(Self.maxDepth) levels") }
         guard let byte = peek else { throw Self.notAnObject }
         switch byte {
         case UInt8(ascii: "\""): return .string(try readString())
         case UInt8(ascii: "{"):
-            index += 1
             var members: [String: JSONValue] = [:]
-            skipSpace()
-            if take(UInt8(ascii: "}")) { return .object(members) }
-            while true {
-                skipSpace()
-                guard peek == UInt8(ascii: "\"") else { throw Self.notAnObject }
-                let key = try readString()
-                skipSpace()
-                guard take(UInt8(ascii: ":")) else { throw Self.notAnObject }
-                skipSpace()
-                members[key] = try readValue(depth: depth + 1)
-                skipSpace()
-                if take(UInt8(ascii: ",")) { continue }
-                guard take(UInt8(ascii: "}")) else { throw Self.notAnObject }
-                return .object(members)
-            }
+            try readMembers { key throws(StoreError) in members[key] = try readValue(depth: depth + 1) }
+            return .object(members)
         case UInt8(ascii: "["):
             index += 1
             var items: [JSONValue] = []
@@ -153,7 +145,7 @@ struct DeviceJSONReader {
         }
     }
 
-    private mutating func literal(_ word: StaticString, _ value: JSONValue) throws(StoreError) -> JSONValue {
+    private func literal(_ word: StaticString, _ value: JSONValue) throws(StoreError) -> JSONValue {
         let count = word.utf8CodeUnitCount
         guard index + count <= bytes.count,
               memcmp(bytes.baseAddress! + index, word.utf8Start, count) == 0
@@ -162,7 +154,7 @@ struct DeviceJSONReader {
         return value
     }
 
-    private mutating func readNumber() throws(StoreError) -> JSONValue {
+    private func readNumber() throws(StoreError) -> JSONValue {
         let start = index
         _ = take(UInt8(ascii: "-"))
         guard let first = peek, (0x30...0x39).contains(first) else { throw Self.notAnObject }
@@ -187,7 +179,7 @@ struct DeviceJSONReader {
     }
 
     /// A string at `index` (which is at its opening quote): escapes resolved, UTF-8 checked.
-    private mutating func readString() throws(StoreError) -> String {
+    private func readString() throws(StoreError) -> String {
         index += 1
         let start = index
         // Fast path: no escapes.
@@ -241,7 +233,7 @@ struct DeviceJSONReader {
         throw Self.notAnObject
     }
 
-    private mutating func readHex4() throws(StoreError) -> UInt32 {
+    private func readHex4() throws(StoreError) -> UInt32 {
         guard index + 4 <= bytes.count else { throw Self.notAnObject }
         var value: UInt32 = 0
         for _ in 0..<4 {
