@@ -315,7 +315,7 @@ struct DevicesExpandCommand: Command {
         options: [
             .option("app", "KEY", "app key (required)"), .option("name", "NAME", "use a saved segment instead of EXPR"),
             .option("shard-size", "N", "devices per shard (default 10000)"), .option("page", "N", "devices per page (default 1000)"),
-            .option("parallel", "N", "shards read at once (default 4: two per store connection, so each has its next page queued)"),
+            .option("parallel", "N", "shards read at once (default 2)"),
         ] + StoreOptions.specs)
 
     static func run(_ arguments: ParsedArguments, _ context: CommandContext) async throws -> Int32 {
@@ -324,16 +324,14 @@ struct DevicesExpandCommand: Command {
         let expression = try await SegmentInput.expression(arguments, store, app: app)
         let shardSize = try arguments.int("shard-size", default: 10_000, range: 1...10_000_000)
         let pageSize = try arguments.int("page", default: 1000, range: 1...100_000)
-        let parallel = try arguments.int("parallel", default: 4, range: 1...64)
+        let parallel = try arguments.int("parallel", default: 2, range: 1...64)
         let started = ContinuousClock.now
         let shards = try await store.shards(app: app, size: shardSize)
         let progress = ProgressLine()
         var devices = 0
         var checksum: Int64 = 0
         var finishedShards = 0
-        // Shards are independent: `parallel` of them are read at once, as workers would. Two
-        // per store connection keep each connection busy: the database runs one page's
-        // query while the previous page is turned into objects.
+        // Shards are independent: `parallel` of them are read at once, as workers would.
         try await withThrowingTaskGroup(of: (Int, Int64).self) { group in
             var next = 0
             func scan(_ shard: ShardRange) async throws -> (Int, Int64) {
