@@ -467,7 +467,6 @@ final class HTTP2Connection {
 
     private func failConnect(_ reason: String) {
         close(reason: reason)
-        engine.connectFailed(APNsTransportFailure(.connectFailed, detail: reason))
     }
 
     private func startSession() {
@@ -687,8 +686,13 @@ final class HTTP2Connection {
 
     /// Closes the socket; every request still on it ends (`streamEnded` sorts
     /// out which were processed).
+    ///
+    /// A connection that closes before its session was ready (TCP, TLS, or the server
+    /// hanging up before its SETTINGS, as a server that rejects a client certificate
+    /// after a TLS 1.3 handshake does) is a failed connection attempt.
     func close(reason: String) {
         guard state != .closed else { return }
+        let wasOpening = isOpening
         state = .closed
         closeReason = reason
         let remaining = streams
@@ -703,5 +707,6 @@ final class HTTP2Connection {
         for (streamID, stream) in remaining.sorted(by: { $0.key < $1.key }) {
             engine.streamEnded(stream, streamID: streamID, errorCode: 0, on: self)
         }
+        if wasOpening { engine.connectFailed(APNsTransportFailure(.connectFailed, detail: reason)) }
     }
 }
