@@ -22,7 +22,7 @@ enum APNsOptions {
     ]
 
     static let poolSpecs: [OptionSpec] = [
-        .option("transport", "NAME", "nghttp2 or libcurl (default: nghttp2; see docs/apns.md)"),
+        .option("transport", "NAME", "nghttp2 or libcurl (default: nghttp2, or apns.transport in the configuration)"),
         .option("connections", "N", "HTTP/2 connections (default: 2)"),
         .option("streams", "N", "concurrent streams per connection, lowered by the server's limit (default: 100)"),
     ]
@@ -72,16 +72,19 @@ enum APNsOptions {
         return nil
     }
 
-    static func pool(_ arguments: ParsedArguments) throws(UsageError) -> APNsClientConfiguration {
+    /// The pool settings: flags over the configuration file's `apns` section over defaults.
+    static func pool(_ arguments: ParsedArguments, _ context: CommandContext) throws(UsageError) -> APNsClientConfiguration {
         var configuration = APNsClientConfiguration()
-        if let name = arguments.value("transport") {
+        let file = context.configuration.apns
+        if let name = arguments.value("transport") ?? file.transport {
             guard let transport = APNsTransport(rawValue: name) else {
-                throw UsageError("--transport must be nghttp2 or libcurl, got '\(name)'")
+                throw UsageError("transport must be nghttp2 or libcurl, got '\(name)'")
             }
             configuration.transport = transport
         }
-        configuration.connections = try arguments.int("connections", default: configuration.connections, range: 1...64)
-        configuration.streamsPerConnection = try arguments.int("streams", default: configuration.streamsPerConnection, range: 1...10_000)
+        configuration.connections = try arguments.int("connections", default: file.connections ?? configuration.connections, range: 1...64)
+        configuration.streamsPerConnection = try arguments.int(
+            "streams", default: file.streamsPerConnection ?? configuration.streamsPerConnection, range: 1...10_000)
         return configuration
     }
 }
@@ -119,6 +122,7 @@ struct SendCommand: Command {
             .option("apns-id", "UUID", "apns-id (default: a new UUID)"),
             .option("attempts", "N", "most attempts for retryable outcomes (default: 3)"),
             .option("token-cache", "DIR", "where the provider token is kept between runs (default: $XDG_CACHE_HOME/pushfan or ~/.cache/pushfan; 'off' to sign anew each run)"),
+            .option("transport", "NAME", "nghttp2 or libcurl (default: nghttp2, or apns.transport in the configuration)"),
         ] + APNsOptions.endpointSpecs + APNsOptions.credentialSpecs)
 
     static func run(_ arguments: ParsedArguments, _ context: CommandContext) async throws -> Int32 {
@@ -127,7 +131,7 @@ struct SendCommand: Command {
         guard let credentials = try APNsOptions.credentials(arguments) else {
             throw UsageError("credentials are required: --team-id --key-id --key-file, or --cert [--cert-key]")
         }
-        var configuration = APNsClientConfiguration()
+        var configuration = try APNsOptions.pool(arguments, context)
         configuration.connections = 1
         let tokenCache = ProviderTokenCache()
         let savedToken = try ProviderTokenFile(arguments.value("token-cache"), credentials: credentials, keyFile: arguments.value("key-file"))

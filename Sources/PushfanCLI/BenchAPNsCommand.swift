@@ -56,7 +56,7 @@ struct BenchAPNsCommand: Command {
         let payload = try APNsPreparedPayload(
             APNsPayload(jsonBytes: Data((arguments.value("payload") ?? defaultPayload).utf8)), pushType: .alert, priority: nil)
         let topic = arguments.value("topic") ?? "com.example.pushfan"
-        let configuration = try APNsOptions.pool(arguments)
+        let configuration = try APNsOptions.pool(arguments, context)
         let client = try APNsClient(
             endpoint: endpoint, credentials: credentials, configuration: configuration, logger: context.logger)
 

@@ -21,6 +21,17 @@ import Testing
         #expect(overridden.kafka.brokers == "127.0.0.1:1" && overridden.database == "sqlite:x.db" && overridden.apns.url == "https://sim:2197")
     }
 
+    @Test func theSenderSectionReadsItsKeys() throws {
+        let path = try write(#"{"apns": {"transport": "libcurl", "connections": 4, "streams_per_connection": 500, "ca_file": "ca.pem"}}"#)
+        let apns = try PushfanConfiguration.load(file: path, environment: [:]).apns
+        #expect(apns.transport == "libcurl" && apns.connections == 4 && apns.streamsPerConnection == 500 && apns.caFile == "ca.pem")
+        #expect {
+            _ = try PushfanConfiguration.load(file: try write(#"{"apns": {"connections": "many"}}"#), environment: [:])
+        } throws: { error in
+            "\(error)".contains("apns.connections")
+        }
+    }
+
     @Test func defaultsNeedNoFile() throws {
         let configuration = try PushfanConfiguration.load(file: nil, environment: [:])
         #expect(configuration.kafka.topics.campaigns == "pushfan.campaigns")

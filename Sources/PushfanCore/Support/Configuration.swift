@@ -35,9 +35,17 @@ package struct PushfanConfiguration: Codable, Sendable, Equatable {
         package var url: String?
         /// Extra CA file trusted for that endpoint. Env: `PUSHFAN_APNS_CA_FILE`.
         package var caFile: String?
+        /// `nghttp2` (default) or `libcurl`; nil leaves the sender's default.
+        package var transport: String?
+        /// HTTP/2 connections per (endpoint, credential); nil leaves the sender's default (2).
+        package var connections: Int?
+        /// Streams per connection Pushfan opens at most; nil leaves the default (100).
+        package var streamsPerConnection: Int?
 
         package init() {}
-        enum CodingKeys: String, CodingKey { case url, caFile = "ca_file" }
+        enum CodingKeys: String, CodingKey {
+            case url, caFile = "ca_file", transport, connections, streamsPerConnection = "streams_per_connection"
+        }
     }
 
     package var kafka = Kafka()
