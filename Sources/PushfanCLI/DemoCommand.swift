@@ -1,19 +1,27 @@
 import Foundation
+import PushfanAPNs
+import PushfanAPNsSim
 import PushfanCore
+import PushfanCrypto
 import PushfanKafka
 import PushfanStore
 
-/// `pushfan demo`: the embedded defaults in one process, showing what works end to end.
-/// Today that is the Kafka layer: a dev cluster, a campaign produced to the campaigns
-/// topic, and the same campaign consumed back by a consumer-group member and decoded.
+/// `pushfan demo`: the embedded defaults in one process, showing what works end to end:
+/// a dev cluster, a campaign produced to the campaigns topic and consumed back by a
+/// consumer-group member, then a SQLite device store whose matching devices are expanded
+/// and sent, each in its locale, to an APNs simulator over HTTP/2. (The workers that will
+/// join these steps through Kafka are the next piece.)
 struct DemoCommand: Command {
     static let spec = CommandSpec(
         name: "demo",
-        summary: "Run the embedded defaults: a dev Kafka cluster and a campaign round trip",
+        summary: "Run the embedded defaults: a campaign round trip through Kafka, then its audience expanded and sent to an APNs simulator",
         discussion: """
             Starts a 3-broker development cluster inside the process, submits a campaign
             (--campaign FILE, or a built-in example), consumes it back through a consumer group,
-            decodes and validates it, and prints what arrived. Exits 0 when the round trip worked.
+            decodes and validates it, and prints what arrived. Then fills a SQLite device store
+            with synthetic devices, expands the campaign's segment shard by shard and sends each
+            matching device its notification (in its locale) to an APNs simulator started in the
+            process, over HTTP/2 with a verified provider token. Exits 0 when all of it worked.
             """,
         options: [
             .option("campaign", "FILE", "campaign JSON to submit (default: a built-in example)"),
@@ -95,7 +103,8 @@ struct DemoCommand: Command {
             Next: run a cluster of your own with `pushfan kafka-dev`, send the example campaign with
             kcat (docs/messages.md) and watch it with `pushfan consume --topic \(topics.campaigns)`;
             fill a device store with `pushfan apps add` and `pushfan devices import`, then try
-            `pushfan segments count` (docs/store.md, docs/segments.md).
+            `pushfan segments count` (docs/store.md, docs/segments.md); start `pushfan apns-sim`
+            and send to it with `pushfan send` or `pushfan bench apns` (docs/apns-sim.md, docs/apns.md).
             """)
         return 0
     }
@@ -115,7 +124,7 @@ struct DemoCommand: Command {
         let started = ContinuousClock.now
         for index in 0..<count {
             var registration = DeviceRegistration(deviceID: "demo-\(index)", token: String(format: "%064x", index + 1))
-            registration.locale = locales[(index * 7) % locales.count]
+            registration.locale = locales[index % locales.count]
             registration.tags = tags.enumerated().filter { (index >> $0.offset) % 3 == 0 }.map(\.element)
             registration.appVersion = "2.\(index % 12)"
             batch.append(try Validation.device(registration))
@@ -129,19 +138,50 @@ struct DemoCommand: Command {
         let segment = try SegmentParser.parse(text)
         let matching = try await store.count(app: campaign.app, segment: segment)
         detail("segment '\(text)' matches \(matching) of \(count) devices")
+        // An APNs simulator in this process stands in for Apple; the demo's signing key is
+        // registered with it, so every provider token is really verified.
+        let key = ES256PrivateKey.generate()
+        var simConfiguration = SimConfiguration()
+        simConfiguration.threads = 1
+        simConfiguration.auth = .token(ProviderAuthority(keys: [RegisteredKey(teamID: "DEMOTEAM01", keyID: "DEMOKEY001", publicKey: key.publicKey)]))
+        let simulator = try APNsSimulator(configuration: simConfiguration)
+        defer { simulator.stop() }
+        let caFile = directory.appendingPathComponent("simulator-ca.pem").path
+        try writeAtomically(simulator.certificateAuthorityPEM ?? "", to: caFile)
+        let client = try APNsClient(
+            endpoint: APNsEndpoint(url: "https://127.0.0.1:\(simulator.port)", caFile: caFile),
+            credentials: APNsCredentials.token(teamID: "DEMOTEAM01", keyID: "DEMOKEY001", key: key), logger: logger)
+
         let expandStarted = ContinuousClock.now
         var expanded = 0
+        var accepted = 0
+        var byLocale: [String: Int] = [:]
         let shards = try await store.shards(app: campaign.app, size: 5000)
         for shard in shards {
             var cursor: Int64?
             while true {
                 let page = try await store.page(app: campaign.app, segment: segment, shard: shard, cursor: cursor, limit: 1000)
                 expanded += page.count
+                // Each device gets its locale's texts; the collapse id is the campaign's.
+                let notifications = try page.map { target in
+                    try APNsNotification(campaign: campaign, token: DeviceToken(target.token), topic: "com.example.shop", locale: target.locale)
+                }
+                let results = await client.send(batch: notifications)
+                for (target, result) in zip(page, results) {
+                    guard case .response(.accepted) = result else { continue }
+                    accepted += 1
+                    byLocale[target.locale ?? "none", default: 0] += 1
+                }
                 guard page.count == 1000, let last = page.last else { break }
                 cursor = last.rowKey
             }
         }
-        detail("expanded through \(shards.count) shards in keyset pages: \(expanded) devices in \(formatted(ContinuousClock.now - expandStarted))")
+        await client.shutdown()
+        let elapsed = ContinuousClock.now - expandStarted
+        detail("expanded through \(shards.count) shards in keyset pages and sent to an APNs simulator over HTTP/2: \(expanded) devices, \(accepted) accepted, in \(formatted(elapsed)) (\(Int(Double(accepted) / max(elapsed.seconds, 0.001)))/s)")
+        detail("accepted by locale: " + byLocale.sorted { $0.key < $1.key }.map { "\($0.key) \($0.value)" }.joined(separator: ", "))
+        let stats = simulator.stats()
+        detail("the simulator saw \(stats.requests) requests, \(stats.distinctTokensAccepted) distinct tokens, \(stats.duplicateAcceptances) duplicates")
     }
 
     private static func step(_ text: String) { print("==> \(text)") }
