@@ -398,8 +398,6 @@ final class ConnectionPacer {
     private let capacity: Double
     private let interval: Duration
     private var last = ContinuousClock.now
-    /// Connects refused so far, for logs and tests.
-    private(set) var deferred = 0
 
     init(burst: Int, interval: Duration) {
         capacity = Double(burst)
@@ -409,10 +407,7 @@ final class ConnectionPacer {
 
     func tryAcquire() -> Bool {
         refill()
-        guard tokens >= 1 else {
-            deferred += 1
-            return false
-        }
+        guard tokens >= 1 else { return false }
         tokens -= 1
         return true
     }

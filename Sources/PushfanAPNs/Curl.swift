@@ -16,7 +16,4 @@ enum Curl {
         guard code != CURLM_OK else { return }
         throw .libcurl(call, String(cString: curl_multi_strerror(code)))
     }
-
-    /// The libcurl version string, for logs and bug reports.
-    static var version: String { String(cString: curl_version()) }
 }

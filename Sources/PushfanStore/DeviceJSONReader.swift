@@ -172,9 +172,9 @@ final class DeviceJSONReader {
             guard let digit = peek, (0x30...0x39).contains(digit) else { throw Self.notAnObject }
             while let digit = peek, (0x30...0x39).contains(digit) { index += 1 }
         }
-        let text = String(decoding: UnsafeRawBufferPointer(rebasing: bytes[start..<index]), as: UTF8.self)
-        if integral, let value = Int64(text) { return .int(value) }
-        guard let value = Double(text), value.isFinite else { throw Self.notAnObject }
+        let digits = UnsafeRawBufferPointer(rebasing: bytes[start..<index])
+        if integral, let value = ASCIIInteger.parse(digits) { return .int(value) }
+        guard let value = Double(String(decoding: digits, as: UTF8.self)), value.isFinite else { throw Self.notAnObject }
         return .number(value)
     }
 

@@ -188,26 +188,9 @@ private struct PostgresRow: SQLRow {
     /// `String` for each would cost more than the rest of the row.
     func int(_ column: Int) -> Int64? {
         guard PQgetisnull(result, row, Int32(column)) == 0, let value = PQgetvalue(result, row, Int32(column)) else { return nil }
-        let length = Int(PQgetlength(result, row, Int32(column)))
-        return value.withMemoryRebound(to: UInt8.self, capacity: length) { bytes -> Int64? in
-            var index = 0
-            let negative = length > 0 && bytes[0] == UInt8(ascii: "-")
-            if negative { index = 1 }
-            guard index < length else { return nil }
-            var magnitude: UInt64 = 0
-            while index < length {
-                let digit = bytes[index] &- UInt8(ascii: "0")
-                guard digit < 10 else { return nil }
-                let (times, overflow1) = magnitude.multipliedReportingOverflow(by: 10)
-                let (sum, overflow2) = times.addingReportingOverflow(UInt64(digit))
-                guard !overflow1, !overflow2 else { return nil }
-                magnitude = sum
-                index += 1
-            }
-            if negative { return magnitude <= UInt64(Int64.max) + 1 ? Int64(truncatingIfNeeded: 0 &- magnitude) : nil }
-            return magnitude <= UInt64(Int64.max) ? Int64(magnitude) : nil
-        }
+        return ASCIIInteger.parse(UnsafeRawBufferPointer(start: value, count: Int(PQgetlength(result, row, Int32(column)))))
     }
+
     func double(_ column: Int) -> Double? { text(column).flatMap { Double($0) } }
 }
 
