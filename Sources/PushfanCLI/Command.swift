@@ -22,6 +22,8 @@ package enum PushfanMain {
         ProduceCommand.self,
         ConsumeCommand.self,
         SubmitCommand.self,
+        WorkerCommand.self,
+        ResultsTailCommand.self,
         AppsAddCommand.self,
         DevicesRegisterCommand.self,
         DevicesUnregisterCommand.self,

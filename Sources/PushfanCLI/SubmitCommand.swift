@@ -11,9 +11,15 @@ struct SubmitCommand: Command {
             The campaign is checked against the v1 schema (docs/messages.md) before anything is
             sent; a bad file is reported with the field at fault and exit code 1. The record's
             key is the campaign id, so submitting the same id again is one campaign.
+            With --wait, follows the campaign on the results topic (a progress bar on a
+            terminal, a line every two seconds otherwise) and prints the summary table when it
+            completes; exit 0 when completed, 1 when the campaign failed or --timeout passed.
             """,
         positionals: ["FILE"],
-        options: KafkaOptions.specs)
+        options: [
+            .flag("wait", "follow the campaign until it completes, then print a summary"),
+            .option("timeout", "SECONDS", "with --wait: give up after this long (default 3600)"),
+        ] + KafkaOptions.specs)
 
     static func run(_ arguments: ParsedArguments, _ context: CommandContext) async throws -> Int32 {
         let path = arguments.positionals[0]
@@ -46,6 +52,22 @@ struct SubmitCommand: Command {
         }
         await producer.close()
         print("campaign \(campaign.id) submitted to \(topic)[\(report.partition)] at offset \(report.offset)")
-        return 0
+        guard arguments.flag("wait") else { return 0 }
+        let timeout = try arguments.double("timeout", default: 3600, range: 1...604_800)
+        let watch = CampaignWatch(
+            campaignID: campaign.id, client: try KafkaOptions.client(arguments, context), topics: context.configuration.kafka.topics,
+            logger: context.logger)
+        guard let last = try await watch.wait(timeout: .seconds(timeout)) else {
+            printError("pushfan submit: no word from any worker about \(campaign.id) within \(Int(timeout)) s; is a worker running?")
+            return 1
+        }
+        print(CampaignWatch.summary(last))
+        switch last.event {
+        case .completed: return 0
+        case .failed: return 1
+        case .accepted, .progress:
+            printError("pushfan submit: \(campaign.id) did not complete within \(Int(timeout)) s")
+            return 1
+        }
     }
 }

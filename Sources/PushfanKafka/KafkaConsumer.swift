@@ -113,6 +113,14 @@ package final class KafkaConsumer: Sendable {
         }
     }
 
+    /// Runs `handler` synchronously when partitions are revoked, before the offsets stored
+    /// for them are committed and before they can be assigned elsewhere: the place to stop
+    /// the work of those partitions and store what finished, so two members never work on
+    /// one partition at once. It blocks polling, so it must return within seconds.
+    package func onRevoke(_ handler: @escaping @Sendable ([TopicPartition]) -> Void) {
+        context.takeUnretainedValue().revokeHandler.withLock { $0 = handler }
+    }
+
     /// Commits stored offsets now and waits for the broker's answer.
     package func commit() async throws(KafkaError) {
         let handle = self.handle
@@ -248,6 +256,7 @@ package final class KafkaConsumer: Sendable {
             events?.publish(.assigned(changed))
         case RD_KAFKA_RESP_ERR__REVOKE_PARTITIONS:
             events?.publish(.revoked(changed))
+            if let handler = context.revokeHandler.withLock({ $0 }) { handler(changed) }
             // What the caller stored before losing the partitions is committed now, so the
             // next owner starts right after the last durable record.
             _ = rd_kafka_commit(client, nil, 0)

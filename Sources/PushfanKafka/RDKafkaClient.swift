@@ -15,6 +15,9 @@ struct RDKafkaHandle: @unchecked Sendable {
 final class ClientContext: Sendable {
     let logger: Logger
     let consumerEvents: ConsumerEventChannel?
+    /// Called on the poll thread when partitions are revoked, before their stored offsets
+    /// are committed; see `KafkaConsumer.onRevoke`.
+    let revokeHandler = Mutex<(@Sendable ([TopicPartition]) -> Void)?>(nil)
 
     init(logger: Logger, consumerEvents: ConsumerEventChannel? = nil) {
         self.logger = logger

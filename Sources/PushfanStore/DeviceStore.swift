@@ -283,13 +283,59 @@ package final class DeviceStore: Sendable {
 
     /// Records a campaign once; false when its id was already known (the same id twice is
     /// one campaign).
-    package func recordCampaign(id: String, app: String, audience: Int, shards: Int, now: Int64 = DeviceStore.now()) async throws(StoreError) -> Bool {
+    package func recordCampaign(
+        id: String, app: String, audience: Int, shards: Int, definition: String? = nil, status: String = "running", now: Int64 = DeviceStore.now()
+    ) async throws(StoreError) -> Bool {
         try await run { connection throws(StoreError) in
             try connection.execute("""
-                INSERT INTO campaigns (id, app, status, audience, shards, created_at, updated_at)
-                VALUES (\(id), \(app), 'running', \(audience), \(shards), \(now), \(now)) ON CONFLICT (id) DO NOTHING
+                INSERT INTO campaigns (id, app, status, audience, shards, definition, created_at, updated_at)
+                VALUES (\(id), \(app), \(status), \(audience), \(shards), \(.optional(definition)), \(now), \(now)) ON CONFLICT (id) DO NOTHING
                 """) == 1
         }
+    }
+
+    /// The campaign as accepted (its JSON record), for senders that only got a task.
+    package func campaignDefinition(_ id: String) async throws(StoreError) -> String? {
+        try await run { connection throws(StoreError) in
+            try connection.queryOne("SELECT definition FROM campaigns WHERE id = \(id)") { $0.text(0) }.flatMap { $0 }
+        }
+    }
+
+    /// Marks one task (shard) of a campaign finished; returns how many of its shards are
+    /// finished now. Idempotent: a task processed twice counts once.
+    package func finishTask(campaign: String, shard: Int, now: Int64 = DeviceStore.now()) async throws(StoreError) -> Int {
+        try await run { connection throws(StoreError) in
+            try connection.transaction { () throws(StoreError) -> Int in
+                try connection.execute("""
+                    INSERT INTO campaign_tasks (campaign, shard, finished_at) VALUES (\(campaign), \(shard), \(now))
+                    ON CONFLICT (campaign, shard) DO NOTHING
+                    """)
+                let count: Int64?? = try connection.queryOne("SELECT COUNT(*) FROM campaign_tasks WHERE campaign = \(campaign)") { $0.int(0) }
+                return Int((count ?? nil) ?? 0)
+            }
+        }
+    }
+
+    /// Moves a campaign from `from` to `to`; true for the one caller that made the change,
+    /// so exactly one worker announces a campaign's completion.
+    package func transitionCampaign(_ id: String, from: String, to: String, now: Int64 = DeviceStore.now()) async throws(StoreError) -> Bool {
+        try await run { connection throws(StoreError) in
+            try connection.execute("UPDATE campaigns SET status = \(to), updated_at = \(now) WHERE id = \(id) AND status = \(from)") == 1
+        }
+    }
+
+    /// Row keys of the app's active devices among these device ids (an explicit audience).
+    package func rowKeys(app: String, deviceIDs: [String]) async throws(StoreError) -> [Int64] {
+        var keys: [Int64] = []
+        for start in stride(from: 0, to: deviceIDs.count, by: DeviceStore.bulkChunk) {
+            let chunk = Array(deviceIDs[start..<min(start + DeviceStore.bulkChunk, deviceIDs.count)])
+            keys += try await run { connection throws(StoreError) in
+                try connection.queryAll(
+                    "SELECT row_key FROM devices WHERE app = \(app) AND status = 'active' AND device_id"
+                        + DeviceStore.isIn(chunk.map { .text($0) }, type: "text", connection.dialect)) { $0.int(0) ?? 0 }
+            }
+        }
+        return keys.sorted()
     }
 
     package struct CampaignRow: Sendable, Equatable {
@@ -393,6 +439,32 @@ package final class DeviceStore: Sendable {
     /// Claimed devices without a final outcome, for recovery after a crash.
     package func unfinished(campaign: String, limit: Int = 1000) async throws(StoreError) -> [LedgerEntry] {
         try await entries("SELECT row_key, device_id, state, attempts, apns_id, status, reason FROM deliveries WHERE campaign = \(campaign) AND state = 'claimed' ORDER BY row_key LIMIT \(limit)")
+    }
+
+    /// Gives back claims this owner holds but did not finish (a graceful hand-over), so the
+    /// next owner takes them at once instead of waiting for the lease to run out.
+    package func releaseClaims(campaign: String, owner: String, rowKeys: [Int64]) async throws(StoreError) {
+        guard !rowKeys.isEmpty else { return }
+        _ = try await run { connection throws(StoreError) in
+            try connection.transaction { () throws(StoreError) -> Int in
+                var released = 0
+                for key in rowKeys {
+                    released += try connection.execute("""
+                        UPDATE deliveries SET lease_until = 0
+                        WHERE campaign = \(campaign) AND row_key = \(key) AND state = 'claimed' AND claimed_by = \(owner)
+                        """)
+                }
+                return released
+            }
+        }
+    }
+
+    /// Final entries with row keys in `(after, through]`, for re-emitting results.
+    package func finished(campaign: String, after: Int64, through: Int64) async throws(StoreError) -> [LedgerEntry] {
+        try await entries("""
+            SELECT row_key, device_id, state, attempts, apns_id, status, reason FROM deliveries
+            WHERE campaign = \(campaign) AND state <> 'claimed' AND row_key > \(after) AND row_key <= \(through) ORDER BY row_key
+            """)
     }
 
     /// Final entries after `cursor`, for re-emitting results from the ledger.

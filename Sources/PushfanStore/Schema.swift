@@ -132,6 +132,22 @@ enum Schema {
                 );
                 CREATE INDEX deliveries_by_state ON deliveries (campaign, state);
                 """),
+        Migration(
+            version: 2, summary: "campaign definitions and finished tasks, for the workers",
+            sqlite: """
+                ALTER TABLE campaigns ADD COLUMN definition TEXT;
+                CREATE TABLE campaign_tasks (
+                    campaign TEXT NOT NULL, shard INTEGER NOT NULL, finished_at INTEGER NOT NULL,
+                    PRIMARY KEY (campaign, shard)
+                ) WITHOUT ROWID;
+                """,
+            postgres: """
+                ALTER TABLE campaigns ADD COLUMN definition TEXT;
+                CREATE TABLE campaign_tasks (
+                    campaign TEXT NOT NULL, shard BIGINT NOT NULL, finished_at BIGINT NOT NULL,
+                    PRIMARY KEY (campaign, shard)
+                );
+                """),
     ]
 
     /// Brings the database to the newest version; returns the versions applied now.

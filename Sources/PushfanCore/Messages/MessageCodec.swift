@@ -422,13 +422,13 @@ enum Quote {
 }
 
 /// Shared field rules.
-enum Rules {
+package enum Rules {
     static let identifierMaxLength = 128
     static let identifierCharacters = "A-Z a-z 0-9 . _ : -"
 
     /// 1 to 128 characters of `[A-Za-z0-9._:-]`: safe in Kafka keys (which use
     /// `#` and `/` as separators), URLs, logs and SQL identifiers.
-    static func isIdentifier(_ value: String) -> Bool {
+    package static func isIdentifier(_ value: String) -> Bool {
         let bytes = value.utf8
         guard !bytes.isEmpty, bytes.count <= identifierMaxLength else { return false }
         return bytes.allSatisfy(isIdentifierByte)

@@ -48,7 +48,59 @@ package struct PushfanConfiguration: Codable, Sendable, Equatable {
         }
     }
 
+    /// The fan-out worker (`pushfan worker`). Flags of the same names override these.
+    package struct Worker: Codable, Sendable, Equatable {
+        /// Rate lanes per app: the planner spreads an app's tasks over this many Kafka keys
+        /// and each lane may send `rate / lanes` per second. More lanes spread one app over
+        /// more workers; every worker must reach `rate / lanes` for the app to reach its rate.
+        package var lanes: Int = 4
+        /// Devices per task (audience shard), at most; small audiences get smaller shards
+        /// so that every lane has work.
+        package var shardSize: Int = 5_000
+        /// Devices read, claimed and recorded together.
+        package var pageSize: Int = 500
+        /// How long a claim keeps other workers off a device; a crashed worker's devices
+        /// are taken over after this.
+        package var leaseSeconds: Int = 30
+        /// Seconds from SIGTERM to exit, at most.
+        package var shutdownTimeoutSeconds: Int = 10
+        /// Milliseconds between a campaign's progress events from one worker.
+        package var progressIntervalMs: Int = 2_000
+
+        package init() {}
+
+        enum CodingKeys: String, CodingKey {
+            case lanes, shardSize = "shard_size", pageSize = "page_size", leaseSeconds = "lease_s"
+            case shutdownTimeoutSeconds = "shutdown_timeout_s", progressIntervalMs = "progress_interval_ms"
+        }
+
+        package init(from decoder: any Decoder) throws {
+            let c = try decoder.container(keyedBy: CodingKeys.self)
+            let defaults = Worker()
+            lanes = try c.decodeIfPresent(Int.self, forKey: .lanes) ?? defaults.lanes
+            shardSize = try c.decodeIfPresent(Int.self, forKey: .shardSize) ?? defaults.shardSize
+            pageSize = try c.decodeIfPresent(Int.self, forKey: .pageSize) ?? defaults.pageSize
+            leaseSeconds = try c.decodeIfPresent(Int.self, forKey: .leaseSeconds) ?? defaults.leaseSeconds
+            shutdownTimeoutSeconds = try c.decodeIfPresent(Int.self, forKey: .shutdownTimeoutSeconds) ?? defaults.shutdownTimeoutSeconds
+            progressIntervalMs = try c.decodeIfPresent(Int.self, forKey: .progressIntervalMs) ?? defaults.progressIntervalMs
+        }
+
+        /// Refuses values that cannot work, naming the key.
+        package func validate() throws(ConfigurationError) {
+            func check(_ value: Int, _ key: String, _ range: ClosedRange<Int>) throws(ConfigurationError) {
+                guard range.contains(value) else { throw ConfigurationError("worker.\(key) must be from \(range.lowerBound) to \(range.upperBound), got \(value)") }
+            }
+            try check(lanes, "lanes", 1...256)
+            try check(shardSize, "shard_size", 1...1_000_000)
+            try check(pageSize, "page_size", 1...10_000)
+            try check(leaseSeconds, "lease_s", 1...3_600)
+            try check(shutdownTimeoutSeconds, "shutdown_timeout_s", 1...600)
+            try check(progressIntervalMs, "progress_interval_ms", 100...600_000)
+        }
+    }
+
     package var kafka = Kafka()
+    package var worker = Worker()
     /// Device store: `sqlite:PATH` or a `postgres://` URL. Env: `PUSHFAN_DATABASE`.
     package var database: String = "sqlite:pushfan.db"
     package var apns = APNs()
@@ -57,7 +109,7 @@ package struct PushfanConfiguration: Codable, Sendable, Equatable {
 
     package init() {}
 
-    enum CodingKeys: String, CodingKey { case kafka, database, apns, logLevel = "log_level" }
+    enum CodingKeys: String, CodingKey { case kafka, database, apns, worker, logLevel = "log_level" }
 
     package init(from decoder: any Decoder) throws {
         let c = try decoder.container(keyedBy: CodingKeys.self)
@@ -65,6 +117,7 @@ package struct PushfanConfiguration: Codable, Sendable, Equatable {
         kafka = try c.decodeIfPresent(Kafka.self, forKey: .kafka) ?? defaults.kafka
         database = try c.decodeIfPresent(String.self, forKey: .database) ?? defaults.database
         apns = try c.decodeIfPresent(APNs.self, forKey: .apns) ?? defaults.apns
+        worker = try c.decodeIfPresent(Worker.self, forKey: .worker) ?? defaults.worker
         logLevel = try c.decodeIfPresent(String.self, forKey: .logLevel) ?? defaults.logLevel
     }
 
@@ -100,6 +153,7 @@ package struct PushfanConfiguration: Codable, Sendable, Equatable {
         if let value = environment[Environment.apnsURL], !value.isEmpty { configuration.apns.url = value }
         if let value = environment[Environment.apnsCAFile], !value.isEmpty { configuration.apns.caFile = value }
         if let value = environment[Environment.logLevel], !value.isEmpty { configuration.logLevel = value }
+        try configuration.worker.validate()
         guard LogLevel(name: configuration.logLevel) != nil else {
             throw ConfigurationError("log_level '\(configuration.logLevel)' is not one of debug, info, notice, warning, error")
         }

@@ -1,0 +1,132 @@
+import Foundation
+import PushfanAPNs
+import PushfanCore
+import PushfanStore
+import Synchronization
+
+/// What a sender needs to know about a task's campaign and app, read from the store once
+/// and kept: the campaign as accepted, its parsed audience, the app row and the APNs client
+/// for each environment.
+package struct CampaignPlan: Sendable {
+    package let campaign: Campaign
+    package let app: AppRecord
+    package let segment: SegmentExpression?
+    /// The listed device ids of an explicit audience.
+    package let deviceIDs: Set<String>?
+}
+
+/// Why a task cannot run yet or at all.
+package enum CatalogError: Error, CustomStringConvertible, Sendable {
+    /// The task names a campaign the store does not have (a task from another deployment).
+    case unknownCampaign(String)
+    /// The campaign's app was removed after planning.
+    case unknownApp(String)
+    /// The app's credentials could not be loaded: the app pauses until they can.
+    case credentials(app: String, reason: String)
+
+    package var description: String {
+        switch self {
+        case .unknownCampaign(let id): "campaign \(id) is not in the store"
+        case .unknownApp(let app): "app \(app) is not registered"
+        case .credentials(let app, let reason): "credentials of app \(app): \(reason)"
+        }
+    }
+}
+
+/// Caches campaign plans and APNs clients. Apps are re-read after `appRefresh` so that a
+/// changed rate limit or credential takes effect without a restart.
+package final class CampaignCatalog: Sendable {
+    private let store: DeviceStore
+    private let clients: APNsClients
+    private let endpointOverride: APNsEndpoint?
+    private let appRefresh: Duration
+    private let plans = Mutex<[String: (plan: CampaignPlan, loaded: ContinuousClock.Instant)]>([:])
+    private let credentials = Mutex<[String: APNsCredentials]>([:])
+
+    /// `endpointOverride` (a simulator or staging host) takes every environment's traffic;
+    /// without it each device's environment picks Apple's production or sandbox host.
+    package init(store: DeviceStore, clients: APNsClients, endpointOverride: APNsEndpoint?, appRefresh: Duration = .seconds(10)) {
+        self.store = store
+        self.clients = clients
+        self.endpointOverride = endpointOverride
+        self.appRefresh = appRefresh
+    }
+
+    package func plan(campaign id: String) async throws -> CampaignPlan {
+        if let cached = plans.withLock({ $0[id] }), ContinuousClock.now - cached.loaded < appRefresh { return cached.plan }
+        guard let definition = try await store.campaignDefinition(id) else { throw CatalogError.unknownCampaign(id) }
+        let campaign = try MessageCodec.decode(Campaign.self, from: Data(definition.utf8))
+        guard let app = try await store.app(campaign.app) else { throw CatalogError.unknownApp(campaign.app) }
+        var segment: SegmentExpression?
+        var deviceIDs: Set<String>?
+        switch campaign.audience {
+        case .segment(let text): segment = try SegmentParser.parse(text)
+        case .named(let name):
+            guard let text = try await store.segment(app: campaign.app, name: name) else {
+                throw StoreError.notFound("saved segment \(name) of app \(campaign.app) is gone")
+            }
+            segment = try SegmentParser.parse(text)
+        case .devices(let ids): deviceIDs = Set(ids)
+        }
+        let plan = CampaignPlan(campaign: campaign, app: app, segment: segment, deviceIDs: deviceIDs)
+        plans.withLock { $0[id] = (plan, ContinuousClock.now) }
+        return plan
+    }
+
+    /// The client for an app's devices in one environment.
+    package func client(for app: AppRecord, environment: APNsEnvironment) throws(CatalogError) -> APNsClient {
+        let loaded: APNsCredentials
+        if let known = credentials.withLock({ $0[app.app] }) {
+            loaded = known
+        } else {
+            do { loaded = try APNsCredentials.load(app.credentials) } catch {
+                throw .credentials(app: app.app, reason: error.description)
+            }
+            credentials.withLock { $0[app.app] = loaded }
+        }
+        do {
+            let endpoint = try endpointOverride ?? APNsEndpoint.apple(environment)
+            return try clients.client(endpoint: endpoint, credentials: loaded)
+        } catch {
+            throw .credentials(app: app.app, reason: "\(error)")
+        }
+    }
+
+    /// Forgets a campaign (it completed).
+    package func forget(campaign id: String) {
+        _ = plans.withLock { $0.removeValue(forKey: id) }
+    }
+}
+
+/// Apps whose sends are paused after a credentials failure, until when.
+package final class AppPauses: Sendable {
+    private let until = Mutex<[String: ContinuousClock.Instant]>([:])
+    private let logger: Logger
+
+    package init(logger: Logger) { self.logger = logger }
+
+    /// Pauses the app for `duration` and raises the alert (an error-level log line; one per pause).
+    package func pause(_ app: String, for duration: Duration, reason: String) {
+        let fresh = until.withLock { until -> Bool in
+            let end = ContinuousClock.now + duration
+            if let existing = until[app], existing > ContinuousClock.now { return false }
+            until[app] = end
+            return true
+        }
+        if fresh {
+            logger.error("app.paused", ["app": app, "reason": reason, "pause_s": String(Int(duration.seconds))])
+        }
+    }
+
+    /// When the app may send again; nil when it is not paused.
+    package func resumeAt(_ app: String) -> ContinuousClock.Instant? {
+        until.withLock { until in
+            guard let end = until[app] else { return nil }
+            if end <= ContinuousClock.now {
+                until.removeValue(forKey: app)
+                return nil
+            }
+            return end
+        }
+    }
+}

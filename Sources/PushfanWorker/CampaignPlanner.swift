@@ -1,0 +1,190 @@
+import Foundation
+import PushfanCore
+import PushfanKafka
+import PushfanStore
+
+/// The planner role: turns a campaign record into tasks (audience shards) on the tasks
+/// topic, records the campaign with its audience size, and announces it as `accepted`.
+///
+/// Idempotent by campaign id: the campaign row is written as `planning` before any task is
+/// produced and becomes `running` once every task is on the topic, so a crash in between
+/// re-plans (the duplicate tasks are harmless: the ledger claims each device once), and a
+/// record for a campaign that is already `running` or `completed` is skipped.
+package struct CampaignPlanner: Sendable {
+    package let store: DeviceStore
+    package let writer: ResultsWriter
+    package let settings: PushfanConfiguration.Worker
+    package let logger: Logger
+
+    package init(store: DeviceStore, writer: ResultsWriter, settings: PushfanConfiguration.Worker, logger: Logger) {
+        self.store = store
+        self.writer = writer
+        self.settings = settings
+        self.logger = logger
+    }
+
+    /// A record the planner refuses: it goes to the deadletter topic.
+    struct Refusal: Error {
+        let code: String
+        let reason: String
+        /// The app key, when the record was readable enough to have one.
+        let app: String?
+        let campaign: String?
+    }
+
+    /// What became of one record.
+    package enum Outcome: Sendable, Equatable {
+        case planned(campaign: String, audience: Int, tasks: Int)
+        case duplicate(campaign: String)
+        case deadLettered(code: String)
+    }
+
+    /// Handles one record of the campaigns topic. Throws only when the store or Kafka is
+    /// unavailable (the caller retries the record later); everything wrong with the record
+    /// itself is dead-lettered.
+    package func handle(_ record: KafkaRecord) async throws -> Outcome {
+        do {
+            return try await plan(record)
+        } catch let refusal as Refusal {
+            let letter = DeadLetterRecord(
+                topic: record.topic, partition: Int(record.partition), offset: record.offset, key: record.keyString,
+                error: refusal.code, reason: refusal.reason, originalBytes: record.value, at: epochMillis())
+            var tickets = [try await writer.deadLetter(letter)]
+            // A readable campaign that cannot run is also reported where its submitter waits.
+            if let campaign = refusal.campaign, let app = refusal.app {
+                tickets.append(try await writer.campaign(CampaignEvent(campaign: campaign, app: app, event: .failed, error: refusal.reason, at: epochMillis())))
+            }
+            guard await ResultsWriter.delivered(tickets) else { throw KafkaError.configuration("the dead letter could not be delivered") }
+            logger.warning("planner.dead_letter", ["campaign.id": refusal.campaign ?? "", "error": refusal.code, "reason": refusal.reason, "kafka.offset": String(record.offset)])
+            return .deadLettered(code: refusal.code)
+        }
+    }
+
+    private func plan(_ record: KafkaRecord) async throws -> Outcome {
+        let campaign: Campaign
+        do {
+            campaign = try MessageCodec.decode(Campaign.self, from: Data(record.value))
+        } catch let failure {
+            throw Refusal(code: failure.code, reason: failure.description, app: nil, campaign: nil)
+        }
+        func refuse(_ code: String, _ reason: String) -> Refusal { Refusal(code: code, reason: reason, app: campaign.app, campaign: campaign.id) }
+
+        guard let app = try await store.app(campaign.app) else {
+            throw refuse("unknown_app", "app \(campaign.app.debugDescription) is not registered (pushfan apps add)")
+        }
+        try checkPayloads(campaign, topic: app.topic, refuse: refuse)
+        if let existing = try await store.campaign(campaign.id), existing.status != CampaignStatus.planning {
+            logger.info("planner.duplicate", ["campaign.id": campaign.id, "campaign.status": existing.status])
+            return .duplicate(campaign: campaign.id)
+        }
+
+        let audience = try await resolve(campaign, refuse: refuse)
+        let ranges = try await shardRanges(campaign, audience: audience)
+        let definition = String(decoding: MessageCodec.encode(campaign), as: UTF8.self)
+        _ = try await store.recordCampaign(
+            id: campaign.id, app: campaign.app, audience: audience.count, shards: ranges.count, definition: definition,
+            status: CampaignStatus.planning)
+
+        let lanes = settings.lanes
+        var tickets: [DeliveryTicket] = []
+        var batch: [ProducerRecord] = []
+        for (index, range) in ranges.enumerated() {
+            let task = TaskRecord(
+                campaign: campaign.id, app: campaign.app, shard: index, shards: ranges.count, after: range.after, through: range.through,
+                estimate: range.estimate, lane: index % lanes, lanes: lanes)
+            batch.append(ProducerRecord(topic: writer.topics.tasks, key: task.kafkaKey, value: MessageCodec.encode(task)))
+        }
+        tickets.append(try await writer.producer.enqueue(batch))
+        tickets.append(try await writer.campaign(CampaignEvent(campaign: campaign.id, app: campaign.app, event: .accepted, audience: audience.count, at: epochMillis())))
+        guard await ResultsWriter.delivered(tickets) else { throw KafkaError.configuration("tasks of \(campaign.id) could not be delivered") }
+        _ = try await store.transitionCampaign(campaign.id, from: CampaignStatus.planning, to: CampaignStatus.running)
+        logger.notice("planner.planned", ["campaign.id": campaign.id, "app": campaign.app, "audience": String(audience.count), "tasks": String(ranges.count)])
+        return .planned(campaign: campaign.id, audience: audience.count, tasks: ranges.count)
+    }
+
+    /// Builds the request for the default texts and for every locale, so a payload APNs
+    /// would refuse (too large, against its push type's rules) is refused here, once.
+    private func checkPayloads(_ campaign: Campaign, topic: String, refuse: (String, String) -> Refusal) throws {
+        let probe = try DeviceToken(String(repeating: "0", count: 64))
+        let locales: [String?] = [nil] + (campaign.notification.content?.locales.keys.sorted() ?? []).map { Optional($0) }
+        for locale in locales {
+            do {
+                _ = try APNsNotification(campaign: campaign, token: probe, topic: topic, locale: locale)
+            } catch {
+                let which = locale.map { "for locale \($0)" } ?? "with the default texts"
+                throw refuse(error.code, "the notification \(which) cannot be sent: \(error.description)")
+            }
+        }
+    }
+
+    /// The audience: the segment to expand, or the row keys of an explicit device list.
+    struct Audience {
+        var segment: SegmentExpression?
+        var rowKeys: [Int64]?
+        var count: Int
+    }
+
+    private func resolve(_ campaign: Campaign, refuse: (String, String) -> Refusal) async throws -> Audience {
+        switch campaign.audience {
+        case .segment(let text):
+            let segment: SegmentExpression
+            do { segment = try SegmentParser.parse(text) } catch {
+                throw refuse("invalid_segment", "audience.segment: \(error)")
+            }
+            return Audience(segment: segment, count: try await store.count(app: campaign.app, segment: segment))
+        case .named(let name):
+            guard let text = try await store.segment(app: campaign.app, name: name) else {
+                throw refuse("unknown_segment", "audience.named: app \(campaign.app) has no saved segment \(name.debugDescription)")
+            }
+            let segment: SegmentExpression
+            do { segment = try SegmentParser.parse(text) } catch {
+                throw refuse("invalid_segment", "saved segment \(name): \(error)")
+            }
+            return Audience(segment: segment, count: try await store.count(app: campaign.app, segment: segment))
+        case .devices(let ids):
+            let keys = try await store.rowKeys(app: campaign.app, deviceIDs: ids)
+            return Audience(rowKeys: keys, count: keys.count)
+        }
+    }
+
+    struct PlannedRange {
+        var after: Int64?
+        var through: Int64?
+        var estimate: Int
+    }
+
+    /// Contiguous row-key ranges. At least `4 × lanes` of them when the app has that many
+    /// devices, so every lane gets work and lanes finish close together; at most
+    /// `shard_size` devices each.
+    private func shardRanges(_ campaign: Campaign, audience: Audience) async throws -> [PlannedRange] {
+        let spread = 4 * settings.lanes
+        if let keys = audience.rowKeys {
+            guard !keys.isEmpty else { return [PlannedRange(after: nil, through: nil, estimate: 0)] }
+            let size = max(1, min(settings.shardSize, (keys.count + spread - 1) / spread))
+            var ranges: [PlannedRange] = []
+            var after: Int64?
+            for start in stride(from: 0, to: keys.count, by: size) {
+                let end = min(start + size, keys.count)
+                ranges.append(PlannedRange(after: after, through: keys[end - 1], estimate: end - start))
+                after = keys[end - 1]
+            }
+            return ranges
+        }
+        let total = try await store.count(app: campaign.app, segment: nil)
+        let size = max(1, min(settings.shardSize, (total + spread - 1) / spread))
+        let shards = try await store.shards(app: campaign.app, size: size)
+        // Shards cover all the app's devices; the segment's share is spread evenly.
+        let estimate = total == 0 ? 0 : Int((Double(audience.count) / Double(total) * Double(size)).rounded(.up))
+        return shards.map { PlannedRange(after: $0.after, through: $0.through, estimate: estimate) }
+    }
+}
+
+/// Values of the campaign row's `status`.
+package enum CampaignStatus {
+    /// Being split into tasks; re-planned if its planner crashed.
+    package static let planning = "planning"
+    /// Tasks are on the topic; senders are working.
+    package static let running = "running"
+    /// Every task finished; the completed event was produced.
+    package static let completed = "completed"
+}

@@ -1,0 +1,66 @@
+import Foundation
+import PushfanCore
+import PushfanStore
+import Synchronization
+
+/// Produces a campaign's `progress` events while this worker sends for it: at most one per
+/// campaign per interval, with totals read from the ledger (so they count every worker's
+/// outcomes, not only this one's). Progress is advisory: a lost event is replaced by the next.
+package final class ProgressReporter: Sendable {
+    private struct Entry {
+        var app: String
+        var last: ContinuousClock.Instant
+        var busy: Bool
+    }
+
+    private let store: DeviceStore
+    private let writer: ResultsWriter
+    private let interval: Duration
+    private let logger: Logger
+    private let campaigns = Mutex<[String: Entry]>([:])
+
+    package init(store: DeviceStore, writer: ResultsWriter, interval: Duration, logger: Logger) {
+        self.store = store
+        self.writer = writer
+        self.interval = interval
+        self.logger = logger
+    }
+
+    /// Called after each round of outcomes; emits when the interval has passed.
+    package func touch(campaign: String, app: String) {
+        let now = ContinuousClock.now
+        let due = campaigns.withLock { campaigns -> Bool in
+            guard var entry = campaigns[campaign] else {
+                // The first round only starts the clock: `accepted` was just announced.
+                campaigns[campaign] = Entry(app: app, last: now, busy: false)
+                return false
+            }
+            guard !entry.busy, now - entry.last >= interval else { return false }
+            entry.busy = true
+            entry.last = now
+            campaigns[campaign] = entry
+            return true
+        }
+        guard due else { return }
+        Task { await emit(campaign: campaign, app: app) }
+    }
+
+    package func forget(campaign: String) {
+        _ = campaigns.withLock { $0.removeValue(forKey: campaign) }
+    }
+
+    private func emit(campaign: String, app: String) async {
+        defer { campaigns.withLock { $0[campaign]?.busy = false } }
+        do {
+            let counts = try await store.outcomeCounts(campaign: campaign)
+            let audience = try await store.campaign(campaign)?.audience
+            var byOutcome: [DeviceOutcome: Int] = [:]
+            for (state, count) in counts where state.isFinal {
+                if let outcome = DeviceOutcome(rawValue: state.rawValue) { byOutcome[outcome] = count }
+            }
+            _ = try await writer.campaign(CampaignEvent(campaign: campaign, app: app, event: .progress, audience: audience, outcomeCounts: byOutcome, at: epochMillis()))
+        } catch {
+            logger.info("progress.skipped", ["campaign.id": campaign, "error": "\(error)"])
+        }
+    }
+}

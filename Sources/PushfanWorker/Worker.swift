@@ -1,0 +1,179 @@
+import Foundation
+import PushfanAPNs
+import PushfanCore
+import PushfanKafka
+import PushfanStore
+import Synchronization
+
+/// One worker process: the planner and sender roles, each a member of its own consumer group
+/// (`<group>-planner` on the campaigns topic, `<group>` on the tasks topic), so either role
+/// can be switched off and any number of workers share the work.
+package final class Worker: Sendable {
+    package struct Options: Sendable {
+        package var planner = true
+        package var sender = true
+        package var workerID: String
+        package var kafka: KafkaClientConfiguration
+        package var groupID: String
+        package var topics: TopicNames
+        package var settings: PushfanConfiguration.Worker
+        package var apns: APNsClientConfiguration
+        package var endpointOverride: APNsEndpoint?
+        package var retryPolicy = RetryPolicy()
+
+        package init(
+            workerID: String, kafka: KafkaClientConfiguration, groupID: String, topics: TopicNames, settings: PushfanConfiguration.Worker,
+            apns: APNsClientConfiguration, endpointOverride: APNsEndpoint?
+        ) {
+            self.workerID = workerID
+            self.kafka = kafka
+            self.groupID = groupID
+            self.topics = topics
+            self.settings = settings
+            self.apns = apns
+            self.endpointOverride = endpointOverride
+        }
+    }
+
+    private let options: Options
+    private let store: DeviceStore
+    private let logger: Logger
+    private let producer: KafkaProducer
+    private let writer: ResultsWriter
+    private let clients: APNsClients
+    private let plannerConsumer: KafkaConsumer?
+    private let senderConsumer: KafkaConsumer?
+    private let scheduler: TaskScheduler?
+    private let stopping = Atomic<Bool>(false)
+    private let shutdown = Mutex<Task<Void, Never>?>(nil)
+
+    package init(options: Options, store: DeviceStore, logger: Logger) throws {
+        self.options = options
+        self.store = store
+        self.logger = logger
+        var producerConfiguration = KafkaProducerConfiguration(client: options.kafka)
+        producerConfiguration.linger = .milliseconds(5)
+        producer = try KafkaProducer(configuration: producerConfiguration, logger: logger.child("producer"))
+        writer = ResultsWriter(producer: producer, topics: options.topics)
+        clients = APNsClients(configuration: options.apns, logger: logger)
+
+        func consumer(group: String, topic: String) throws -> KafkaConsumer {
+            var configuration = KafkaConsumerConfiguration(client: options.kafka, groupID: group)
+            configuration.offsetReset = .earliest
+            let consumer = try KafkaConsumer(configuration: configuration, logger: logger.child(group))
+            try consumer.subscribe(topics: [topic])
+            return consumer
+        }
+        plannerConsumer = options.planner ? try consumer(group: options.groupID + "-planner", topic: options.topics.campaigns) : nil
+        if options.sender {
+            let consumer = try consumer(group: options.groupID, topic: options.topics.tasks)
+            let context = SenderContext(
+                workerID: options.workerID, store: store, writer: writer,
+                catalog: CampaignCatalog(store: store, clients: clients, endpointOverride: options.endpointOverride),
+                rates: RateLanes(), pauses: AppPauses(logger: logger),
+                progress: ProgressReporter(store: store, writer: writer, interval: .milliseconds(options.settings.progressIntervalMs), logger: logger),
+                settings: options.settings, retryPolicy: options.retryPolicy, logger: logger)
+            let writer = self.writer
+            let scheduler = TaskScheduler(
+                consumer: consumer, logger: logger, makeSender: { ShardSender(context: context, task: $0) },
+                deadLetter: { record, failure in
+                    let letter = DeadLetterRecord(
+                        topic: record.topic, partition: Int(record.partition), offset: record.offset, key: record.keyString,
+                        failure: failure, originalBytes: record.value, at: epochMillis())
+                    _ = try? await writer.deadLetter(letter)
+                    logger.warning("sender.dead_letter", ["error": failure.code, "reason": failure.description])
+                })
+            // A revoked partition's tasks stop before the partition can move: its lanes are
+            // never sent by two workers at once.
+            let handBack = Duration.seconds(options.settings.shutdownTimeoutSeconds) / 2
+            consumer.onRevoke { partitions in scheduler.revoke(partitions, timeout: handBack) }
+            senderConsumer = consumer
+            self.scheduler = scheduler
+        } else {
+            senderConsumer = nil
+            scheduler = nil
+        }
+    }
+
+    /// Runs until `stop()`; returns after the graceful shutdown.
+    package func run() async {
+        logger.notice("worker.started", [
+            "worker.id": options.workerID, "worker.planner": String(options.planner), "worker.sender": String(options.sender),
+            "store": store.location,
+        ])
+        await withTaskGroup(of: Void.self) { group in
+            if let plannerConsumer { group.addTask { await self.runPlanner(plannerConsumer) } }
+            if let senderConsumer, let scheduler { group.addTask { await self.runSender(senderConsumer, scheduler) } }
+        }
+    }
+
+    /// SIGTERM: stop taking work, hand back or finish what is in flight, store offsets,
+    /// flush results, leave the groups; all within `shutdown_timeout_s`.
+    /// Idempotent: every caller waits for the one shutdown.
+    package func stop() async {
+        let task = shutdown.withLock { shutdown in
+            if let shutdown { return shutdown }
+            let task = Task { await self.shutDown() }
+            shutdown = task
+            return task
+        }
+        await task.value
+    }
+
+    private func shutDown() async {
+        stopping.store(true, ordering: .relaxed)
+        let bound = Duration.seconds(options.settings.shutdownTimeoutSeconds)
+        let started = ContinuousClock.now
+        logger.notice("worker.stopping", ["worker.id": options.workerID])
+        if let scheduler {
+            let budget = bound * 0.5
+            await BlockingWork.run { scheduler.stop(timeout: budget) }
+        }
+        // Leaving the groups commits the stored offsets and moves partitions at once.
+        await withTaskGroup(of: Void.self) { group in
+            if let plannerConsumer { group.addTask { await plannerConsumer.close() } }
+            if let senderConsumer { group.addTask { await senderConsumer.close() } }
+        }
+        let left = max(bound - (ContinuousClock.now - started) - .milliseconds(500), .milliseconds(100))
+        await producer.close(timeout: left * 0.8)
+        await clients.shutdown()
+        logger.notice("worker.stopped", ["worker.id": options.workerID, "elapsed_ms": String((ContinuousClock.now - started).milliseconds)])
+    }
+
+    private func runPlanner(_ consumer: KafkaConsumer) async {
+        let planner = CampaignPlanner(store: store, writer: writer, settings: options.settings, logger: logger)
+        for await event in consumer.events {
+            guard case .records(let records) = event else {
+                if case .error(let error) = event { logger.warning("planner.kafka", ["error": error.description]) }
+                continue
+            }
+            for record in records {
+                var delay = Duration.milliseconds(500)
+                while !stopping.load(ordering: .relaxed) {
+                    do {
+                        _ = try await planner.handle(record)
+                        try? consumer.storeOffset(record)
+                        break
+                    } catch {
+                        // The store or Kafka is unavailable: the record waits, nothing is lost.
+                        logger.warning("planner.retry", ["kafka.offset": String(record.offset), "error": "\(error)", "retry_in_ms": String(delay.milliseconds)])
+                        try? await Task.sleep(for: delay)
+                        delay = min(delay * 2, .seconds(30))
+                    }
+                }
+                if stopping.load(ordering: .relaxed) { break }
+            }
+        }
+    }
+
+    private func runSender(_ consumer: KafkaConsumer, _ scheduler: TaskScheduler) async {
+        for await event in consumer.events {
+            switch event {
+            case .assigned(let partitions): scheduler.assigned(partitions)
+            case .records(let records): await scheduler.enqueue(records)
+            case .revoked: break  // handled synchronously by onRevoke
+            case .error(let error): logger.warning("sender.kafka", ["error": error.description])
+            }
+        }
+    }
+}
