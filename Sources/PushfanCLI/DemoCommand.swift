@@ -5,183 +5,175 @@ import PushfanCore
 import PushfanCrypto
 import PushfanKafka
 import PushfanStore
+import PushfanWorker
 
-/// `pushfan demo`: the embedded defaults in one process, showing what works end to end:
-/// a dev cluster, a campaign produced to the campaigns topic and consumed back by a
-/// consumer-group member, then a SQLite device store whose matching devices are expanded
-/// and sent, each in its locale, to an APNs simulator over HTTP/2. (The workers that will
-/// join these steps through Kafka are the next piece.)
+/// `pushfan demo`: the embedded defaults in one process, a campaign delivered end to end:
+/// a development Kafka cluster, a SQLite device store with synthetic devices, an APNs
+/// simulator with a realistic mix of failures, and two workers (each its own consumer-group
+/// member, exactly as `pushfan worker` processes are). It submits a campaign, follows it on
+/// the results topic with a progress bar, and prints the summary.
 struct DemoCommand: Command {
     static let spec = CommandSpec(
         name: "demo",
-        summary: "Run the embedded defaults: a campaign round trip through Kafka, then its audience expanded and sent to an APNs simulator",
+        summary: "Deliver a campaign on the embedded defaults: dev Kafka cluster, SQLite devices, APNs simulator, two workers",
         discussion: """
-            Starts a 3-broker development cluster inside the process, submits a campaign
-            (--campaign FILE, or a built-in example), consumes it back through a consumer group,
-            decodes and validates it, and prints what arrived. Then fills a SQLite device store
-            with synthetic devices, expands the campaign's segment shard by shard and sends each
-            matching device its notification (in its locale) to an APNs simulator started in the
-            process, over HTTP/2 with a verified provider token. Exits 0 when all of it worked.
+            Starts a 3-broker development Kafka cluster inside the process, fills a SQLite
+            device store with synthetic devices across locales and tags (--devices, default
+            100000), starts an APNs simulator that verifies every provider token and answers
+            like APNs, faults included (about 1% of tokens unregistered, 0.3% bad, 0.5% of
+            requests 503 ServiceUnavailable, 0-5 ms latency), and two workers. Then submits a
+            campaign (--campaign FILE, or a built-in example), shows its progress from the
+            results topic and prints the outcome summary. Exits 0 when the campaign completed
+            with one outcome per targeted device.
             """,
         options: [
-            .option("campaign", "FILE", "campaign JSON to submit (default: a built-in example)"),
+            .option("campaign", "FILE", "campaign JSON to submit (default: a built-in example for app shop-ios)"),
             .option("partitions", "P", "partitions per topic (default 6)"),
-            .option("devices", "N", "synthetic devices for the store part (default 20000)"),
+            .option("devices", "N", "synthetic devices (default 100000)"),
+            .option("workers", "N", "workers (default 2)"),
+            .option("rate", "N", "the app's send-rate limit per second (default 50000)"),
         ])
 
     static func run(_ arguments: ParsedArguments, _ context: CommandContext) async throws -> Int32 {
-        // The demo's own output tells the story; logs stay quiet unless asked for.
+        // The demo's own output tells the story; logs stay quiet unless asked for (a
+        // rebalance's routine commit warnings included).
         var context = context
         if arguments.value("log-level") == nil && context.configuration.logLevel == "info" {
-            context.logger = Logger(label: "pushfan", threshold: .warning)
+            context.logger = Logger(label: "pushfan", threshold: .error)
         }
         let partitions = try arguments.int("partitions", default: 6, range: 1...1000)
+        let deviceCount = try arguments.int("devices", default: 100_000, range: 1...10_000_000)
+        let workerCount = try arguments.int("workers", default: 2, range: 1...16)
+        let rate = try arguments.int("rate", default: 50_000, range: 1...10_000_000)
         let topics = context.configuration.kafka.topics
-        let campaign: Campaign
+        var campaign = exampleCampaign
         if let path = arguments.value("campaign") {
             guard let data = FileManager.default.contents(atPath: path) else { throw UsageError("cannot read \(path)") }
             campaign = try MessageCodec.decode(Campaign.self, from: data)
-        } else {
-            campaign = exampleCampaign
         }
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("pushfan-demo-\(getpid())")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: directory) }
 
-        let started = ContinuousClock.now
         step("starting a 3-broker development Kafka cluster")
         let cluster = try KafkaDevCluster(brokers: 3, logger: context.logger.child("kafka-dev"))
         defer { cluster.close() }
         for topic in topics.all { try cluster.createTopic(topic, partitions: partitions, replicationFactor: 3) }
-        detail("bootstrap servers \(cluster.bootstrapServers); topics \(topics.all.joined(separator: ", "))")
+        detail("bootstrap servers \(cluster.bootstrapServers); topics \(topics.all.joined(separator: ", ")), \(partitions) partitions each")
 
-        let client = KafkaClientConfiguration(bootstrapServers: cluster.bootstrapServers)
-        step("submitting campaign \(campaign.id) for app \(campaign.app)")
-        let producer = try KafkaProducer(configuration: KafkaProducerConfiguration(client: client), logger: context.logger)
-        let sent = ContinuousClock.now
-        let report = try await producer.send(ProducerRecord(topic: topics.campaigns, key: campaign.kafkaKey, value: MessageCodec.encode(campaign)))
-        await producer.close()
-        detail("written to \(topics.campaigns)[\(report.partition)] at offset \(report.offset), idempotent producer")
+        // The app's signing key: the store names its file, the simulator knows its public half.
+        let key = ES256PrivateKey.generate()
+        let keyFile = directory.appendingPathComponent("AuthKey_DEMOKEY001.p8").path
+        try writeAtomically(key.pkcs8PEM, to: keyFile)
+        let database = "sqlite:" + directory.appendingPathComponent("devices.db").path
+        step("filling a SQLite device store with \(deviceCount) synthetic devices of app \(campaign.app)")
+        let store = try await DeviceStore.open(database, logger: context.logger)
+        _ = try await store.addApp(AppRegistration(
+            app: campaign.app, topic: "com.example.shop", credentials: .token(teamID: "DEMOTEAM01", keyID: "DEMOKEY001", keyFile: keyFile),
+            ratePerSecond: rate))
+        let imported = ContinuousClock.now
+        try await fill(store, app: campaign.app, count: deviceCount)
+        detail("imported in \(formatted(ContinuousClock.now - imported)); locales \(locales.joined(separator: ", ")); tags \(tags.joined(separator: ", "))")
 
-        step("consuming it back as a member of consumer group pushfan-demo")
-        var consumerConfiguration = KafkaConsumerConfiguration(client: client, groupID: "pushfan-demo")
-        consumerConfiguration.sessionTimeout = .seconds(6)
-        let consumer = try KafkaConsumer(configuration: consumerConfiguration, logger: context.logger.child("consumer"))
-        try consumer.subscribe(topics: [topics.campaigns])
-        var received: Campaign?
-        for await event in consumer.events {
-            switch event {
-            case .assigned(let partitions):
-                detail("assigned \(partitions.count) partitions")
-            case .records(let records):
-                for record in records where record.keyString == campaign.id {
-                    received = try MessageCodec.decode(Campaign.self, from: Data(record.value))
-                    try consumer.storeOffset(record)
-                }
-            case .revoked, .error:
-                break
-            }
-            if received != nil { break }
+        step("starting an APNs simulator (HTTP/2, TLS, ES256 provider tokens verified) with a realistic mix of failures")
+        var simConfiguration = SimConfiguration()
+        simConfiguration.threads = 1
+        simConfiguration.auth = .token(ProviderAuthority(keys: [RegisteredKey(teamID: "DEMOTEAM01", keyID: "DEMOKEY001", publicKey: key.publicKey)]))
+        simConfiguration.rules = DeviceRules(prefixes: [
+            unregisteredPrefix: DeviceRules.Rule(reason: .unregistered), badPrefix: DeviceRules.Rule(reason: .badDeviceToken),
+        ])
+        simConfiguration.faults.p503 = 0.005
+        simConfiguration.faults.latency = .uniform(low: 0, high: 5)
+        let simulator = try APNsSimulator(configuration: simConfiguration)
+        defer { simulator.stop() }
+        let caFile = directory.appendingPathComponent("simulator-ca.pem").path
+        try writeAtomically(simulator.certificateAuthorityPEM ?? "", to: caFile)
+        detail("listening on https://127.0.0.1:\(simulator.port); ~1% of tokens unregistered (410), 0.3% bad (400), 0.5% of requests 503")
+
+        step("starting \(workerCount) workers (planner and sender roles, consumer groups pushfan-demo-planner and pushfan-demo)")
+        let client = KafkaClientConfiguration(bootstrapServers: cluster.bootstrapServers, properties: ["session.timeout.ms": "6000", "heartbeat.interval.ms": "500"])
+        var workers: [Worker] = []
+        for index in 1...workerCount {
+            var options = Worker.Options(
+                workerID: "demo-worker-\(index)", kafka: client, groupID: "pushfan-demo", topics: topics, settings: context.configuration.worker,
+                apns: APNsClientConfiguration(), endpointOverride: try APNsEndpoint(url: "https://127.0.0.1:\(simulator.port)", caFile: caFile))
+            options.settings.shutdownTimeoutSeconds = 5
+            let workerStore = try await DeviceStore.open(database, logger: context.logger)
+            workers.append(try Worker(options: options, store: workerStore, logger: context.logger.child("worker-\(index)")))
         }
-        try await consumer.commit()
-        await consumer.close()
+        let running = workers.map { worker in Task { await worker.run() } }
+
+        let matching = try await expectedAudience(campaign, store: store)
+        step("submitting campaign \(campaign.id): \(describe(campaign.audience)), \(matching) matching devices")
+        let producer = try KafkaProducer(configuration: KafkaProducerConfiguration(client: client), logger: context.logger)
+        var submitted = campaign
+        submitted.submittedAt = Int64(Date().timeIntervalSince1970 * 1000)
+        _ = try await producer.send(ProducerRecord(topic: topics.campaigns, key: campaign.kafkaKey, value: MessageCodec.encode(submitted)))
+        await producer.close()
+        let sent = ContinuousClock.now
+        let watch = CampaignWatch(campaignID: campaign.id, client: client, topics: topics, logger: context.logger)
+        let last = try await watch.wait(timeout: .seconds(600)) { detail($0) }
         let elapsed = ContinuousClock.now - sent
 
-        guard let received, received == campaign else {
-            printError("the campaign that came back differs from the one sent")
+        for worker in workers { await worker.stop() }
+        for task in running { await task.value }
+        guard let last, last.event == .completed else {
+            printError("the campaign did not complete: \(last.map { CampaignWatch.summary($0) } ?? "no word from the workers")")
             return 1
         }
-        step("round trip complete in \(formatted(elapsed)) (total \(formatted(ContinuousClock.now - started)))")
-        detail("campaign \(received.id): app \(received.app), audience \(describe(received.audience)), push type \(received.notification.pushType.rawValue)")
-        if let content = received.notification.content {
-            let locales = content.locales.keys.sorted()
-            detail("texts: default + \(locales.isEmpty ? "no locales" : locales.joined(separator: ", "))")
-            for locale in ["de_AT", "fr_CA", "ja_JP"] {
-                if let text = content.text(forLocale: locale) { detail("  \(locale) sees: \(text.title ?? "") / \(text.body ?? "")") }
-            }
-        }
-        try await storeDemo(audience: received, devices: try arguments.int("devices", default: 20_000, range: 1...10_000_000), logger: context.logger)
+        step("campaign completed in \(formatted(elapsed)) (\(Int(Double(last.finished) / max(elapsed.seconds, 0.001)))/s at an app limit of \(rate)/s)")
+        print(CampaignWatch.summary(last))
+        let stats = simulator.stats()
+        detail("the simulator accepted \(stats.distinctTokensAccepted) distinct tokens with \(stats.duplicateAcceptances) duplicates out of \(stats.requests) requests")
+        let invalidated = try await store.count(app: campaign.app, segment: nil)
+        detail("token hygiene: \(deviceCount - invalidated) devices invalidated (410 and BadDeviceToken), \(invalidated) still active")
         print("""
 
-            Next: run a cluster of your own with `pushfan kafka-dev`, send the example campaign with
-            kcat (docs/messages.md) and watch it with `pushfan consume --topic \(topics.campaigns)`;
-            fill a device store with `pushfan apps add` and `pushfan devices import`, then try
-            `pushfan segments count` (docs/store.md, docs/segments.md); start `pushfan apns-sim`
-            and send to it with `pushfan send` or `pushfan bench apns` (docs/apns-sim.md, docs/apns.md).
+            Next: run the same on your own: `pushfan kafka-dev`, `pushfan apns-sim`, `pushfan apps add`,
+            `pushfan devices import`, one or more `pushfan worker`, then `pushfan submit FILE --wait`
+            and `pushfan results tail --campaign ID` (docs/operations.md walks through it;
+            docs/messages.md has the campaign and result schemas, docs/ARCHITECTURE.md the design).
             """)
-        return 0
+        return last.finished == matching ? 0 : 1
     }
 
-    /// The device store part: a SQLite file with synthetic devices, the campaign's segment
-    /// counted and expanded the way the pipeline will.
-    private static func storeDemo(audience campaign: Campaign, devices count: Int, logger: Logger) async throws {
-        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("pushfan-demo-\(getpid())")
-        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
-        defer { try? FileManager.default.removeItem(at: directory) }
-        step("filling a SQLite device store with \(count) synthetic devices of app \(campaign.app)")
-        let store = try await DeviceStore.open("sqlite:" + directory.appendingPathComponent("devices.db").path, logger: logger)
-        _ = try await store.addApp(AppRegistration(app: campaign.app, topic: "com.example.shop", credentials: .token(teamID: "DEMOTEAM01", keyID: "DEMOKEY001", keyFile: "demo.p8"), ratePerSecond: 2000))
-        let locales = ["en_US", "en_GB", "de_DE", "de_AT", "fr_FR", "fr_CA", "ja_JP"]
-        let tags = ["sale-alerts", "news", "sports", "vip"]
+    static let locales = ["en_US", "en_GB", "de_DE", "de_AT", "fr_FR", "fr_CA", "ja_JP"]
+    static let tags = ["sale-alerts", "news", "sports", "vip"]
+    /// Token prefixes the simulator answers with 410 Unregistered and 400 BadDeviceToken.
+    static let unregisteredPrefix = "dead"
+    static let badPrefix = "0bad"
+
+    /// Synthetic devices: locales and tags spread evenly, about 1% of tokens unregistered
+    /// and 0.3% bad at APNs.
+    private static func fill(_ store: DeviceStore, app: String, count: Int) async throws {
         var batch: [ValidatedDevice] = []
-        let started = ContinuousClock.now
+        let progress = ProgressLine()
         for index in 0..<count {
-            var registration = DeviceRegistration(deviceID: "demo-\(index)", token: String(format: "%064x", index + 1))
+            var token = String(format: "%064x", index + 1)
+            if index % 100 == 37 { token = unregisteredPrefix + token.dropFirst(unregisteredPrefix.count) }
+            if index % 1000 == 511 || index % 1000 == 823 || index % 1000 == 911 { token = badPrefix + token.dropFirst(badPrefix.count) }
+            var registration = DeviceRegistration(deviceID: "demo-\(index)", token: token)
             registration.locale = locales[index % locales.count]
             registration.tags = tags.enumerated().filter { (index >> $0.offset) % 3 == 0 }.map(\.element)
             registration.appVersion = "2.\(index % 12)"
             batch.append(try Validation.device(registration))
             if batch.count == 5000 || index == count - 1 {
-                _ = try await store.importDevices(app: campaign.app, batch)
+                _ = try await store.importDevices(app: app, batch)
                 batch.removeAll(keepingCapacity: true)
+                progress.show("  \(index + 1)/\(count) devices")
             }
         }
-        detail("imported in \(formatted(ContinuousClock.now - started))")
-        guard case .segment(let text) = campaign.audience else { return }
-        let segment = try SegmentParser.parse(text)
-        let matching = try await store.count(app: campaign.app, segment: segment)
-        detail("segment '\(text)' matches \(matching) of \(count) devices")
-        // An APNs simulator in this process stands in for Apple; the demo's signing key is
-        // registered with it, so every provider token is really verified.
-        let key = ES256PrivateKey.generate()
-        var simConfiguration = SimConfiguration()
-        simConfiguration.threads = 1
-        simConfiguration.auth = .token(ProviderAuthority(keys: [RegisteredKey(teamID: "DEMOTEAM01", keyID: "DEMOKEY001", publicKey: key.publicKey)]))
-        let simulator = try APNsSimulator(configuration: simConfiguration)
-        defer { simulator.stop() }
-        let caFile = directory.appendingPathComponent("simulator-ca.pem").path
-        try writeAtomically(simulator.certificateAuthorityPEM ?? "", to: caFile)
-        let client = try APNsClient(
-            endpoint: APNsEndpoint(url: "https://127.0.0.1:\(simulator.port)", caFile: caFile),
-            credentials: APNsCredentials.token(teamID: "DEMOTEAM01", keyID: "DEMOKEY001", key: key), logger: logger)
+        progress.finish()
+    }
 
-        let expandStarted = ContinuousClock.now
-        var expanded = 0
-        var accepted = 0
-        var byLocale: [String: Int] = [:]
-        let shards = try await store.shards(app: campaign.app, size: 5000)
-        for shard in shards {
-            var cursor: Int64?
-            while true {
-                let page = try await store.page(app: campaign.app, segment: segment, shard: shard, cursor: cursor, limit: 1000)
-                expanded += page.count
-                // Each device gets its locale's texts; the collapse id is the campaign's.
-                let notifications = try page.map { target in
-                    try APNsNotification(campaign: campaign, token: DeviceToken(target.token), topic: "com.example.shop", locale: target.locale)
-                }
-                let results = await client.send(batch: notifications)
-                for (target, result) in zip(page, results) {
-                    guard case .response(.accepted) = result else { continue }
-                    accepted += 1
-                    byLocale[target.locale ?? "none", default: 0] += 1
-                }
-                guard page.count == 1000, let last = page.last else { break }
-                cursor = last.rowKey
-            }
+    private static func expectedAudience(_ campaign: Campaign, store: DeviceStore) async throws -> Int {
+        switch campaign.audience {
+        case .segment(let text): return try await store.count(app: campaign.app, segment: try SegmentParser.parse(text))
+        case .named(let name):
+            guard let text = try await store.segment(app: campaign.app, name: name) else { throw UsageError("no saved segment \(name)") }
+            return try await store.count(app: campaign.app, segment: try SegmentParser.parse(text))
+        case .devices(let ids): return try await store.rowKeys(app: campaign.app, deviceIDs: ids).count
         }
-        await client.shutdown()
-        let elapsed = ContinuousClock.now - expandStarted
-        detail("expanded through \(shards.count) shards in keyset pages and sent to an APNs simulator over HTTP/2: \(expanded) devices, \(accepted) accepted, in \(formatted(elapsed)) (\(Int(Double(accepted) / max(elapsed.seconds, 0.001)))/s)")
-        detail("accepted by locale: " + byLocale.sorted { $0.key < $1.key }.map { "\($0.key) \($0.value)" }.joined(separator: ", "))
-        let stats = simulator.stats()
-        detail("the simulator saw \(stats.requests) requests, \(stats.distinctTokensAccepted) distinct tokens, \(stats.duplicateAcceptances) duplicates")
     }
 
     private static func step(_ text: String) { print("==> \(text)") }

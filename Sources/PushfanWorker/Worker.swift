@@ -51,7 +51,10 @@ package final class Worker: Sendable {
         self.options = options
         self.store = store
         self.logger = logger
-        var producerConfiguration = KafkaProducerConfiguration(client: options.kafka)
+        // Group settings given for the consumers would only draw warnings from the producer.
+        var producerClient = options.kafka
+        producerClient.properties = producerClient.properties.filter { !Self.consumerOnlyProperties.contains($0.key) }
+        var producerConfiguration = KafkaProducerConfiguration(client: producerClient)
         producerConfiguration.linger = .milliseconds(5)
         producer = try KafkaProducer(configuration: producerConfiguration, logger: logger.child("producer"))
         writer = ResultsWriter(producer: producer, topics: options.topics)
@@ -94,6 +97,13 @@ package final class Worker: Sendable {
             scheduler = nil
         }
     }
+
+    /// librdkafka consumer properties a producer ignores with a warning.
+    static let consumerOnlyProperties: Set<String> = [
+        "session.timeout.ms", "heartbeat.interval.ms", "max.poll.interval.ms", "auto.offset.reset", "enable.auto.commit",
+        "auto.commit.interval.ms", "enable.auto.offset.store", "partition.assignment.strategy", "group.instance.id", "fetch.min.bytes",
+        "fetch.wait.max.ms", "isolation.level",
+    ]
 
     /// Runs until `stop()`; returns after the graceful shutdown.
     package func run() async {

@@ -1,0 +1,165 @@
+import Foundation
+import PushfanCore
+import PushfanKafka
+import PushfanTestSupport
+import Testing
+
+/// The whole stack as separate processes, as an operator runs it: `pushfan kafka-dev`,
+/// `pushfan apns-sim` (logging every accepted notification), a SQLite store filled through
+/// `pushfan apps add` and `pushfan devices import`, and `pushfan worker` processes.
+/// Results are read back with an independent consumer of the results topic.
+final class Pipeline: @unchecked Sendable {
+    let directory: String
+    let cluster: DevClusterProcess
+    let sim: SimulatorProcess
+    let database: String
+    let keyFile: String
+    private(set) var workers: [String: ManagedProcess] = [:]
+    let partitions: Int
+
+    /// Page size the workers use; the in-flight window of one lane.
+    static let pageSize = 500
+
+    init(simArguments: [String] = [], partitions: Int = 6) async throws {
+        directory = FileManager.default.temporaryDirectory.appendingPathComponent("pushfan-pipeline-\(UUID().uuidString.prefix(8))").path
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        self.partitions = partitions
+        cluster = try await DevClusterProcess(partitions: partitions)
+        sim = try await SimulatorProcess(["--accept-any-key", "--log", directory + "/sim.ndjson"] + simArguments)
+        database = "sqlite:" + directory + "/store.db"
+        keyFile = directory + "/key.p8"
+        let key = try await CommandLineTool.run("openssl", ["genpkey", "-algorithm", "EC", "-pkeyopt", "ec_paramgen_curve:P-256", "-out", keyFile])
+        guard key.status == 0 else { throw TestFailure("openssl: \(key.error)") }
+    }
+
+    deinit { stop() }
+
+    func stop() {
+        for worker in workers.values where worker.isRunning { worker.signal(SIGKILL) }
+        sim.stop()
+        cluster.process.signal(SIGTERM)
+    }
+
+    /// The token of device `index` of an app: 64 hex digits, `prefix` first.
+    static func token(_ index: Int, prefix: String = "") -> String {
+        let digits = String(format: "%064x", index + 1)
+        return prefix + digits.dropFirst(prefix.count)
+    }
+
+    /// Registers an app and imports `count` devices `<app>-<i>`; `prefix(i)` starts the
+    /// token of device i (simulator rules match on prefixes).
+    func addApp(_ app: String, topic: String, rate: Int, devices count: Int, locales: [String] = ["en_US", "de_DE", "fr_FR"], prefix: (Int) -> String = { _ in "" }) async throws {
+        try await run(["apps", "add", "--database", database, "--app", app, "--topic", topic, "--team-id", "TEAM000001", "--key-id", "KEY0000001", "--key-file", keyFile, "--rate", String(rate)])
+        let file = directory + "/\(app)-devices.ndjson"
+        var text = ""
+        text.reserveCapacity(count * 120)
+        for index in 0..<count {
+            text += #"{"device_id":"\#(app)-\#(index)","token":"\#(Self.token(index, prefix: prefix(index)))","locale":"\#(locales[index % locales.count])"}"# + "\n"
+        }
+        try text.write(toFile: file, atomically: true, encoding: .utf8)
+        try await run(["devices", "import", "--database", database, "--app", app, file])
+    }
+
+    @discardableResult
+    func run(_ arguments: [String], input: Data? = nil) async throws -> CommandLineTool.Result {
+        let result = try await CommandLineTool.run(TestBinaries.pushfan, arguments, input: input)
+        guard result.status == 0 else { throw TestFailure("pushfan \(arguments.prefix(2).joined(separator: " ")) exited \(result.status): \(result.error)") }
+        return result
+    }
+
+    var kafkaArguments: [String] {
+        var arguments = ["--brokers", cluster.bootstrapServers]
+        for (key, value) in DevClusterProcess.fastGroupProperties { arguments += ["--property", "\(key)=\(value)"] }
+        return arguments
+    }
+
+    @discardableResult
+    func startWorker(_ id: String, lease: Int = 4, extra: [String] = []) throws -> ManagedProcess {
+        var arguments = ["worker", "--id", id, "--database", database, "--url", sim.url, "--lease", String(lease), "--log-level", "info"]
+        if let caFile = sim.caFile { arguments += ["--ca-file", caFile] }
+        let worker = try ManagedProcess(TestBinaries.pushfan, arguments + kafkaArguments + extra, name: "worker-\(id)")
+        workers[id] = worker
+        return worker
+    }
+
+    /// Submits a campaign with `pushfan submit` (validated by the CLI).
+    func submit(_ json: String) async throws {
+        let file = directory + "/campaign-\(UUID().uuidString.prefix(6)).json"
+        try json.write(toFile: file, atomically: true, encoding: .utf8)
+        try await run(["submit", file] + kafkaArguments)
+    }
+
+    /// Writes raw records to the campaigns topic (`pushfan produce`), bypassing validation.
+    func produceRaw(_ lines: [String], key: String) async throws {
+        try await run(["produce", "--topic", TopicNames.defaultCampaigns, "--key", key] + kafkaArguments, input: Data((lines.joined(separator: "\n") + "\n").utf8))
+    }
+
+    /// Accepted notifications the simulator logged for `topic`.
+    func delivered(topic: String) -> [[String: Any]] {
+        sim.logLines().filter { ($0["topic"] as? String) == topic }
+    }
+
+    struct CampaignResults {
+        /// The last result per device id.
+        var devices: [String: DeviceResult] = [:]
+        /// Device records read, duplicates included.
+        var records = 0
+        var events: [CampaignEvent] = []
+        var completed: CampaignEvent? { events.last { $0.event == .completed } }
+    }
+
+    /// Reads the results topic from the start until `campaign` has completed and a result
+    /// for every device of its audience has been read, or `timeout` passes.
+    func results(of campaign: String, timeout: Duration = .seconds(120)) async throws -> CampaignResults {
+        try await readTopic(TopicNames.defaultResults, timeout: timeout, into: CampaignResults()) { results, record in
+            guard let decoded = try? MessageCodec.decode(ResultRecord.self, from: Data(record.value)), decoded.campaignID == campaign else { return false }
+            switch decoded {
+            case .device(let device):
+                results.devices[device.device] = device
+                results.records += 1
+            case .campaign(let event):
+                results.events.append(event)
+            }
+            guard let completed = results.completed else { return false }
+            return results.devices.count >= completed.finished
+        }
+    }
+
+    /// Reads `topic` from the start with a private group until `done` says so.
+    func readTopic<State: Sendable>(
+        _ topic: String, timeout: Duration, into initial: State, _ done: @escaping (inout State, KafkaRecord) -> Bool
+    ) async throws -> State {
+        var configuration = KafkaConsumerConfiguration(
+            client: KafkaClientConfiguration(bootstrapServers: cluster.bootstrapServers, properties: DevClusterProcess.fastGroupProperties),
+            groupID: "test-reader-\(UUID().uuidString.prefix(8))")
+        configuration.offsetReset = .earliest
+        let consumer = try KafkaConsumer(configuration: configuration, logger: Logger(label: "reader", threshold: .warning))
+        try consumer.subscribe(topics: [topic])
+        let watchdog = Task {
+            try? await Task.sleep(for: timeout)
+            if !Task.isCancelled { await consumer.close() }
+        }
+        var state = initial
+        loop: for await event in consumer.events {
+            guard case .records(let records) = event else { continue }
+            for record in records where done(&state, record) { break loop }
+        }
+        watchdog.cancel()
+        await consumer.close()
+        return state
+    }
+
+    /// Waits until `predicate` holds, polling; false after `timeout`.
+    static func eventually(timeout: Duration, _ predicate: () -> Bool) async -> Bool {
+        let deadline = ContinuousClock.now + timeout
+        while ContinuousClock.now < deadline {
+            if predicate() { return true }
+            try? await Task.sleep(for: .milliseconds(100))
+        }
+        return predicate()
+    }
+
+    static func campaign(_ id: String, app: String, audience: String = #"{"segment":"locale in (en_US, de_DE, fr_FR)"}"#, options: String = "{}") -> String {
+        #"{"v":1,"id":"\#(id)","app":"\#(app)","audience":\#(audience),"notification":{"push_type":"alert","content":{"default":{"title":"Sale","body":"20% off"},"locales":{"de":{"title":"Rabatt","body":"20 % auf alles"}}}},"options":\#(options)}"#
+    }
+}

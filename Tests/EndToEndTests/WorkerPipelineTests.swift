@@ -1,0 +1,226 @@
+import Foundation
+import PushfanCore
+import PushfanTestSupport
+import Testing
+
+/// Campaigns through real `pushfan worker` processes: every device ends with exactly one
+/// final result, through crashes, shutdowns, faults and broker outages.
+///
+/// Counts are smaller than in `scripts/bench-e2e` (which runs 1M devices) so the suite stays
+/// quick; `PUSHFAN_E2E_DEVICES` raises the first test's audience (100,000 as in the issue).
+@Suite(.serialized, .timeLimit(.minutes(5)))
+struct WorkerPipelineTests {
+    static let audience = Int(ProcessInfo.processInfo.environment["PUSHFAN_E2E_DEVICES"] ?? "") ?? 30_000
+
+    @Test("three workers: every device has exactly one final result and the simulator saw each once")
+    func everyDeviceExactlyOnce() async throws {
+        let pipeline = try await Pipeline()
+        defer { pipeline.stop() }
+        let count = Self.audience
+        try await pipeline.addApp("shop", topic: "com.example.shop", rate: 100_000, devices: count)
+        for id in ["a", "b", "c"] { try pipeline.startWorker(id) }
+        try await pipeline.submit(Pipeline.campaign("big", app: "shop"))
+        let results = try await pipeline.results(of: "big")
+        let completed = try #require(results.completed, "no completed event; workers: \(pipeline.workers["a"]?.standardError.suffix(2000) ?? "")")
+        #expect(completed.finished == count)
+        #expect(completed.count(of: .delivered) == count)
+        #expect(results.devices.count == count)
+        #expect(Set(results.devices.keys) == Set((0..<count).map { "shop-\($0)" }))
+        #expect(results.devices.values.allSatisfy { $0.outcome == .delivered && $0.attempts == 1 })
+        // The accepted event announced the same audience.
+        #expect(results.events.first { $0.event == .accepted }?.audience == count)
+        let tokens = pipeline.delivered(topic: "com.example.shop").compactMap { $0["token"] as? String }
+        #expect(tokens.count == count, "the simulator accepted \(tokens.count) notifications for \(count) devices")
+        #expect(Set(tokens).count == count)
+        // Each device got its locale's texts, with the campaign id as collapse id.
+        #expect(pipeline.delivered(topic: "com.example.shop").allSatisfy { ($0["collapse_id"] as? String) == "big" })
+    }
+
+    @Test("kill -9 of a worker at about 40%: the campaign completes, no device is missing, duplicates stay within the in-flight window")
+    func killNineMidCampaign() async throws {
+        let pipeline = try await Pipeline()
+        defer { pipeline.stop() }
+        let count = 8_000
+        try await pipeline.addApp("news", topic: "com.example.news", rate: 2_000, devices: count)
+        let victim = try pipeline.startWorker("victim", lease: 3)
+        try pipeline.startWorker("survivor", lease: 3)
+        try await pipeline.submit(Pipeline.campaign("crash", app: "news"))
+        let reached = await Pipeline.eventually(timeout: .seconds(60)) { pipeline.delivered(topic: "com.example.news").count >= count * 4 / 10 }
+        #expect(reached, "the campaign never reached 40%")
+        victim.signal(SIGKILL)
+        _ = await victim.waitForExit()
+
+        let results = try await pipeline.results(of: "crash")
+        let completed = try #require(results.completed)
+        #expect(completed.finished == count)
+        #expect(Set(results.devices.keys) == Set((0..<count).map { "news-\($0)" }))
+        #expect(results.devices.values.allSatisfy { $0.outcome == .delivered })
+        let tokens = pipeline.delivered(topic: "com.example.news").compactMap { $0["token"] as? String }
+        #expect(Set(tokens).count == count)
+        // What the victim sent but had not recorded: at most one page per lane it was sending.
+        let duplicates = tokens.count - Set(tokens).count
+        let lanes = 4
+        #expect(duplicates <= Pipeline.pageSize * lanes, "\(duplicates) duplicates")
+    }
+
+    @Test("two apps at 500/s and 2,000/s over three workers: each stays within its limit and near it")
+    func perAppRateLimitsHoldAcrossWorkers() async throws {
+        let pipeline = try await Pipeline()
+        defer { pipeline.stop() }
+        try await pipeline.addApp("slow", topic: "com.example.slow", rate: 500, devices: 5_000)
+        try await pipeline.addApp("fast", topic: "com.example.fast", rate: 2_000, devices: 20_000)
+        for id in ["a", "b", "c"] { try pipeline.startWorker(id) }
+        try await pipeline.submit(Pipeline.campaign("slow-1", app: "slow"))
+        try await pipeline.submit(Pipeline.campaign("fast-1", app: "fast"))
+        let slow = try await pipeline.results(of: "slow-1")
+        let fast = try await pipeline.results(of: "fast-1")
+        #expect(slow.completed?.count(of: .delivered) == 5_000)
+        #expect(fast.completed?.count(of: .delivered) == 20_000)
+
+        for (topic, limit) in [("com.example.slow", 500), ("com.example.fast", 2_000)] {
+            let times = pipeline.delivered(topic: topic).compactMap { ($0["time_ms"] as? NSNumber)?.int64Value }.sorted()
+            let perSecond = Self.perSecond(times)
+            // Warm-up: the first two seconds (group joins, connections); the last second is partial.
+            let steady = Array(perSecond.dropFirst(2).dropLast())
+            #expect(!steady.isEmpty, "\(topic): too short to measure: \(perSecond)")
+            #expect(steady.allSatisfy { Double($0) <= Double(limit) * 1.05 }, "\(topic) per second: \(perSecond)")
+            let median = steady.sorted()[steady.count / 2]
+            #expect(Double(median) >= Double(limit) * 0.8, "\(topic) per second: \(perSecond)")
+        }
+    }
+
+    /// Counts per one-second window from the first timestamp.
+    static func perSecond(_ times: [Int64]) -> [Int] {
+        guard let first = times.first, let last = times.last else { return [] }
+        var counts = Array(repeating: 0, count: Int((last - first) / 1000) + 1)
+        for time in times { counts[Int((time - first) / 1000)] += 1 }
+        return counts
+    }
+
+    @Test("simulator faults: 410 with timestamps, BadDeviceToken, 503 bursts, GOAWAY and a slow server are classified, tokens invalidated, nothing lost")
+    func faultsAreClassifiedAndNothingIsLost() async throws {
+        // Devices 0..9 mod 100: "dead" tokens answer 410 Unregistered (timestamp in the past:
+        // the device registered later, so it stays active), "0bad" ones BadDeviceToken.
+        let rules = FileManager.default.temporaryDirectory.appendingPathComponent("rules-\(UUID().uuidString.prefix(6)).json").path
+        try #"{"prefixes": {"dead": {"reason": "Unregistered", "timestamp": 1000}, "dea0": "Unregistered", "0bad": "BadDeviceToken"}}"#
+            .write(toFile: rules, atomically: true, encoding: .utf8)
+        let pipeline = try await Pipeline(simArguments: ["--rules", rules, "--p503", "0.05", "--goaway-after", "700", "--latency", "0-20"])
+        defer { pipeline.stop() }
+        let count = 4_000
+        func prefix(_ index: Int) -> String {
+            switch index % 100 {
+            case 1, 2: "dead"  // 410 with an old timestamp
+            case 3: "dea0"  // 410 "now"
+            case 4: "0bad"
+            default: ""
+            }
+        }
+        try await pipeline.addApp("faulty", topic: "com.example.faulty", rate: 50_000, devices: count, prefix: prefix)
+        try pipeline.startWorker("a")
+        try pipeline.startWorker("b")
+        try await pipeline.submit(Pipeline.campaign("faults", app: "faulty"))
+        let results = try await pipeline.results(of: "faults", timeout: .seconds(180))
+        let completed = try #require(results.completed)
+        #expect(completed.finished == count)
+        #expect(results.devices.count == count)
+        for index in 0..<count {
+            guard let result = results.devices["faulty-\(index)"] else { continue }
+            switch index % 100 {
+            case 1, 2, 3:
+                #expect(result.outcome == .invalidToken && result.status == 410 && result.reason == "Unregistered", "\(result)")
+            case 4:
+                #expect(result.outcome == .invalidToken && result.status == 400 && result.reason == "BadDeviceToken", "\(result)")
+            default:
+                #expect(result.outcome == .delivered, "\(result)")
+            }
+        }
+        // 503s were retried: some devices needed more than one attempt.
+        #expect(results.devices.values.contains { $0.outcome == .delivered && $0.attempts > 1 })
+        // Token hygiene: the old-timestamp 410s leave the device active, the others invalidate it.
+        let listing = try await pipeline.run(["devices", "list", "--database", pipeline.database, "--app", "faulty", "--limit", "100000"]).output
+        let invalid = listing.split(separator: "\n").filter { $0.contains("invalid") }
+        #expect(invalid.count == count / 100 * 2, "\(invalid.prefix(5))")
+        #expect(invalid.allSatisfy { $0.contains("Unregistered") || $0.contains("BadDeviceToken") })
+    }
+
+    @Test("poison records and an unknown app go to the deadletter topic; later campaigns complete; one id submitted twice sends once")
+    func badInputIsDeadLetteredAndDuplicatesSendOnce() async throws {
+        let pipeline = try await Pipeline()
+        defer { pipeline.stop() }
+        try await pipeline.addApp("shop", topic: "com.example.shop", rate: 10_000, devices: 600)
+        try pipeline.startWorker("a")
+        let bigBody = String(repeating: "x", count: 5_000)
+        let poison = [
+            "this is not json",
+            #"{"v":1,"id":"no-audience","app":"shop","notification":{}}"#,
+            Pipeline.campaign("ghost", app: "no-such-app"),
+            #"{"v":1,"id":"huge","app":"shop","audience":{"segment":"locale = en_US"},"notification":{"content":{"default":{"title":"big","body":"\#(bigBody)"}}}}"#,
+        ]
+        try await pipeline.produceRaw(poison, key: "poison")
+        try await pipeline.submit(Pipeline.campaign("twice", app: "shop"))
+        try await pipeline.submit(Pipeline.campaign("twice", app: "shop"))
+
+        let results = try await pipeline.results(of: "twice")
+        #expect(results.completed?.count(of: .delivered) == 600)
+        let letters = try await pipeline.readTopic(TopicNames.defaultDeadletter, timeout: .seconds(30), into: [DeadLetterRecord]()) { letters, record in
+            if let letter = try? MessageCodec.decode(DeadLetterRecord.self, from: Data(record.value)) { letters.append(letter) }
+            return letters.count >= poison.count
+        }
+        #expect(letters.map(\.error) == ["not_json", "wrong_schema", "unknown_app", "payload_too_large"], "\(letters.map(\.reason))")
+        // The original bytes are kept exactly.
+        #expect(letters.compactMap { $0.originalBytes().map { String(decoding: $0, as: UTF8.self) } } == poison)
+        #expect(letters[2].reason.contains("no-such-app"))
+        // Submitted twice, planned once: each device was sent exactly once.
+        let tokens = pipeline.delivered(topic: "com.example.shop").compactMap { $0["token"] as? String }
+        #expect(tokens.count == 600 && Set(tokens).count == 600)
+        // The worker is still healthy and logged the duplicate.
+        #expect(pipeline.workers["a"]?.isRunning == true)
+        #expect(pipeline.workers["a"]?.standardError.contains("planner.duplicate") == true)
+    }
+
+    @Test("SIGTERM mid-campaign: the worker exits within its bound and the other finishes without loss")
+    func sigtermHandsOverWithoutLoss() async throws {
+        let pipeline = try await Pipeline()
+        defer { pipeline.stop() }
+        let count = 6_000
+        try await pipeline.addApp("shop", topic: "com.example.shop", rate: 1_500, devices: count)
+        let leaving = try pipeline.startWorker("leaving", lease: 30, extra: ["--shutdown-timeout", "5"])
+        try pipeline.startWorker("staying", lease: 30)
+        try await pipeline.submit(Pipeline.campaign("handover", app: "shop"))
+        let reached = await Pipeline.eventually(timeout: .seconds(60)) { pipeline.delivered(topic: "com.example.shop").count >= count / 3 }
+        #expect(reached)
+        leaving.signal(SIGTERM)
+        // Exit code 3 would mean the shutdown bound was overrun.
+        let status = await leaving.waitForExit(timeout: .seconds(15))
+        #expect(status == 0, "exit status \(String(describing: status)): \(leaving.standardError.suffix(1500))")
+        #expect(leaving.standardError.contains("event=worker.stopped"))
+
+        // Claims were handed back, so the 30 s lease does not hold the survivor up.
+        let results = try await pipeline.results(of: "handover", timeout: .seconds(60))
+        #expect(results.completed?.finished == count)
+        #expect(Set(results.devices.keys) == Set((0..<count).map { "shop-\($0)" }))
+        let tokens = pipeline.delivered(topic: "com.example.shop").compactMap { $0["token"] as? String }
+        #expect(Set(tokens).count == count)
+        #expect(tokens.count == count, "a graceful hand-over sends nothing twice; duplicates: \(tokens.count - Set(tokens).count)")
+    }
+
+    @Test("a broker down for 10 s mid-campaign: nothing lost")
+    func brokerOutageLosesNothing() async throws {
+        let pipeline = try await Pipeline()
+        defer { pipeline.stop() }
+        let count = 8_000
+        try await pipeline.addApp("shop", topic: "com.example.shop", rate: 1_000, devices: count)
+        try pipeline.startWorker("a")
+        try pipeline.startWorker("b")
+        try await pipeline.submit(Pipeline.campaign("outage", app: "shop"))
+        let started = await Pipeline.eventually(timeout: .seconds(60)) { pipeline.delivered(topic: "com.example.shop").count >= 1_000 }
+        #expect(started)
+        #expect(try await pipeline.cluster.control("broker down 1") == "ok")
+        try await Task.sleep(for: .seconds(10))
+        #expect(try await pipeline.cluster.control("broker up 1") == "ok")
+        let results = try await pipeline.results(of: "outage", timeout: .seconds(120))
+        #expect(results.completed?.finished == count)
+        #expect(Set(results.devices.keys) == Set((0..<count).map { "shop-\($0)" }))
+        #expect(Set(pipeline.delivered(topic: "com.example.shop").compactMap { $0["token"] as? String }).count == count)
+    }
+}
