@@ -78,7 +78,10 @@ struct DemoCommand: Command {
         step("starting an APNs simulator (HTTP/2, TLS, ES256 provider tokens verified) with a realistic mix of failures")
         var simConfiguration = SimConfiguration()
         simConfiguration.threads = 1
-        simConfiguration.auth = .token(ProviderAuthority(keys: [RegisteredKey(teamID: "DEMOTEAM01", keyID: "DEMOKEY001", publicKey: key.publicKey)]))
+        // The 20-minute token rule per connection, as `pushfan apns-sim` applies it by
+        // default: each worker signs its own provider token with the app's key.
+        simConfiguration.auth = .token(ProviderAuthority(
+            keys: [RegisteredKey(teamID: "DEMOTEAM01", keyID: "DEMOKEY001", publicKey: key.publicKey)], updateScope: .connection))
         simConfiguration.rules = DeviceRules(prefixes: [
             unregisteredPrefix: DeviceRules.Rule(reason: .unregistered), badPrefix: DeviceRules.Rule(reason: .badDeviceToken),
         ])
@@ -123,6 +126,10 @@ struct DemoCommand: Command {
         }
         step("campaign completed in \(formatted(elapsed)) (\(Int(Double(last.finished) / max(elapsed.seconds, 0.001)))/s at an app limit of \(rate)/s)")
         print(CampaignWatch.summary(last))
+        let reasons = try await store.outcomeReasons(campaign: campaign.id).filter { $0.state != .delivered }
+        if !reasons.isEmpty {
+            detail("why not delivered (from the ledger): " + reasons.map { "\($0.state.rawValue) \($0.reason ?? "-") \($0.count)" }.joined(separator: ", "))
+        }
         let stats = simulator.stats()
         detail("the simulator accepted \(stats.distinctTokensAccepted) distinct tokens with \(stats.duplicateAcceptances) duplicates out of \(stats.requests) requests")
         let invalidated = try await store.count(app: campaign.app, segment: nil)

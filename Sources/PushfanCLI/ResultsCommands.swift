@@ -1,6 +1,7 @@
 import Foundation
 import PushfanCore
 import PushfanKafka
+import Synchronization
 
 /// Follows one campaign's lifecycle events on the results topic: a progress bar on a
 /// terminal (periodic lines otherwise), then the summary table.
@@ -115,13 +116,21 @@ struct ResultsTailCommand: Command {
         try consumer.subscribe(topics: [context.configuration.kafka.topics.results])
         ShutdownSignal.install { _ in Task { await consumer.close() } }
         let activity = ActivityClock()
+        // The idle clock starts once the group has assigned partitions: joining takes seconds.
+        let assigned = Atomic<Bool>(false)
         let idleWatch = Task {
             guard idle > 0 else { return }
-            while !Task.isCancelled, activity.secondsSinceLast() < idle { try? await Task.sleep(for: .milliseconds(100)) }
+            while !Task.isCancelled, !assigned.load(ordering: .relaxed) || activity.secondsSinceLast() < idle {
+                try? await Task.sleep(for: .milliseconds(100))
+            }
             if !Task.isCancelled { await consumer.close() }
         }
         var printed = 0
         loop: for await event in consumer.events {
+            if case .assigned = event {
+                activity.touch()
+                assigned.store(true, ordering: .relaxed)
+            }
             guard case .records(let records) = event else { continue }
             activity.touch()
             var output = OutputBuffer()

@@ -46,8 +46,16 @@ package struct KafkaProducerConfiguration: Sendable {
             ("message.timeout.ms", String(messageTimeout.milliseconds)),
             ("linger.ms", String(linger.milliseconds)),
             ("queue.buffering.max.messages", String(queueCapacity)),
-        ] + client.properties.sorted { $0.key < $1.key }.map { ($0.key, $0.value) }
+        ] + client.properties.filter { !Self.consumerOnlyProperties.contains($0.key) }.sorted { $0.key < $1.key }.map { ($0.key, $0.value) }
     }
+
+    /// Consumer-group properties, which commands pass to all their clients; a producer would
+    /// only warn about each of them.
+    static let consumerOnlyProperties: Set<String> = [
+        "session.timeout.ms", "heartbeat.interval.ms", "max.poll.interval.ms", "auto.offset.reset", "enable.auto.commit",
+        "auto.commit.interval.ms", "enable.auto.offset.store", "partition.assignment.strategy", "group.instance.id", "fetch.min.bytes",
+        "fetch.wait.max.ms", "isolation.level",
+    ]
 }
 
 package struct KafkaConsumerConfiguration: Sendable {

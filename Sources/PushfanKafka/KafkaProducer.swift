@@ -242,6 +242,31 @@ package final class KafkaProducer: Sendable {
         }
     }
 
+    /// How many partitions `topic` has, from the cluster's metadata (the topic is created if
+    /// the cluster auto-creates topics).
+    package func partitionCount(topic: String, timeout: Duration = .seconds(10)) async throws(KafkaError) -> Int {
+        let handle = self.handle
+        let result: Result<Int, KafkaError> = await BlockingWork.run {
+            guard let topicHandle = rd_kafka_topic_new(handle.raw, topic, nil) else {
+                return .failure(KafkaError.configuration("cannot open topic \(topic)"))
+            }
+            defer { rd_kafka_topic_destroy(topicHandle) }
+            var metadata: UnsafePointer<rd_kafka_metadata>?
+            let code = rd_kafka_metadata(handle.raw, 0, topicHandle, &metadata, Int32(clamping: timeout.milliseconds))
+            guard code == RD_KAFKA_RESP_ERR_NO_ERROR, let metadata else {
+                return .failure(KafkaError(operation: "metadata for \(topic)", code: code))
+            }
+            defer { rd_kafka_metadata_destroy(metadata) }
+            guard metadata.pointee.topic_cnt > 0 else { return .failure(KafkaError.configuration("no metadata for \(topic)")) }
+            let entry = metadata.pointee.topics[0]
+            guard entry.err == RD_KAFKA_RESP_ERR_NO_ERROR, entry.partition_cnt > 0 else {
+                return .failure(KafkaError(operation: "metadata for \(topic)", code: entry.err == RD_KAFKA_RESP_ERR_NO_ERROR ? RD_KAFKA_RESP_ERR__UNKNOWN_PARTITION : entry.err))
+            }
+            return .success(Int(entry.partition_cnt))
+        }
+        return try result.get()
+    }
+
     /// Sends one record and returns where it was written, or why it could not be.
     package func send(_ record: ProducerRecord) async throws(KafkaError) -> DeliveryReport {
         let result = try await enqueue([record]).delivery()

@@ -383,12 +383,24 @@ package final class DeviceStore: Sendable {
         let leaseUntil = now + lease.milliseconds
         return try await run { connection throws(StoreError) in
             try connection.transaction { () throws(StoreError) -> Claim in
-                for target in targets {
-                    try connection.execute("""
-                        INSERT INTO deliveries (campaign, row_key, device_id, state, attempts, claimed_by, lease_until, claimed_at)
-                        VALUES (\(campaign), \(target.rowKey), \(target.deviceID), 'claimed', 0, \(owner), \(leaseUntil), \(now))
-                        ON CONFLICT (campaign, row_key) DO NOTHING
-                        """)
+                // Set-based: one statement per chunk, not one per device (the worker's hot path).
+                for start in stride(from: 0, to: targets.count, by: DeviceStore.bulkChunk) {
+                    let chunk = targets[start..<min(start + DeviceStore.bulkChunk, targets.count)]
+                    var insert: SQLStatement = "INSERT INTO deliveries (campaign, row_key, device_id, state, attempts, claimed_by, lease_until, claimed_at)"
+                    if connection.dialect == .postgres {
+                        insert.append("""
+                             SELECT \(campaign), u.r, u.d, 'claimed', 0, \(owner), \(leaseUntil), \(now)
+                            FROM unnest(\(PostgresArray.literal(chunk.map { String($0.rowKey) }))::bigint[], \(PostgresArray.literal(chunk.map(\.deviceID)))::text[]) AS u(r, d)
+                            """)
+                    } else {
+                        insert.append(" VALUES ")
+                        for (index, target) in chunk.enumerated() {
+                            if index > 0 { insert.append(",") }
+                            insert.append("(\(campaign), \(target.rowKey), \(target.deviceID), 'claimed', 0, \(owner), \(leaseUntil), \(now))")
+                        }
+                    }
+                    insert.append(" ON CONFLICT (campaign, row_key) DO NOTHING")
+                    try connection.execute(insert)
                 }
                 try connection.execute("""
                     UPDATE deliveries SET claimed_by = \(owner), lease_until = \(leaseUntil)
@@ -423,13 +435,34 @@ package final class DeviceStore: Sendable {
     package func record(campaign: String, _ outcomes: [LedgerOutcome], now: Int64 = DeviceStore.now()) async throws(StoreError) -> Int {
         try await run { connection throws(StoreError) in
             try connection.transaction { () throws(StoreError) -> Int in
+                let final = outcomes.filter(\.state.isFinal)
                 var changed = 0
-                for outcome in outcomes where outcome.state.isFinal {
-                    changed += try connection.execute("""
-                        UPDATE deliveries SET state = \(outcome.state.rawValue), attempts = \(outcome.attempts), apns_id = \(.optional(outcome.apnsID)),
-                            status = \(.optional(outcome.status.map(Int64.init))), reason = \(.optional(outcome.reason)), finished_at = \(now)
-                        WHERE campaign = \(campaign) AND row_key = \(outcome.rowKey) AND state = 'claimed'
-                        """)
+                // One UPDATE ... FROM per chunk (SQLite 3.33+ and PostgreSQL both have it).
+                for start in stride(from: 0, to: final.count, by: DeviceStore.bulkChunk) {
+                    let chunk = final[start..<min(start + DeviceStore.bulkChunk, final.count)]
+                    var update: SQLStatement = """
+                        UPDATE deliveries SET state = v.s, attempts = v.a, apns_id = v.i, status = v.st, reason = v.re, finished_at = \(now) FROM
+                        """
+                    if connection.dialect == .postgres {
+                        update.append("""
+                             unnest(\(PostgresArray.literal(chunk.map { String($0.rowKey) }))::bigint[], \(PostgresArray.literal(chunk.map(\.state.rawValue)))::text[],
+                                    \(PostgresArray.literal(chunk.map { String($0.attempts) }))::integer[], \(PostgresArray.literal(chunk.map(\.apnsID)))::text[],
+                                    \(PostgresArray.literal(chunk.map { $0.status.map(String.init) }))::integer[], \(PostgresArray.literal(chunk.map(\.reason)))::text[])
+                                AS v(r, s, a, i, st, re)
+                            """)
+                    } else {
+                        // VALUES columns are named column1..column6; the subquery renames them.
+                        update.append(" (SELECT column1 AS r, column2 AS s, column3 AS a, column4 AS i, column5 AS st, column6 AS re FROM (VALUES ")
+                        for (index, outcome) in chunk.enumerated() {
+                            if index > 0 { update.append(",") }
+                            update.append("""
+                                (\(outcome.rowKey), \(outcome.state.rawValue), \(outcome.attempts), \(.optional(outcome.apnsID)), \(.optional(outcome.status.map(Int64.init))), \(.optional(outcome.reason)))
+                                """)
+                        }
+                        update.append(")) AS v")
+                    }
+                    update.append(" WHERE deliveries.campaign = \(campaign) AND deliveries.row_key = v.r AND deliveries.state = 'claimed'")
+                    changed += try connection.execute(update)
                 }
                 return changed
             }
@@ -482,6 +515,17 @@ package final class DeviceStore: Sendable {
                     rowKey: row.int(0) ?? 0, deviceID: row.text(1) ?? "", state: LedgerState(rawValue: row.text(2) ?? "") ?? .claimed,
                     attempts: Int(row.int(3) ?? 0), apnsID: row.text(4), status: row.int(5).map { Int($0) }, reason: row.text(6))
             }
+        }
+    }
+
+    /// Final ledger rows per (state, reason) for a campaign, most frequent first: why
+    /// devices were rejected, invalid or failed.
+    package func outcomeReasons(campaign: String) async throws(StoreError) -> [(state: LedgerState, reason: String?, count: Int)] {
+        try await run { connection throws(StoreError) in
+            try connection.queryAll("""
+                SELECT state, reason, COUNT(*) FROM deliveries WHERE campaign = \(campaign) AND state <> 'claimed'
+                GROUP BY state, reason ORDER BY COUNT(*) DESC
+                """) { row in (LedgerState(rawValue: row.text(0) ?? "") ?? .failed, row.text(1), Int(row.int(2) ?? 0)) }
         }
     }
 

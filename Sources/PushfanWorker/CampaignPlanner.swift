@@ -85,14 +85,20 @@ package struct CampaignPlanner: Sendable {
             id: campaign.id, app: campaign.app, audience: audience.count, shards: ranges.count, definition: definition,
             status: CampaignStatus.planning)
 
-        let lanes = settings.lanes
+        // Each lane gets a partition of its own (while there are enough), at an offset that
+        // depends on the app, so lanes spread over the workers (round-robin assignment)
+        // instead of wherever the key hash puts them.
+        let partitions = try await writer.producer.partitionCount(topic: writer.topics.tasks)
+        let lanes = min(settings.lanes, partitions)
+        let base = Int(Self.stableHash(campaign.app) % UInt64(partitions))
         var tickets: [DeliveryTicket] = []
         var batch: [ProducerRecord] = []
         for (index, range) in ranges.enumerated() {
             let task = TaskRecord(
                 campaign: campaign.id, app: campaign.app, shard: index, shards: ranges.count, after: range.after, through: range.through,
                 estimate: range.estimate, lane: index % lanes, lanes: lanes)
-            batch.append(ProducerRecord(topic: writer.topics.tasks, key: task.kafkaKey, value: MessageCodec.encode(task)))
+            batch.append(ProducerRecord(
+                topic: writer.topics.tasks, key: task.kafkaKey, value: MessageCodec.encode(task), partition: Int32((base + task.lane) % partitions)))
         }
         tickets.append(try await writer.producer.enqueue(batch))
         tickets.append(try await writer.campaign(CampaignEvent(campaign: campaign.id, app: campaign.app, event: .accepted, audience: audience.count, at: epochMillis())))
@@ -100,6 +106,16 @@ package struct CampaignPlanner: Sendable {
         _ = try await store.transitionCampaign(campaign.id, from: CampaignStatus.planning, to: CampaignStatus.running)
         logger.notice("planner.planned", ["campaign.id": campaign.id, "app": campaign.app, "audience": String(audience.count), "tasks": String(ranges.count)])
         return .planned(campaign: campaign.id, audience: audience.count, tasks: ranges.count)
+    }
+
+    /// FNV-1a: the same on every worker and every run (Swift's `Hasher` is seeded per process).
+    static func stableHash(_ text: String) -> UInt64 {
+        var hash: UInt64 = 0xcbf2_9ce4_8422_2325
+        for byte in text.utf8 {
+            hash ^= UInt64(byte)
+            hash = hash &* 0x0000_0100_0000_01b3
+        }
+        return hash
     }
 
     /// Builds the request for the default texts and for every locale, so a payload APNs

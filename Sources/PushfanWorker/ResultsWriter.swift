@@ -19,7 +19,7 @@ package struct ResultsWriter: Sendable {
         guard !results.isEmpty else { return nil }
         var batch = ProducerBatch(topic: topics.results, capacity: results.count, bytesPerRecord: 200)
         for result in results {
-            batch.append(key: Array(result.kafkaKey.utf8), value: [UInt8](MessageCodec.encode(ResultRecord.device(result))))
+            batch.append(key: Array(result.kafkaKey.utf8), value: result.encodedJSON())
         }
         return try await producer.enqueue(batch)
     }

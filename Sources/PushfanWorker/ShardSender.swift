@@ -140,6 +140,20 @@ package struct ShardSender: Sendable {
         var retries: [Pending] = []
         var held: [DeviceTarget] = []
         var tickets: [DeliveryTicket] = []
+        /// Payloads by device locale: built and checked once, not once per device.
+        var payloads: [String: Result<APNsPreparedPayload, APNsRequestError>] = [:]
+
+        mutating func payload(for locale: String?, campaign: Campaign) throws(APNsRequestError) -> APNsPreparedPayload {
+            let key = locale ?? ""
+            if let known = payloads[key] { return try known.get() }
+            let made = Result { () throws(APNsRequestError) -> APNsPreparedPayload in
+                try APNsPreparedPayload(
+                    APNsPayload(notification: campaign.notification, locale: locale), pushType: campaign.notification.pushType,
+                    priority: APNsNotification.Priority(rawValue: campaign.effectivePriority))
+            }
+            payloads[key] = made
+            return try made.get()
+        }
     }
 
     /// Claims a page and sends what this worker now owns. Devices already final get their
@@ -209,10 +223,14 @@ package struct ShardSender: Sendable {
         // Requests are built before waiting for the rate: a device whose request cannot be
         // built (its locale's texts make the payload too large) is final without a send.
         var ready: [(Pending, APNsNotification)] = []
+        let expiration = APNsNotification.Expiration(epochSeconds: campaign.options.expiration)
+        let collapseID = campaign.effectiveCollapseID
         for item in sendable {
             do {
                 let token = try DeviceToken(item.target.token)
-                ready.append((item, try APNsNotification(campaign: campaign, token: token, topic: plan.app.topic, locale: item.target.locale)))
+                let payload = try state.payload(for: item.target.locale, campaign: campaign)
+                ready.append((item, try APNsNotification(
+                    token: token, topic: plan.app.topic, prepared: payload, expiration: expiration, collapseID: collapseID)))
             } catch {
                 finals.add(item, campaign: task.campaign, state: .rejected, reason: error.code)
             }

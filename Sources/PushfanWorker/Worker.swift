@@ -51,17 +51,18 @@ package final class Worker: Sendable {
         self.options = options
         self.store = store
         self.logger = logger
-        // Group settings given for the consumers would only draw warnings from the producer.
-        var producerClient = options.kafka
-        producerClient.properties = producerClient.properties.filter { !Self.consumerOnlyProperties.contains($0.key) }
-        var producerConfiguration = KafkaProducerConfiguration(client: producerClient)
+        var producerConfiguration = KafkaProducerConfiguration(client: options.kafka)
         producerConfiguration.linger = .milliseconds(5)
         producer = try KafkaProducer(configuration: producerConfiguration, logger: logger.child("producer"))
         writer = ResultsWriter(producer: producer, topics: options.topics)
         clients = APNsClients(configuration: options.apns, logger: logger)
 
         func consumer(group: String, topic: String) throws -> KafkaConsumer {
-            var configuration = KafkaConsumerConfiguration(client: options.kafka, groupID: group)
+            var client = options.kafka
+            // Round-robin spreads an app's lanes (consecutive partitions) over the workers;
+            // the default range assignor would give them all to one.
+            if client.properties["partition.assignment.strategy"] == nil { client.properties["partition.assignment.strategy"] = "roundrobin" }
+            var configuration = KafkaConsumerConfiguration(client: client, groupID: group)
             configuration.offsetReset = .earliest
             let consumer = try KafkaConsumer(configuration: configuration, logger: logger.child(group))
             try consumer.subscribe(topics: [topic])
@@ -97,13 +98,6 @@ package final class Worker: Sendable {
             scheduler = nil
         }
     }
-
-    /// librdkafka consumer properties a producer ignores with a warning.
-    static let consumerOnlyProperties: Set<String> = [
-        "session.timeout.ms", "heartbeat.interval.ms", "max.poll.interval.ms", "auto.offset.reset", "enable.auto.commit",
-        "auto.commit.interval.ms", "enable.auto.offset.store", "partition.assignment.strategy", "group.instance.id", "fetch.min.bytes",
-        "fetch.wait.max.ms", "isolation.level",
-    ]
 
     /// Runs until `stop()`; returns after the graceful shutdown.
     package func run() async {

@@ -173,6 +173,12 @@ struct WorkerPipelineTests {
         // Submitted twice, planned once: each device was sent exactly once.
         let tokens = pipeline.delivered(topic: "com.example.shop").compactMap { $0["token"] as? String }
         #expect(tokens.count == 600 && Set(tokens).count == 600)
+        // `pushfan results tail` prints them readably: 600 devices and the campaign's events.
+        let tail = try await pipeline.run(["results", "tail", "--campaign", "twice", "--idle-exit", "3"] + pipeline.kafkaArguments).output
+        let lines = tail.split(separator: "\n")
+        #expect(lines.filter { $0.contains("  twice  shop-") && $0.contains("  delivered  200  attempts=1  apns-id=") }.count >= 600, "\(lines.prefix(3))")
+        #expect(lines.contains { $0.contains("[campaign accepted]  audience=600") })
+        #expect(lines.contains { $0.contains("[campaign completed]  audience=600  delivered=600") })
         // The worker is still healthy and logged the duplicate.
         #expect(pipeline.workers["a"]?.isRunning == true)
         #expect(pipeline.workers["a"]?.standardError.contains("planner.duplicate") == true)

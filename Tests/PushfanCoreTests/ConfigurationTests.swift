@@ -32,6 +32,28 @@ import Testing
         }
     }
 
+    @Test func theWorkerSectionReadsItsKeysAndKeepsDefaultsForTheRest() throws {
+        let path = try write(#"{"worker": {"lanes": 8, "shard_size": 2000, "lease_s": 5, "shutdown_timeout_s": 20}}"#)
+        let worker = try PushfanConfiguration.load(file: path, environment: [:]).worker
+        #expect(worker.lanes == 8 && worker.shardSize == 2000 && worker.leaseSeconds == 5 && worker.shutdownTimeoutSeconds == 20)
+        #expect(worker.pageSize == 500 && worker.progressIntervalMs == 2000)
+    }
+
+    @Test(arguments: [
+        (#"{"worker": {"lanes": 0}}"#, "worker.lanes must be from 1 to 256, got 0"),
+        (#"{"worker": {"page_size": 100000}}"#, "worker.page_size must be from 1 to 10000, got 100000"),
+        (#"{"worker": {"shutdown_timeout_s": -1}}"#, "worker.shutdown_timeout_s must be from 1 to 600, got -1"),
+        (#"{"worker": {"lease_s": "long"}}"#, "worker.lease_s"),
+    ])
+    func badWorkerSettingsNameTheKey(text: String, expected: String) throws {
+        let path = try write(text)
+        #expect {
+            _ = try PushfanConfiguration.load(file: path, environment: [:])
+        } throws: { error in
+            "\(error)".contains(expected)
+        }
+    }
+
     @Test func defaultsNeedNoFile() throws {
         let configuration = try PushfanConfiguration.load(file: nil, environment: [:])
         #expect(configuration.kafka.topics.campaigns == "pushfan.campaigns")

@@ -104,6 +104,22 @@ struct ResultRecordTests {
         #expect(text.contains("\"v\":1"))
     }
 
+    @Test("the sender's direct encoding of a device result is byte for byte MessageCodec's")
+    func deviceResultDirectEncodingMatchesCodable() throws {
+        let results = [
+            DeviceResult(campaign: "c", device: "d", outcome: .failed, attempts: 5, at: 1),
+            DeviceResult(
+                campaign: "spring-sale:2026", device: "device-00000042", outcome: .delivered, status: 200,
+                apnsID: "6f0c5b0e-9a2b-4c1e-8d7f-0a1b2c3d4e5f", attempts: 1, at: 1_796_045_682_511),
+            DeviceResult(campaign: "c", device: "d", outcome: .invalidToken, status: 410, reason: "Unregistered", attempts: 2, at: 3),
+            DeviceResult(campaign: "c", device: "d", outcome: .rejected, reason: "quote \" backslash \\ tab \t é ✓", attempts: 0, at: 0),
+        ]
+        for result in results {
+            #expect(result.encodedJSON() == Array(MessageCodec.encode(ResultRecord.device(result))))
+            #expect(try MessageCodec.decode(ResultRecord.self, from: Data(result.encodedJSON())) == .device(result))
+        }
+    }
+
     @Test func invalidTokenUsesSnakeCase() {
         #expect(DeviceOutcome.invalidToken.rawValue == "invalid_token")
         #expect(DeviceOutcome.allCases.map(\.rawValue) == ["delivered", "rejected", "invalid_token", "expired", "cancelled", "skipped", "failed"])

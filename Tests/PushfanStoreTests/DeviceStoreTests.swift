@@ -363,6 +363,49 @@ struct DeviceStoreTests {
         #expect(finished.count == half.count && finished.allSatisfy { $0.state == .delivered && $0.apnsID == "id-\($0.rowKey)" })
     }
 
+    @Test(arguments: Backend.enabled)
+    func workerLedgerOperations(_ backend: Backend) async throws {
+        let store = try await backend.openFresh()
+        try await store.addTestApp()
+        _ = try await store.importDevices(app: "shop-ios", try Synthetic.devices(count: 50, now: now).map { try Validation.device($0.registration) })
+        let targets = try await store.page(app: "shop-ios", segment: nil, shard: ShardRange(after: nil, through: nil), cursor: nil, limit: 50)
+
+        // The campaign row keeps the definition; its status changes for exactly one caller.
+        #expect(try await store.recordCampaign(id: "c2", app: "shop-ios", audience: 50, shards: 2, definition: #"{"v":1}"#, status: "planning"))
+        #expect(try await store.campaignDefinition("c2") == #"{"v":1}"#)
+        #expect(try await store.campaignDefinition("nope") == nil)
+        #expect(try await store.transitionCampaign("c2", from: "planning", to: "running"))
+        #expect(try await !store.transitionCampaign("c2", from: "planning", to: "running"))
+        #expect(try await store.campaign("c2")?.status == "running")
+
+        // Finished shards count once each, however often a task is re-processed.
+        #expect(try await store.finishTask(campaign: "c2", shard: 0) == 1)
+        #expect(try await store.finishTask(campaign: "c2", shard: 0) == 1)
+        #expect(try await store.finishTask(campaign: "c2", shard: 1) == 2)
+
+        // A released claim is taken over at once, without waiting for its lease.
+        let claim = try await store.claim(campaign: "c2", targets: targets, owner: "worker-a", lease: .seconds(600), now: now)
+        #expect(claim.toSend.count == 50)
+        let keys = targets.map(\.rowKey)
+        try await store.releaseClaims(campaign: "c2", owner: "worker-b", rowKeys: keys)  // not b's: no effect
+        #expect(try await store.claim(campaign: "c2", targets: targets, owner: "worker-b", now: now + 1).heldElsewhere == 50)
+        try await store.releaseClaims(campaign: "c2", owner: "worker-a", rowKeys: Array(keys.prefix(20)))
+        let takeover = try await store.claim(campaign: "c2", targets: targets, owner: "worker-b", now: now + 2)
+        #expect(takeover.toSend.map(\.rowKey) == Array(keys.prefix(20)))
+        #expect(takeover.heldElsewhere == 30)
+
+        // Final entries of a row-key range, for re-emitting results.
+        try await store.record(campaign: "c2", keys.prefix(10).map { LedgerOutcome(rowKey: $0, state: .invalidToken, attempts: 2, status: 410, reason: "Unregistered") })
+        let range = try await store.finished(campaign: "c2", after: keys[4], through: keys[20])
+        #expect(range.map(\.rowKey) == Array(keys[5..<10]))
+        #expect(range.allSatisfy { $0.state == .invalidToken && $0.status == 410 && $0.reason == "Unregistered" && $0.attempts == 2 })
+
+        // An explicit audience: only active devices of this app, sorted.
+        let ids = targets.suffix(5).map(\.deviceID) + ["no-such-device"]
+        #expect(try await store.rowKeys(app: "shop-ios", deviceIDs: ids.reversed()) == Array(keys.suffix(5)))
+        #expect(try await store.rowKeys(app: "other-app", deviceIDs: ids) == [])
+    }
+
     @Test func aSecondProcessHoldingTheSQLiteWriteLockMeansUnavailable() async throws {
         let url = try Backend.sqlite.freshDatabase()
         let store = try await DeviceStore.open(url + "?busy_timeout_ms=100", logger: quietLogger)

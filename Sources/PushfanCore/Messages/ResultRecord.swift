@@ -153,6 +153,37 @@ package struct DeviceResult: Codable, Sendable, Hashable {
         try container.encode(at, forKey: .at)
     }
 
+    /// The record's JSON, the same bytes as `MessageCodec.encode(ResultRecord.device(self))`
+    /// (sorted keys, no whitespace) without `JSONEncoder`'s cost: the sender writes one per
+    /// device, and the generic encoder took a sixth of a worker's CPU.
+    package func encodedJSON() -> [UInt8] {
+        var out: [UInt8] = []
+        out.reserveCapacity(160 + campaign.utf8.count + device.utf8.count)
+        func key(_ name: String) {
+            out.append(out.isEmpty ? UInt8(ascii: "{") : UInt8(ascii: ","))
+            APNsJSONWriter.writeString(name, into: &out)
+            out.append(UInt8(ascii: ":"))
+        }
+        func text(_ value: String?) {
+            if let value { APNsJSONWriter.writeString(value, into: &out) } else { out.append(contentsOf: "null".utf8) }
+        }
+        func number(_ value: Int64?) {
+            if let value { out.append(contentsOf: String(value).utf8) } else { out.append(contentsOf: "null".utf8) }
+        }
+        key("apns_id"); text(apnsID)
+        key("at"); number(at)
+        key("attempts"); number(Int64(attempts))
+        key("campaign"); text(campaign)
+        key("device"); text(device)
+        key("outcome"); text(outcome.rawValue)
+        key("reason"); text(reason)
+        key("status"); number(status.map(Int64.init))
+        key("type"); text(ResultRecord.Kind.device.rawValue)
+        key("v"); number(Int64(ResultRecord.currentVersion))
+        out.append(UInt8(ascii: "}"))
+        return out
+    }
+
     package func validate() throws(MessageDecodingError) {
         try Rules.identifier(campaign, field: "campaign")
         try Rules.identifier(device, field: "device")

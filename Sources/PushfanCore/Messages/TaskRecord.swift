@@ -2,10 +2,10 @@
 /// `(after, through]`. Topic `tasks`, Kafka key = `kafkaKey` (`<app>#<lane>`).
 ///
 /// The planner splits an app's sends into `lanes` lanes and gives each lane
-/// `rate / lanes` of the app's rate. Every task of one lane has the same key,
-/// so it lands on one partition, and whichever worker owns that partition owns
-/// that share of the rate: the total stays within the limit however partitions
-/// move between workers.
+/// `rate / lanes` of the app's rate. Every task of one lane goes to the same
+/// partition (chosen by the planner, one per lane), and whichever worker owns
+/// that partition owns that share of the rate: the total stays within the limit
+/// however partitions move between workers.
 package struct TaskRecord: VersionedMessage, Hashable {
     package static let currentVersion = 1
 

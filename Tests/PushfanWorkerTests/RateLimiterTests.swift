@@ -1,0 +1,69 @@
+import Foundation
+import Testing
+@testable import PushfanWorker
+
+@Suite("Rate buckets")
+struct RateLimiterTests {
+    @Test("a bucket holds 50 ms of its rate, at least one send")
+    func capacityIsFiftyMillisecondsOfTheRate() {
+        #expect(TokenBucket(rate: 1_000).capacity == 50)
+        #expect(TokenBucket(rate: 2_000 / 4).capacity == 25)
+        #expect(TokenBucket(rate: 10).capacity == 1)
+        #expect(TokenBucket(rate: 0.5).capacity == 1)
+    }
+
+    @Test("a full bucket grants up to its capacity at once; exactly-n requests are clamped to it")
+    func grantsAreBoundedByCapacity() async throws {
+        let bucket = TokenBucket(rate: 1_000)
+        #expect(try await bucket.acquire(upTo: 10_000) == 50)
+        let other = TokenBucket(rate: 1_000)
+        #expect(try await other.acquire(exactly: 500) == 50)
+        #expect(try await TokenBucket(rate: 1_000).acquire(upTo: 7) == 7)
+    }
+
+    @Test("sends never come faster than the rate: 150 at 1,000/s take at least the 100 ms the bucket must refill")
+    func neverFasterThanTheRate() async throws {
+        let bucket = TokenBucket(rate: 1_000)
+        let started = ContinuousClock.now
+        var taken = 0
+        while taken < 150 { taken += try await bucket.acquire(upTo: 150 - taken) }
+        #expect(taken == 150)
+        // A lower bound only: the first 50 were in the bucket, the other 100 need 100 ms.
+        #expect(ContinuousClock.now - started >= .milliseconds(99))
+    }
+
+    @Test("a lowered rate applies to the next grant and caps the saved tokens")
+    func setRateLowersCapacity() async throws {
+        let bucket = TokenBucket(rate: 10_000)
+        bucket.setRate(100)
+        #expect(bucket.capacity == 5)
+        #expect(try await bucket.acquire(upTo: 1_000) == 5)
+    }
+
+    @Test("a waiting acquire ends with CancellationError when its task is cancelled")
+    func waitingAcquireIsCancellable() async throws {
+        let bucket = TokenBucket(rate: 0.01)
+        _ = try await bucket.acquire(upTo: 1)
+        let waiter = Task { try await bucket.acquire(upTo: 1) }
+        try await Task.sleep(for: .milliseconds(50))
+        waiter.cancel()
+        await #expect(throws: CancellationError.self) { _ = try await waiter.value }
+    }
+
+    @Test("lanes share one bucket per key, and a key gets the latest rate")
+    func lanesShareBuckets() {
+        let lanes = RateLanes()
+        let first = lanes.bucket("shop#0", rate: 1_000)
+        #expect(lanes.bucket("shop#0", rate: 1_000) === first)
+        #expect(lanes.bucket("shop#1", rate: 1_000) !== first)
+        _ = lanes.bucket("shop#0", rate: 200)
+        #expect(first.capacity == 10)
+    }
+
+    @Test("lane partitions come from a hash that is the same in every process (FNV-1a)")
+    func stableHashIsFNV1a() {
+        #expect(CampaignPlanner.stableHash("") == 0xcbf2_9ce4_8422_2325)
+        #expect(CampaignPlanner.stableHash("a") == 0xaf63_dc4c_8601_ec8c)
+        #expect(CampaignPlanner.stableHash("foobar") == 0x8594_4171_f739_67e8)
+    }
+}
