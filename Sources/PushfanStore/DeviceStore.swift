@@ -383,6 +383,7 @@ package final class DeviceStore: Sendable {
         let leaseUntil = now + lease.milliseconds
         return try await run { connection throws(StoreError) in
             try connection.transaction { () throws(StoreError) -> Claim in
+                var inserted = 0
                 // Set-based: one statement per chunk, not one per device (the worker's hot path).
                 for start in stride(from: 0, to: targets.count, by: DeviceStore.bulkChunk) {
                     let chunk = targets[start..<min(start + DeviceStore.bulkChunk, targets.count)]
@@ -400,8 +401,10 @@ package final class DeviceStore: Sendable {
                         }
                     }
                     insert.append(" ON CONFLICT (campaign, row_key) DO NOTHING")
-                    try connection.execute(insert)
+                    inserted += try connection.execute(insert)
                 }
+                // The usual case, a page seen for the first time: every device is new and ours.
+                if inserted == targets.count { return Claim(toSend: targets, alreadyFinal: 0, heldElsewhere: 0) }
                 try connection.execute("""
                     UPDATE deliveries SET claimed_by = \(owner), lease_until = \(leaseUntil)
                     WHERE campaign = \(campaign) AND row_key >= \(low) AND row_key <= \(high) AND state = 'claimed'

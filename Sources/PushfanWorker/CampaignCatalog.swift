@@ -21,13 +21,34 @@ package enum CatalogError: Error, CustomStringConvertible, Sendable {
     case unknownCampaign(String)
     /// The campaign's app was removed after planning.
     case unknownApp(String)
+    /// The stored campaign or its saved segment no longer reads (edited by hand, removed).
+    case invalidCampaign(String)
     /// The app's credentials could not be loaded: the app pauses until they can.
     case credentials(app: String, reason: String)
+
+    /// The task can never run; waiting does not help.
+    package var isPermanent: Bool {
+        switch self {
+        case .unknownCampaign, .unknownApp, .invalidCampaign: true
+        case .credentials: false
+        }
+    }
+
+    /// For the dead letter: a machine code.
+    package var code: String {
+        switch self {
+        case .unknownCampaign: "unknown_campaign"
+        case .unknownApp: "unknown_app"
+        case .invalidCampaign: "invalid_campaign"
+        case .credentials: "credentials"
+        }
+    }
 
     package var description: String {
         switch self {
         case .unknownCampaign(let id): "campaign \(id) is not in the store"
         case .unknownApp(let app): "app \(app) is not registered"
+        case .invalidCampaign(let reason): reason
         case .credentials(let app, let reason): "credentials of app \(app): \(reason)"
         }
     }
@@ -55,18 +76,25 @@ package final class CampaignCatalog: Sendable {
     package func plan(campaign id: String) async throws -> CampaignPlan {
         if let cached = plans.withLock({ $0[id] }), ContinuousClock.now - cached.loaded < appRefresh { return cached.plan }
         guard let definition = try await store.campaignDefinition(id) else { throw CatalogError.unknownCampaign(id) }
-        let campaign = try MessageCodec.decode(Campaign.self, from: Data(definition.utf8))
+        let campaign: Campaign
+        do { campaign = try MessageCodec.decode(Campaign.self, from: Data(definition.utf8)) } catch {
+            throw CatalogError.invalidCampaign("stored campaign \(id) does not read: \(error)")
+        }
         guard let app = try await store.app(campaign.app) else { throw CatalogError.unknownApp(campaign.app) }
         var segment: SegmentExpression?
         var deviceIDs: Set<String>?
-        switch campaign.audience {
-        case .segment(let text): segment = try SegmentParser.parse(text)
-        case .named(let name):
-            guard let text = try await store.segment(app: campaign.app, name: name) else {
-                throw StoreError.notFound("saved segment \(name) of app \(campaign.app) is gone")
+        do {
+            switch campaign.audience {
+            case .segment(let text): segment = try SegmentParser.parse(text)
+            case .named(let name):
+                guard let text = try await store.segment(app: campaign.app, name: name) else {
+                    throw CatalogError.invalidCampaign("saved segment \(name) of app \(campaign.app) is gone")
+                }
+                segment = try SegmentParser.parse(text)
+            case .devices(let ids): deviceIDs = Set(ids)
             }
-            segment = try SegmentParser.parse(text)
-        case .devices(let ids): deviceIDs = Set(ids)
+        } catch let error as SegmentError {
+            throw CatalogError.invalidCampaign("the audience of campaign \(id) does not parse: \(error)")
         }
         let plan = CampaignPlan(campaign: campaign, app: app, segment: segment, deviceIDs: deviceIDs)
         plans.withLock { $0[id] = (plan, ContinuousClock.now) }

@@ -47,6 +47,9 @@ package enum TaskEnd: Sendable, Equatable {
     /// Stopped before the end (revoked partition, shutdown): what was sent is recorded, the
     /// rest is released for the next owner, and the offset must not be stored.
     case handedBack
+    /// The task can never run (its campaign or app is gone): it goes to the deadletter
+    /// topic with this code and reason, and its offset is stored.
+    case abandoned(code: String, reason: String)
 }
 
 /// The sender role for one task: expands the shard page by page, claims the devices in the
@@ -84,6 +87,8 @@ package struct ShardSender: Sendable {
                 return try await attempt()
             } catch is CancellationError {
                 return .handedBack
+            } catch let error as CatalogError where error.isPermanent {
+                return .abandoned(code: error.code, reason: error.description)
             } catch {
                 if Task.isCancelled { return .handedBack }
                 context.logger.warning("task.retry", [

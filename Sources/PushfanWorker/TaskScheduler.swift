@@ -17,6 +17,7 @@ import Synchronization
 package final class TaskScheduler: Sendable {
     private struct Entry {
         let offset: Int64
+        let record: KafkaRecord
         let task: TaskRecord?
         var started = false
         var done = false
@@ -41,12 +42,12 @@ package final class TaskScheduler: Sendable {
     private let state = Mutex(State())
     private let consumer: KafkaConsumer
     private let makeSender: @Sendable (TaskRecord) -> ShardSender
-    private let deadLetter: @Sendable (KafkaRecord, MessageDecodingError) async -> Void
+    private let deadLetter: @Sendable (_ record: KafkaRecord, _ code: String, _ reason: String) async -> Void
     private let logger: Logger
 
     package init(
         consumer: KafkaConsumer, logger: Logger, makeSender: @escaping @Sendable (TaskRecord) -> ShardSender,
-        deadLetter: @escaping @Sendable (KafkaRecord, MessageDecodingError) async -> Void
+        deadLetter: @escaping @Sendable (_ record: KafkaRecord, _ code: String, _ reason: String) async -> Void
     ) {
         self.consumer = consumer
         self.logger = logger
@@ -72,11 +73,11 @@ package final class TaskScheduler: Sendable {
             do {
                 task = try MessageCodec.decode(TaskRecord.self, from: Data(record.value))
             } catch {
-                await deadLetter(record, error)
+                await deadLetter(record, error.code, error.description)
             }
             let accepted = state.withLock { state -> Bool in
                 guard !state.stopping, state.partitions[record.topicPartition] != nil, !state.revoking.contains(record.topicPartition) else { return false }
-                state.partitions[record.topicPartition]!.entries.append(Entry(offset: record.offset, task: task, done: task == nil))
+                state.partitions[record.topicPartition]!.entries.append(Entry(offset: record.offset, record: record, task: task, done: task == nil))
                 return true
             }
             if accepted && task == nil { advance(record.topicPartition) }
@@ -86,23 +87,24 @@ package final class TaskScheduler: Sendable {
 
     /// Starts every queued task whose lane is free.
     private func pump() {
-        let starts: [(TopicPartition, Int64, TaskRecord)] = state.withLock { state in
+        let starts: [(TopicPartition, Int64, TaskRecord, KafkaRecord)] = state.withLock { state in
             guard !state.stopping else { return [] }
-            var starts: [(TopicPartition, Int64, TaskRecord)] = []
+            var starts: [(TopicPartition, Int64, TaskRecord, KafkaRecord)] = []
             for (partition, partitionState) in state.partitions where !state.revoking.contains(partition) {
                 for (index, entry) in partitionState.entries.enumerated() where !entry.started && !entry.done {
                     guard let task = entry.task, !state.busyLanes.contains(task.kafkaKey) else { continue }
                     state.busyLanes.insert(task.kafkaKey)
                     state.partitions[partition]!.entries[index].started = true
-                    starts.append((partition, entry.offset, task))
+                    starts.append((partition, entry.offset, task, entry.record))
                 }
             }
             return starts
         }
-        for (partition, offset, task) in starts {
+        for (partition, offset, task, record) in starts {
             let sender = makeSender(task)
             let handle = Task {
                 let end = await sender.run()
+                if case .abandoned(let code, let reason) = end { await self.deadLetter(record, code, reason) }
                 self.finished(partition, offset: offset, task: task, end: end)
             }
             state.withLock { state in
@@ -117,14 +119,14 @@ package final class TaskScheduler: Sendable {
             state.busyLanes.remove(task.kafkaKey)
             guard let index = state.partitions[partition]?.entries.firstIndex(where: { $0.offset == offset }) else { return }
             state.partitions[partition]!.entries[index].handle = nil
-            if end == .finished {
-                state.partitions[partition]!.entries[index].done = true
-            } else {
-                // Handed back: it runs again here only if the partition is re-read.
+            if end == .handedBack {
+                // It runs again here only if the partition is re-read.
                 state.partitions[partition]!.entries[index].started = false
+            } else {
+                state.partitions[partition]!.entries[index].done = true
             }
         }
-        if end == .finished {
+        if end != .handedBack {
             logger.info("task.finished", ["campaign.id": task.campaign, "task.shard": String(task.shard), "task.lane": task.kafkaKey])
             advance(partition)
         }

@@ -80,12 +80,12 @@ package final class Worker: Sendable {
             let writer = self.writer
             let scheduler = TaskScheduler(
                 consumer: consumer, logger: logger, makeSender: { ShardSender(context: context, task: $0) },
-                deadLetter: { record, failure in
+                deadLetter: { record, code, reason in
                     let letter = DeadLetterRecord(
                         topic: record.topic, partition: Int(record.partition), offset: record.offset, key: record.keyString,
-                        failure: failure, originalBytes: record.value, at: epochMillis())
-                    _ = try? await writer.deadLetter(letter)
-                    logger.warning("sender.dead_letter", ["error": failure.code, "reason": failure.description])
+                        error: code, reason: reason, originalBytes: record.value, at: epochMillis())
+                    if let ticket = try? await writer.deadLetter(letter) { _ = await ResultsWriter.delivered([ticket]) }
+                    logger.warning("sender.dead_letter", ["error": code, "reason": reason])
                 })
             // A revoked partition's tasks stop before the partition can move: its lanes are
             // never sent by two workers at once.

@@ -20,13 +20,25 @@ final class Pipeline: @unchecked Sendable {
     /// Page size the workers use; the in-flight window of one lane.
     static let pageSize = 500
 
-    init(simArguments: [String] = [], partitions: Int = 6) async throws {
+    /// `postgres: true` puts the device store in a fresh database of the test PostgreSQL
+    /// server (scripts/with-postgres); otherwise a SQLite file.
+    init(simArguments: [String] = [], partitions: Int = 6, postgres: Bool = false) async throws {
         directory = FileManager.default.temporaryDirectory.appendingPathComponent("pushfan-pipeline-\(UUID().uuidString.prefix(8))").path
         try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
         self.partitions = partitions
         cluster = try await DevClusterProcess(partitions: partitions)
         sim = try await SimulatorProcess(["--accept-any-key", "--log", directory + "/sim.ndjson"] + simArguments)
-        database = "sqlite:" + directory + "/store.db"
+        if postgres {
+            guard let server = ProcessInfo.processInfo.environment["PUSHFAN_TEST_POSTGRES"], let slash = server.lastIndex(of: "/") else {
+                throw TestFailure("PUSHFAN_TEST_POSTGRES is not set: run the tests through scripts/test (scripts/with-postgres)")
+            }
+            let name = "pushfan_e2e_\(UUID().uuidString.prefix(8).lowercased())"
+            let created = try await CommandLineTool.run("psql", [server, "-q", "-c", "CREATE DATABASE \(name)"])
+            guard created.status == 0 else { throw TestFailure("psql: \(created.error)") }
+            database = server[..<slash] + "/" + name
+        } else {
+            database = "sqlite:" + directory + "/store.db"
+        }
         keyFile = directory + "/key.p8"
         let key = try await CommandLineTool.run("openssl", ["genpkey", "-algorithm", "EC", "-pkeyopt", "ec_paramgen_curve:P-256", "-out", keyFile])
         guard key.status == 0 else { throw TestFailure("openssl: \(key.error)") }
@@ -90,8 +102,8 @@ final class Pipeline: @unchecked Sendable {
     }
 
     /// Writes raw records to the campaigns topic (`pushfan produce`), bypassing validation.
-    func produceRaw(_ lines: [String], key: String) async throws {
-        try await run(["produce", "--topic", TopicNames.defaultCampaigns, "--key", key] + kafkaArguments, input: Data((lines.joined(separator: "\n") + "\n").utf8))
+    func produceRaw(_ lines: [String], key: String, topic: String = TopicNames.defaultCampaigns) async throws {
+        try await run(["produce", "--topic", topic, "--key", key] + kafkaArguments, input: Data((lines.joined(separator: "\n") + "\n").utf8))
     }
 
     /// Accepted notifications the simulator logged for `topic`.

@@ -157,15 +157,25 @@ struct WorkerPipelineTests {
             #"{"v":1,"id":"huge","app":"shop","audience":{"segment":"locale = en_US"},"notification":{"content":{"default":{"title":"big","body":"\#(bigBody)"}}}}"#,
         ]
         try await pipeline.produceRaw(poison, key: "poison")
+        // Tasks a sender cannot run: not JSON, and a campaign this store never planned.
+        let badTasks = [
+            "{oops",
+            #"{"v":1,"campaign":"never-planned","app":"shop","shard":0,"shards":1,"after":null,"through":null,"estimate":1,"lane":0,"lanes":1}"#,
+        ]
+        try await pipeline.produceRaw(badTasks, key: "shop#0", topic: TopicNames.defaultTasks)
         try await pipeline.submit(Pipeline.campaign("twice", app: "shop"))
         try await pipeline.submit(Pipeline.campaign("twice", app: "shop"))
 
         let results = try await pipeline.results(of: "twice")
         #expect(results.completed?.count(of: .delivered) == 600)
-        let letters = try await pipeline.readTopic(TopicNames.defaultDeadletter, timeout: .seconds(30), into: [DeadLetterRecord]()) { letters, record in
+        let allLetters = try await pipeline.readTopic(TopicNames.defaultDeadletter, timeout: .seconds(30), into: [DeadLetterRecord]()) { letters, record in
             if let letter = try? MessageCodec.decode(DeadLetterRecord.self, from: Data(record.value)) { letters.append(letter) }
-            return letters.count >= poison.count
+            return letters.count >= poison.count + badTasks.count
         }
+        let letters = allLetters.filter { $0.topic == TopicNames.defaultCampaigns }
+        let taskLetters = allLetters.filter { $0.topic == TopicNames.defaultTasks }
+        #expect(taskLetters.map(\.error) == ["not_json", "unknown_campaign"], "\(taskLetters.map(\.reason))")
+        #expect(taskLetters.last?.reason == "campaign never-planned is not in the store")
         #expect(letters.map(\.error) == ["not_json", "wrong_schema", "unknown_app", "payload_too_large"], "\(letters.map(\.reason))")
         // The original bytes are kept exactly.
         #expect(letters.compactMap { $0.originalBytes().map { String(decoding: $0, as: UTF8.self) } } == poison)
@@ -208,6 +218,25 @@ struct WorkerPipelineTests {
         let tokens = pipeline.delivered(topic: "com.example.shop").compactMap { $0["token"] as? String }
         #expect(Set(tokens).count == count)
         #expect(tokens.count == count, "a graceful hand-over sends nothing twice; duplicates: \(tokens.count - Set(tokens).count)")
+    }
+
+    @Test("the same workers on PostgreSQL: every device exactly once, a worker killed mid-campaign",
+          .enabled(if: ProcessInfo.processInfo.environment["PUSHFAN_TEST_POSTGRES"] != nil || ProcessInfo.processInfo.environment["PUSHFAN_REQUIRE_POSTGRES"] == "1"))
+    func postgresStoreWorksTheSame() async throws {
+        let pipeline = try await Pipeline(postgres: true)
+        defer { pipeline.stop() }
+        let count = 6_000
+        try await pipeline.addApp("shop", topic: "com.example.shop", rate: 3_000, devices: count)
+        let victim = try pipeline.startWorker("victim", lease: 3)
+        try pipeline.startWorker("survivor", lease: 3)
+        try await pipeline.submit(Pipeline.campaign("on-postgres", app: "shop"))
+        let reached = await Pipeline.eventually(timeout: .seconds(60)) { pipeline.delivered(topic: "com.example.shop").count >= count / 3 }
+        #expect(reached)
+        victim.signal(SIGKILL)
+        let results = try await pipeline.results(of: "on-postgres")
+        #expect(results.completed?.finished == count)
+        #expect(Set(results.devices.keys) == Set((0..<count).map { "shop-\($0)" }))
+        #expect(Set(pipeline.delivered(topic: "com.example.shop").compactMap { $0["token"] as? String }).count == count)
     }
 
     @Test("a broker down for 10 s mid-campaign: nothing lost")

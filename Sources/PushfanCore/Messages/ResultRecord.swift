@@ -159,27 +159,21 @@ package struct DeviceResult: Codable, Sendable, Hashable {
     package func encodedJSON() -> [UInt8] {
         var out: [UInt8] = []
         out.reserveCapacity(160 + campaign.utf8.count + device.utf8.count)
-        func key(_ name: String) {
-            out.append(out.isEmpty ? UInt8(ascii: "{") : UInt8(ascii: ","))
-            APNsJSONWriter.writeString(name, into: &out)
-            out.append(UInt8(ascii: ":"))
-        }
         func text(_ value: String?) {
             if let value { APNsJSONWriter.writeString(value, into: &out) } else { out.append(contentsOf: "null".utf8) }
         }
         func number(_ value: Int64?) {
             if let value { out.append(contentsOf: String(value).utf8) } else { out.append(contentsOf: "null".utf8) }
         }
-        key("apns_id"); text(apnsID)
-        key("at"); number(at)
-        key("attempts"); number(Int64(attempts))
-        key("campaign"); text(campaign)
-        key("device"); text(device)
-        key("outcome"); text(outcome.rawValue)
-        key("reason"); text(reason)
-        key("status"); number(status.map(Int64.init))
-        key("type"); text(ResultRecord.Kind.device.rawValue)
-        key("v"); number(Int64(ResultRecord.currentVersion))
+        out.append(contentsOf: #"{"apns_id":"#.utf8); text(apnsID)
+        out.append(contentsOf: #","at":"#.utf8); number(at)
+        out.append(contentsOf: #","attempts":"#.utf8); number(Int64(attempts))
+        out.append(contentsOf: #","campaign":"#.utf8); text(campaign)
+        out.append(contentsOf: #","device":"#.utf8); text(device)
+        out.append(contentsOf: #","outcome":"#.utf8); text(outcome.rawValue)
+        out.append(contentsOf: #","reason":"#.utf8); text(reason)
+        out.append(contentsOf: #","status":"#.utf8); number(status.map(Int64.init))
+        out.append(contentsOf: #","type":"device","v":"#.utf8); number(Int64(ResultRecord.currentVersion))
         out.append(UInt8(ascii: "}"))
         return out
     }
