@@ -438,37 +438,65 @@ package final class DeviceStore: Sendable {
     package func record(campaign: String, _ outcomes: [LedgerOutcome], now: Int64 = DeviceStore.now()) async throws(StoreError) -> Int {
         try await run { connection throws(StoreError) in
             try connection.transaction { () throws(StoreError) -> Int in
-                let final = outcomes.filter(\.state.isFinal)
-                var changed = 0
-                // One UPDATE ... FROM per chunk (SQLite 3.33+ and PostgreSQL both have it).
-                for start in stride(from: 0, to: final.count, by: DeviceStore.bulkChunk) {
-                    let chunk = final[start..<min(start + DeviceStore.bulkChunk, final.count)]
-                    var update: SQLStatement = """
-                        UPDATE deliveries SET state = v.s, attempts = v.a, apns_id = v.i, status = v.st, reason = v.re, finished_at = \(now) FROM
-                        """
-                    if connection.dialect == .postgres {
-                        update.append("""
-                             unnest(\(PostgresArray.literal(chunk.map { String($0.rowKey) }))::bigint[], \(PostgresArray.literal(chunk.map(\.state.rawValue)))::text[],
-                                    \(PostgresArray.literal(chunk.map { String($0.attempts) }))::integer[], \(PostgresArray.literal(chunk.map(\.apnsID)))::text[],
-                                    \(PostgresArray.literal(chunk.map { $0.status.map(String.init) }))::integer[], \(PostgresArray.literal(chunk.map(\.reason)))::text[])
-                                AS v(r, s, a, i, st, re)
+                var total = 0
+                // Per state, so the rows that really changed can be added to the running totals.
+                for (state, outcomes) in Dictionary(grouping: outcomes.filter(\.state.isFinal), by: \.state) {
+                    let changed = try DeviceStore.finalize(connection, campaign: campaign, outcomes, now: now)
+                    if changed > 0 {
+                        try connection.execute("""
+                            INSERT INTO campaign_counts (campaign, state, count) VALUES (\(campaign), \(state.rawValue), \(changed))
+                            ON CONFLICT (campaign, state) DO UPDATE SET count = campaign_counts.count + excluded.count
                             """)
-                    } else {
-                        // VALUES columns are named column1..column6; the subquery renames them.
-                        update.append(" (SELECT column1 AS r, column2 AS s, column3 AS a, column4 AS i, column5 AS st, column6 AS re FROM (VALUES ")
-                        for (index, outcome) in chunk.enumerated() {
-                            if index > 0 { update.append(",") }
-                            update.append("""
-                                (\(outcome.rowKey), \(outcome.state.rawValue), \(outcome.attempts), \(.optional(outcome.apnsID)), \(.optional(outcome.status.map(Int64.init))), \(.optional(outcome.reason)))
-                                """)
-                        }
-                        update.append(")) AS v")
                     }
-                    update.append(" WHERE deliveries.campaign = \(campaign) AND deliveries.row_key = v.r AND deliveries.state = 'claimed'")
-                    changed += try connection.execute(update)
+                    total += changed
                 }
-                return changed
+                return total
             }
+        }
+    }
+
+    /// Sets final outcomes of claimed rows; returns how many changed.
+    private static func finalize(_ connection: any SQLConnection, campaign: String, _ final: [LedgerOutcome], now: Int64) throws(StoreError) -> Int {
+        var changed = 0
+        // One UPDATE ... FROM per chunk (SQLite 3.33+ and PostgreSQL both have it).
+        for start in stride(from: 0, to: final.count, by: DeviceStore.bulkChunk) {
+            let chunk = final[start..<min(start + DeviceStore.bulkChunk, final.count)]
+            var update: SQLStatement = """
+                UPDATE deliveries SET state = v.s, attempts = v.a, apns_id = v.i, status = v.st, reason = v.re, finished_at = \(now) FROM
+                """
+            if connection.dialect == .postgres {
+                update.append("""
+                     unnest(\(PostgresArray.literal(chunk.map { String($0.rowKey) }))::bigint[], \(PostgresArray.literal(chunk.map(\.state.rawValue)))::text[],
+                            \(PostgresArray.literal(chunk.map { String($0.attempts) }))::integer[], \(PostgresArray.literal(chunk.map(\.apnsID)))::text[],
+                            \(PostgresArray.literal(chunk.map { $0.status.map(String.init) }))::integer[], \(PostgresArray.literal(chunk.map(\.reason)))::text[])
+                        AS v(r, s, a, i, st, re)
+                    """)
+            } else {
+                // VALUES columns are named column1..column6; the subquery renames them.
+                update.append(" (SELECT column1 AS r, column2 AS s, column3 AS a, column4 AS i, column5 AS st, column6 AS re FROM (VALUES ")
+                for (index, outcome) in chunk.enumerated() {
+                    if index > 0 { update.append(",") }
+                    update.append("""
+                        (\(outcome.rowKey), \(outcome.state.rawValue), \(outcome.attempts), \(.optional(outcome.apnsID)), \(.optional(outcome.status.map(Int64.init))), \(.optional(outcome.reason)))
+                        """)
+                }
+                update.append(")) AS v")
+            }
+            update.append(" WHERE deliveries.campaign = \(campaign) AND deliveries.row_key = v.r AND deliveries.state = 'claimed'")
+            changed += try connection.execute(update)
+        }
+        return changed
+    }
+
+    /// Final outcomes so far per state, from the running totals `record` keeps: constant
+    /// cost however large the campaign (`outcomeCounts` counts the ledger itself).
+    package func progressCounts(campaign: String) async throws(StoreError) -> [LedgerState: Int] {
+        try await run { connection throws(StoreError) in
+            var counts: [LedgerState: Int] = [:]
+            try connection.query("SELECT state, count FROM campaign_counts WHERE campaign = \(campaign)") { row throws(StoreError) in
+                if let state = LedgerState(rawValue: row.text(0) ?? "") { counts[state] = Int(row.int(1) ?? 0) }
+            }
+            return counts
         }
     }
 

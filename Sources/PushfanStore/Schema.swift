@@ -148,6 +148,20 @@ enum Schema {
                     PRIMARY KEY (campaign, shard)
                 );
                 """),
+        Migration(
+            version: 3, summary: "running outcome totals per campaign, for progress without scanning the ledger",
+            sqlite: """
+                CREATE TABLE campaign_counts (
+                    campaign TEXT NOT NULL, state TEXT NOT NULL, count INTEGER NOT NULL,
+                    PRIMARY KEY (campaign, state)
+                ) WITHOUT ROWID;
+                """,
+            postgres: """
+                CREATE TABLE campaign_counts (
+                    campaign TEXT NOT NULL, state TEXT NOT NULL, count BIGINT NOT NULL,
+                    PRIMARY KEY (campaign, state)
+                );
+                """),
     ]
 
     /// Brings the database to the newest version; returns the versions applied now.

@@ -4,7 +4,7 @@ import PushfanStore
 import Synchronization
 
 /// Produces a campaign's `progress` events while this worker sends for it: at most one per
-/// campaign per interval, with totals read from the ledger (so they count every worker's
+/// campaign per interval, with the store's running totals (so they count every worker's
 /// outcomes, not only this one's). Progress is advisory: a lost event is replaced by the next.
 package final class ProgressReporter: Sendable {
     private struct Entry {
@@ -63,7 +63,7 @@ package final class ProgressReporter: Sendable {
             }
         }
         do {
-            let counts = try await store.outcomeCounts(campaign: campaign)
+            let counts = try await store.progressCounts(campaign: campaign)
             let audience = try await store.campaign(campaign)?.audience
             var byOutcome: [DeviceOutcome: Int] = [:]
             for (state, count) in counts where state.isFinal {

@@ -400,6 +400,12 @@ struct DeviceStoreTests {
         #expect(range.map(\.rowKey) == Array(keys[5..<10]))
         #expect(range.allSatisfy { $0.state == .invalidToken && $0.status == 410 && $0.reason == "Unregistered" && $0.attempts == 2 })
 
+        // Running totals count each device once, whatever is recorded again.
+        try await store.record(campaign: "c2", keys.prefix(12).map { LedgerOutcome(rowKey: $0, state: .delivered) })
+        #expect(try await store.progressCounts(campaign: "c2") == [.invalidToken: 10, .delivered: 2])
+        let counted = try await store.outcomeCounts(campaign: "c2")
+        #expect(counted[.invalidToken] == 10 && counted[.delivered] == 2)
+
         // An explicit audience: only active devices of this app, sorted.
         let ids = targets.suffix(5).map(\.deviceID) + ["no-such-device"]
         #expect(try await store.rowKeys(app: "shop-ios", deviceIDs: ids.reversed()) == Array(keys.suffix(5)))
