@@ -93,10 +93,11 @@ struct APNsSimCommand: Command {
         }
         let scheme = arguments.flag("h2c") ? "http" : "https"
         let host = configuration.host == "0.0.0.0" ? "127.0.0.1" : configuration.host
+        let shutdown = ShutdownSignal.prepare()
         print("apns-sim listening on \(scheme)://\(host):\(simulator.port)")
         fflush(nil)
         logger.notice("apns_sim.ready", ["apns_sim.port": String(simulator.port), "apns_sim.threads": String(configuration.threads)])
-        let signal = await ShutdownSignal.wait()
+        let signal = await shutdown()
         logger.notice("apns_sim.stopping", ["signal": String(signal)])
         simulator.stop()
         return 0

@@ -101,10 +101,19 @@ struct DemoCommand: Command {
                 workerID: "demo-worker-\(index)", kafka: client, groupID: "pushfan-demo", topics: topics, settings: context.configuration.worker,
                 apns: APNsClientConfiguration(), endpointOverride: try APNsEndpoint(url: "https://127.0.0.1:\(simulator.port)", caFile: caFile))
             options.settings.shutdownTimeoutSeconds = 5
+            // A lively progress bar: a campaign of the demo's size takes seconds.
+            options.settings.progressIntervalMs = 300
             let workerStore = try await DeviceStore.open(database, logger: context.logger)
             workers.append(try Worker(options: options, store: workerStore, logger: context.logger.child("worker-\(index)")))
         }
         let running = workers.map { worker in Task { await worker.run() } }
+        // Joining takes a few seconds (each new member is a rebalance); the campaign's clock
+        // starts once every worker has its partitions.
+        let joining = ContinuousClock.now
+        while !workers.allSatisfy(\.hasJoined), ContinuousClock.now - joining < .seconds(60) {
+            try await Task.sleep(for: .milliseconds(100))
+        }
+        detail("all workers joined in \(formatted(ContinuousClock.now - joining))")
 
         let matching = try await expectedAudience(campaign, store: store)
         step("submitting campaign \(campaign.id): \(describe(campaign.audience)), \(matching) matching devices")

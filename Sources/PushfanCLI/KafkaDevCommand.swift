@@ -38,6 +38,7 @@ struct KafkaDevCommand: Command {
         for topic in context.configuration.kafka.topics.all {
             try cluster.createTopic(topic, partitions: partitions, replicationFactor: min(3, brokers))
         }
+        let shutdown = ShutdownSignal.prepare()
         print(cluster.bootstrapServers)
         fflush(nil)
         if let file = arguments.value("bootstrap-file") {
@@ -45,7 +46,7 @@ struct KafkaDevCommand: Command {
         }
         logger.notice("kafka_dev.ready", ["kafka.brokers": cluster.bootstrapServers, "kafka.partitions": String(partitions)])
         startControlChannel(cluster)
-        let signal = await ShutdownSignal.wait()
+        let signal = await shutdown()
         logger.notice("kafka_dev.stopping", ["signal": String(signal)])
         cluster.close()
         if let file = arguments.value("bootstrap-file") { try? FileManager.default.removeItem(atPath: file) }

@@ -92,10 +92,15 @@ enum ShutdownSignal {
         }
     }
 
-    /// Resolves on the first SIGINT or SIGTERM with the signal number.
-    static func wait() async -> Int32 {
-        await withCheckedContinuation { continuation in
-            install { continuation.resume(returning: $0) }
+    /// Installs the handlers now and returns a wait for the first SIGINT or SIGTERM. Call it
+    /// before announcing readiness: a signal that arrives between the announcement and the
+    /// wait is kept, not lost to the default action (which kills the process).
+    static func prepare() -> @Sendable () async -> Int32 {
+        let (signals, continuation) = AsyncStream<Int32>.makeStream()
+        install { continuation.yield($0) }
+        return {
+            for await signal in signals { return signal }
+            return SIGTERM
         }
     }
 }

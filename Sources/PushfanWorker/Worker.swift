@@ -45,6 +45,8 @@ package final class Worker: Sendable {
     private let senderConsumer: KafkaConsumer?
     private let scheduler: TaskScheduler?
     private let stopping = Atomic<Bool>(false)
+    private let plannerJoined = Atomic<Bool>(false)
+    private let senderJoined = Atomic<Bool>(false)
     private let shutdown = Mutex<Task<Void, Never>?>(nil)
 
     package init(options: Options, store: DeviceStore, logger: Logger) throws {
@@ -99,6 +101,11 @@ package final class Worker: Sendable {
         }
     }
 
+    /// True once each enabled role has received its first partition assignment.
+    package var hasJoined: Bool {
+        (plannerConsumer == nil || plannerJoined.load(ordering: .relaxed)) && (senderConsumer == nil || senderJoined.load(ordering: .relaxed))
+    }
+
     /// Runs until `stop()`; returns after the graceful shutdown.
     package func run() async {
         logger.notice("worker.started", [
@@ -147,6 +154,7 @@ package final class Worker: Sendable {
     private func runPlanner(_ consumer: KafkaConsumer) async {
         let planner = CampaignPlanner(store: store, writer: writer, settings: options.settings, logger: logger)
         for await event in consumer.events {
+            if case .assigned = event { plannerJoined.store(true, ordering: .relaxed) }
             guard case .records(let records) = event else {
                 if case .error(let error) = event { logger.warning("planner.kafka", ["error": error.description]) }
                 continue
@@ -173,7 +181,9 @@ package final class Worker: Sendable {
     private func runSender(_ consumer: KafkaConsumer, _ scheduler: TaskScheduler) async {
         for await event in consumer.events {
             switch event {
-            case .assigned(let partitions): scheduler.assigned(partitions)
+            case .assigned(let partitions):
+                scheduler.assigned(partitions)
+                senderJoined.store(true, ordering: .relaxed)
             case .records(let records): await scheduler.enqueue(records)
             case .revoked: break  // handled synchronously by onRevoke
             case .error(let error): logger.warning("sender.kafka", ["error": error.description])
