@@ -17,7 +17,7 @@ package struct SenderContext: Sendable {
     package let retryPolicy: RetryPolicy
     package let logger: Logger
     /// How long an app pauses after a credentials failure.
-    package var credentialsPause: Duration = .seconds(30)
+    package var credentialsPause: Duration { .seconds(settings.credentialsPauseSeconds) }
     /// Batches of one task in flight to APNs at once.
     package var batchesInFlight = 8
 

@@ -60,8 +60,14 @@ final class Pipeline: @unchecked Sendable {
 
     /// Registers an app and imports `count` devices `<app>-<i>`; `prefix(i)` starts the
     /// token of device i (simulator rules match on prefixes).
-    func addApp(_ app: String, topic: String, rate: Int, devices count: Int, locales: [String] = ["en_US", "de_DE", "fr_FR"], prefix: (Int) -> String = { _ in "" }) async throws {
-        try await run(["apps", "add", "--database", database, "--app", app, "--topic", topic, "--team-id", "TEAM000001", "--key-id", "KEY0000001", "--key-file", keyFile, "--rate", String(rate)])
+    func addApp(
+        _ app: String, topic: String, rate: Int, devices count: Int, locales: [String] = ["en_US", "de_DE", "fr_FR"], keyFile: String? = nil,
+        prefix: (Int) -> String = { _ in "" }
+    ) async throws {
+        try await run([
+            "apps", "add", "--database", database, "--app", app, "--topic", topic, "--team-id", "TEAM000001", "--key-id", "KEY0000001",
+            "--key-file", keyFile ?? self.keyFile, "--rate", String(rate),
+        ])
         let file = directory + "/\(app)-devices.ndjson"
         var text = ""
         text.reserveCapacity(count * 120)

@@ -194,6 +194,59 @@ struct WorkerPipelineTests {
         #expect(pipeline.workers["a"]?.standardError.contains("planner.duplicate") == true)
     }
 
+    @Test("audiences (explicit ids, a saved segment) and options (dry run, an expiration in the past) end as documented")
+    func audienceFormsAndOptions() async throws {
+        let pipeline = try await Pipeline()
+        defer { pipeline.stop() }
+        // 300 devices, locales en_US, de_DE, fr_FR in turn: 100 each.
+        try await pipeline.addApp("shop", topic: "com.example.shop", rate: 10_000, devices: 300)
+        try await pipeline.run(["segments", "save", "--database", pipeline.database, "--app", "shop", "--name", "germans", "locale = de_DE"])
+        try pipeline.startWorker("a")
+        try await pipeline.submit(Pipeline.campaign("listed", app: "shop", audience: #"{"devices":["shop-1","shop-5","shop-7","nobody"]}"#))
+        try await pipeline.submit(Pipeline.campaign("named", app: "shop", audience: #"{"named":"germans"}"#))
+        try await pipeline.submit(Pipeline.campaign("rehearsal", app: "shop", audience: #"{"segment":"locale = fr_FR"}"#, options: #"{"dry_run":true}"#))
+        try await pipeline.submit(Pipeline.campaign("too-late", app: "shop", audience: #"{"segment":"locale = en_US"}"#, options: #"{"expiration":1000000000}"#))
+
+        let listed = try await pipeline.results(of: "listed")
+        #expect(listed.events.first { $0.event == .accepted }?.audience == 3, "an unknown id is not part of the audience")
+        #expect(Set(listed.devices.keys) == ["shop-1", "shop-5", "shop-7"])
+        #expect(listed.devices.values.allSatisfy { $0.outcome == .delivered })
+        let named = try await pipeline.results(of: "named")
+        #expect(named.completed?.count(of: .delivered) == 100)
+        #expect(Set(named.devices.keys) == Set(stride(from: 1, to: 300, by: 3).map { "shop-\($0)" }))
+        let rehearsal = try await pipeline.results(of: "rehearsal")
+        #expect(rehearsal.completed?.count(of: .skipped) == 100)
+        #expect(rehearsal.devices.values.allSatisfy { $0.outcome == .skipped && $0.reason == "dry_run" && $0.attempts == 0 })
+        let late = try await pipeline.results(of: "too-late")
+        #expect(late.completed?.count(of: .expired) == 100)
+        #expect(late.devices.values.allSatisfy { $0.outcome == .expired && $0.attempts == 0 })
+        // Only the listed and the named campaigns reached APNs.
+        let collapseIDs = pipeline.delivered(topic: "com.example.shop").compactMap { $0["collapse_id"] as? String }
+        #expect(collapseIDs.filter { $0 == "listed" }.count == 3 && collapseIDs.filter { $0 == "named" }.count == 100 && collapseIDs.count == 103)
+    }
+
+    @Test("a key that cannot be loaded pauses the app and raises the alert; once it is back every device is delivered")
+    func credentialsFailurePausesThenRecovers() async throws {
+        let pipeline = try await Pipeline()
+        defer { pipeline.stop() }
+        let keyFile = pipeline.directory + "/locked.p8"
+        try FileManager.default.copyItem(atPath: pipeline.keyFile, toPath: keyFile)
+        try await pipeline.addApp("locked", topic: "com.example.locked", rate: 10_000, devices: 300, keyFile: keyFile)
+        try FileManager.default.moveItem(atPath: keyFile, toPath: keyFile + ".away")
+        let worker = try pipeline.startWorker("a", extra: ["--credentials-pause", "2"])
+        try await pipeline.submit(Pipeline.campaign("patient", app: "locked"))
+        let alerted = await worker.waitForError(timeout: .seconds(60)) { $0.contains("event=app.paused") }
+        let alert = try #require(alerted?.split(separator: "\n").first { $0.contains("event=app.paused") })
+        #expect(alert.contains("level=error") && alert.contains("app=locked") && alert.contains("locked.p8"), "\(alert)")
+        #expect(pipeline.delivered(topic: "com.example.locked").isEmpty)
+        try await Task.sleep(for: .seconds(3))
+        try FileManager.default.moveItem(atPath: keyFile + ".away", toPath: keyFile)
+        let results = try await pipeline.results(of: "patient", timeout: .seconds(60))
+        #expect(results.completed?.count(of: .delivered) == 300)
+        // Waiting for credentials is not an attempt.
+        #expect(results.devices.values.allSatisfy { $0.outcome == .delivered && $0.attempts == 1 })
+    }
+
     @Test("SIGTERM mid-campaign: the worker exits within its bound and the other finishes without loss")
     func sigtermHandsOverWithoutLoss() async throws {
         let pipeline = try await Pipeline()

@@ -66,12 +66,16 @@ package struct PushfanConfiguration: Codable, Sendable, Equatable {
         package var shutdownTimeoutSeconds: Int = 10
         /// Milliseconds between a campaign's progress events from one worker.
         package var progressIntervalMs: Int = 2_000
+        /// How long an app's sends pause after a credentials failure (403 from APNs, a key
+        /// that cannot be loaded) before they are tried again.
+        package var credentialsPauseSeconds: Int = 30
 
         package init() {}
 
         enum CodingKeys: String, CodingKey {
             case lanes, shardSize = "shard_size", pageSize = "page_size", leaseSeconds = "lease_s"
             case shutdownTimeoutSeconds = "shutdown_timeout_s", progressIntervalMs = "progress_interval_ms"
+            case credentialsPauseSeconds = "credentials_pause_s"
         }
 
         package init(from decoder: any Decoder) throws {
@@ -83,6 +87,7 @@ package struct PushfanConfiguration: Codable, Sendable, Equatable {
             leaseSeconds = try c.decodeIfPresent(Int.self, forKey: .leaseSeconds) ?? defaults.leaseSeconds
             shutdownTimeoutSeconds = try c.decodeIfPresent(Int.self, forKey: .shutdownTimeoutSeconds) ?? defaults.shutdownTimeoutSeconds
             progressIntervalMs = try c.decodeIfPresent(Int.self, forKey: .progressIntervalMs) ?? defaults.progressIntervalMs
+            credentialsPauseSeconds = try c.decodeIfPresent(Int.self, forKey: .credentialsPauseSeconds) ?? defaults.credentialsPauseSeconds
         }
 
         /// Refuses values that cannot work, naming the key.
@@ -96,6 +101,7 @@ package struct PushfanConfiguration: Codable, Sendable, Equatable {
             try check(leaseSeconds, "lease_s", 1...3_600)
             try check(shutdownTimeoutSeconds, "shutdown_timeout_s", 1...600)
             try check(progressIntervalMs, "progress_interval_ms", 100...600_000)
+            try check(credentialsPauseSeconds, "credentials_pause_s", 1...3_600)
         }
     }
 
