@@ -491,13 +491,7 @@ package final class DeviceStore: Sendable {
     /// Final outcomes so far per state, from the running totals `record` keeps: constant
     /// cost however large the campaign (`outcomeCounts` counts the ledger itself).
     package func progressCounts(campaign: String) async throws(StoreError) -> [LedgerState: Int] {
-        try await run { connection throws(StoreError) in
-            var counts: [LedgerState: Int] = [:]
-            try connection.query("SELECT state, count FROM campaign_counts WHERE campaign = \(campaign)") { row throws(StoreError) in
-                if let state = LedgerState(rawValue: row.text(0) ?? "") { counts[state] = Int(row.int(1) ?? 0) }
-            }
-            return counts
-        }
+        try await stateCounts("SELECT state, count FROM campaign_counts WHERE campaign = \(campaign)")
     }
 
     /// Claimed devices without a final outcome, for recovery after a crash.
@@ -562,9 +556,14 @@ package final class DeviceStore: Sendable {
 
     /// Ledger rows per state for a campaign.
     package func outcomeCounts(campaign: String) async throws(StoreError) -> [LedgerState: Int] {
+        try await stateCounts("SELECT state, COUNT(*) FROM deliveries WHERE campaign = \(campaign) GROUP BY state")
+    }
+
+    /// Rows of (state, count) as a dictionary.
+    private func stateCounts(_ statement: SQLStatement) async throws(StoreError) -> [LedgerState: Int] {
         try await run { connection throws(StoreError) in
             var counts: [LedgerState: Int] = [:]
-            try connection.query("SELECT state, COUNT(*) FROM deliveries WHERE campaign = \(campaign) GROUP BY state") { row throws(StoreError) in
+            try connection.query(statement) { row throws(StoreError) in
                 if let state = LedgerState(rawValue: row.text(0) ?? "") { counts[state] = Int(row.int(1) ?? 0) }
             }
             return counts

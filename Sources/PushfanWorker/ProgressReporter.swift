@@ -65,10 +65,7 @@ package final class ProgressReporter: Sendable {
         do {
             let counts = try await store.progressCounts(campaign: campaign)
             let audience = try await store.campaign(campaign)?.audience
-            var byOutcome: [DeviceOutcome: Int] = [:]
-            for (state, count) in counts where state.isFinal {
-                if let outcome = DeviceOutcome(rawValue: state.rawValue) { byOutcome[outcome] = count }
-            }
+            let byOutcome = DeviceOutcome.counts(fromLedger: counts)
             _ = try await writer.campaign(CampaignEvent(campaign: campaign, app: app, event: .progress, audience: audience, outcomeCounts: byOutcome, at: epochMillis()))
         } catch {
             logger.info("progress.skipped", ["campaign.id": campaign, "error": "\(error)"])

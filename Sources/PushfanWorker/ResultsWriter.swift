@@ -1,6 +1,7 @@
 import Foundation
 import PushfanCore
 import PushfanKafka
+import PushfanStore
 
 /// Writes to the results and deadletter topics. Producing is asynchronous; callers keep
 /// the returned tickets and wait for them before storing the offset of the record whose
@@ -39,6 +40,17 @@ package struct ResultsWriter: Sendable {
         var ok = true
         for ticket in tickets where await !ticket.delivery().allDelivered { ok = false }
         return ok
+    }
+}
+
+extension DeviceOutcome {
+    /// Final ledger states as outcomes (they share their names); `claimed` is left out.
+    static func counts(fromLedger counts: [LedgerState: Int]) -> [DeviceOutcome: Int] {
+        var outcomes: [DeviceOutcome: Int] = [:]
+        for (state, count) in counts where state.isFinal {
+            if let outcome = DeviceOutcome(rawValue: state.rawValue) { outcomes[outcome] = count }
+        }
+        return outcomes
     }
 }
 

@@ -418,10 +418,7 @@ package struct ShardSender: Sendable {
         let status = try await context.store.campaign(task.campaign)?.status
         guard changed || status == CampaignStatus.completed else { return }
         let counts = try await context.store.outcomeCounts(campaign: task.campaign)
-        var byOutcome: [DeviceOutcome: Int] = [:]
-        for (state, count) in counts where state.isFinal {
-            if let outcome = DeviceOutcome(rawValue: state.rawValue) { byOutcome[outcome] = count }
-        }
+        let byOutcome = DeviceOutcome.counts(fromLedger: counts)
         let total = byOutcome.values.reduce(0, +)
         let event = CampaignEvent(campaign: task.campaign, app: task.app, event: .completed, audience: total, outcomeCounts: byOutcome, at: epochMillis())
         guard await ResultsWriter.delivered([try await context.writer.campaign(event)]) else {
