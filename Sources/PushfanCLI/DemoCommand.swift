@@ -78,10 +78,10 @@ struct DemoCommand: Command {
         step("starting an APNs simulator (HTTP/2, TLS, ES256 provider tokens verified) with a realistic mix of failures")
         var simConfiguration = SimConfiguration()
         simConfiguration.threads = 1
-        // The 20-minute token rule per connection, as `pushfan apns-sim` applies it by
-        // default: each worker signs its own provider token with the app's key.
+        // The 20-minute token rule for the key across connections, the strict reading of
+        // APNs' rule: the workers share one provider token through the store.
         simConfiguration.auth = .token(ProviderAuthority(
-            keys: [RegisteredKey(teamID: "DEMOTEAM01", keyID: "DEMOKEY001", publicKey: key.publicKey)], updateScope: .connection))
+            keys: [RegisteredKey(teamID: "DEMOTEAM01", keyID: "DEMOKEY001", publicKey: key.publicKey)], updateScope: .key))
         simConfiguration.rules = DeviceRules(prefixes: [
             unregisteredPrefix: DeviceRules.Rule(reason: .unregistered), badPrefix: DeviceRules.Rule(reason: .badDeviceToken),
         ])

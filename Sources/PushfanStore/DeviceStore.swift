@@ -570,6 +570,30 @@ package final class DeviceStore: Sendable {
         }
     }
 
+    // MARK: Provider tokens
+
+    /// Shares APNs provider tokens between the processes that sign with one key: APNs
+    /// answers TooManyProviderTokenUpdates when a key's token changes more often than every
+    /// 20 minutes, and every worker signing its own would do just that. Offers `jwt` (issued
+    /// at `issuedAt`, epoch seconds); it replaces the stored token only if that one was
+    /// issued `replaceAfter` seconds or more before. Returns the token to use: the stored one
+    /// or the offered one. Blocking: call it from a thread of its own.
+    package func exchangeProviderToken(teamID: String, keyID: String, jwt: String, issuedAt: Int64, replaceAfter: Int64) throws(StoreError) -> (jwt: String, issuedAt: Int64) {
+        try executor.runBlocking { connection throws(StoreError) in
+            try connection.transaction { () throws(StoreError) -> (jwt: String, issuedAt: Int64) in
+                try connection.execute("""
+                    INSERT INTO provider_tokens (team_id, key_id, jwt, issued_at) VALUES (\(teamID), \(keyID), \(jwt), \(issuedAt))
+                    ON CONFLICT (team_id, key_id) DO UPDATE SET jwt = excluded.jwt, issued_at = excluded.issued_at
+                    WHERE provider_tokens.issued_at <= excluded.issued_at - \(replaceAfter)
+                    """)
+                let current = try connection.queryOne("SELECT jwt, issued_at FROM provider_tokens WHERE team_id = \(teamID) AND key_id = \(keyID)") {
+                    (jwt: $0.text(0) ?? jwt, issuedAt: $0.int(1) ?? issuedAt)
+                }
+                return current ?? (jwt, issuedAt)
+            }
+        }
+    }
+
     // MARK: Token hygiene
 
     /// Applies APNs' 410 (Unregistered/ExpiredToken) with its timestamp: the device is
@@ -806,6 +830,16 @@ private final class ConnectionExecutor: @unchecked Sendable {
             lane.queue.async {
                 do throws(StoreError) { continuation.resume(returning: .success(try body(box.value))) } catch { continuation.resume(returning: .failure(error)) }
             }
+        }
+        return try result.get()
+    }
+
+    /// `run` for callers on a thread of their own (never Swift's cooperative pool): waits on
+    /// the lane's queue.
+    func runBlocking<T>(_ body: (any SQLConnection) throws(StoreError) -> T) throws(StoreError) -> T {
+        let lane = lanes[next.wrappingAdd(1, ordering: .relaxed).oldValue % lanes.count]
+        let result: Result<T, StoreError> = lane.queue.sync {
+            do throws(StoreError) { return .success(try body(lane.connection)) } catch { return .failure(error) }
         }
         return try result.get()
     }

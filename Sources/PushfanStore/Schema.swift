@@ -162,6 +162,20 @@ enum Schema {
                     PRIMARY KEY (campaign, state)
                 );
                 """),
+        Migration(
+            version: 4, summary: "APNs provider tokens shared by the workers signing with one key",
+            sqlite: """
+                CREATE TABLE provider_tokens (
+                    team_id TEXT NOT NULL, key_id TEXT NOT NULL, jwt TEXT NOT NULL, issued_at INTEGER NOT NULL,
+                    PRIMARY KEY (team_id, key_id)
+                ) WITHOUT ROWID;
+                """,
+            postgres: """
+                CREATE TABLE provider_tokens (
+                    team_id TEXT NOT NULL, key_id TEXT NOT NULL, jwt TEXT NOT NULL, issued_at BIGINT NOT NULL,
+                    PRIMARY KEY (team_id, key_id)
+                );
+                """),
     ]
 
     /// Brings the database to the newest version; returns the versions applied now.

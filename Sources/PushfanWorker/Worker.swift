@@ -57,7 +57,20 @@ package final class Worker: Sendable {
         producerConfiguration.linger = .milliseconds(5)
         producer = try KafkaProducer(configuration: producerConfiguration, logger: logger.child("producer"))
         writer = ResultsWriter(producer: producer, topics: options.topics)
-        clients = APNsClients(configuration: options.apns, logger: logger)
+        // One provider token per signing key across all workers (through the store): APNs
+        // refuses a key's token changing more often than every 20 minutes.
+        let sharedTokens = ProviderTokenCache(exchange: { signed, key in
+            do {
+                let current = try store.exchangeProviderToken(
+                    teamID: key.teamID, keyID: key.keyID, jwt: signed.jwt, issuedAt: signed.issuedAtClaim, replaceAfter: 40 * 60)
+                if current.jwt == signed.jwt { return signed }
+                return ProviderToken(jwt: current.jwt, for: key) ?? signed
+            } catch {
+                logger.warning("worker.token_not_shared", ["error": "\(error)"])
+                return signed
+            }
+        })
+        clients = APNsClients(configuration: options.apns, tokenCache: sharedTokens, logger: logger)
 
         func consumer(group: String, topic: String) throws -> KafkaConsumer {
             var client = options.kafka

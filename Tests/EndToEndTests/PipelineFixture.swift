@@ -27,7 +27,9 @@ final class Pipeline: @unchecked Sendable {
         try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
         self.partitions = partitions
         cluster = try await DevClusterProcess(partitions: partitions)
-        sim = try await SimulatorProcess(["--accept-any-key", "--log", directory + "/sim.ndjson"] + simArguments)
+        // The 20-minute provider-token rule per key, across connections: the workers must
+        // share one token (through the store) or APNs-like TooManyProviderTokenUpdates follow.
+        sim = try await SimulatorProcess(["--accept-any-key", "--token-updates", "key", "--log", directory + "/sim.ndjson"] + simArguments)
         if postgres {
             guard let server = ProcessInfo.processInfo.environment["PUSHFAN_TEST_POSTGRES"], let slash = server.lastIndex(of: "/") else {
                 throw TestFailure("PUSHFAN_TEST_POSTGRES is not set: run the tests through scripts/test (scripts/with-postgres)")

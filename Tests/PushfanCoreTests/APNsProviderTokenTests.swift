@@ -242,6 +242,40 @@ struct APNsProviderTokenTests {
             #expect(text.count == (length * 4 + 2) / 3)
         }
     }
+
+    @Test("with an exchange, the shared token is used while it has life left; a stale or foreign one is not")
+    func exchangeSharesTokensAcrossProcesses() throws {
+        let clock = APNsFakeClock(Self.start)
+        let otherSigner = APNsRecordingSigner()
+        let other = ProviderTokenCache(now: { clock.now })
+        let shared = try other.token(for: Self.key(otherSigner))
+        clock.advance(minutes: 10)
+
+        // Another process's 10-minute-old token wins: this cache signs a candidate and uses the shared one.
+        let signer = APNsRecordingSigner()
+        let offered = Mutex<[ProviderToken]>([])
+        let cache = ProviderTokenCache(now: { clock.now }, exchange: { signed, _ in
+            offered.withLock { $0.append(signed) }
+            return shared
+        })
+        let key = Self.key(signer)
+        #expect(try cache.token(for: key) == shared)
+        #expect(offered.withLock { $0.count } == 1)
+        // Reused without asking again until the shared token is 50 minutes old...
+        clock.advance(minutes: 39)
+        #expect(try cache.token(for: key) == shared)
+        #expect(offered.withLock { $0.count } == 1)
+        // ...then a new one is signed and offered; the stale shared one is refused.
+        clock.advance(minutes: 2)
+        let renewed = try cache.token(for: key)
+        #expect(renewed != shared && renewed.createdAt == clock.now)
+        #expect(offered.withLock { $0.count } == 2)
+
+        // A token of another key is never taken.
+        let foreign = ProviderTokenCache(now: { clock.now }, exchange: { _, _ in shared })
+        let mine = try foreign.token(for: Self.key(APNsRecordingSigner(), kid: "KEY7654321"))
+        #expect(mine.keyID == "KEY7654321" && mine != shared)
+    }
 }
 
 typealias APNsSplitMix = SeededGenerator

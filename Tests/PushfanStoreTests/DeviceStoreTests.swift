@@ -364,6 +364,20 @@ struct DeviceStoreTests {
     }
 
     @Test(arguments: Backend.enabled)
+    func providerTokensAreSharedAndReplacedOnlyWhenOld(_ backend: Backend) async throws {
+        let store = try await backend.openFresh()
+        let t0: Int64 = 1_790_000_000
+        #expect(try store.exchangeProviderToken(teamID: "T1", keyID: "K1", jwt: "a", issuedAt: t0, replaceAfter: 2400) == ("a", t0))
+        // A worker that comes 10 minutes later gets the stored token, not its own.
+        #expect(try store.exchangeProviderToken(teamID: "T1", keyID: "K1", jwt: "b", issuedAt: t0 + 600, replaceAfter: 2400) == ("a", t0))
+        // Another key is separate.
+        #expect(try store.exchangeProviderToken(teamID: "T1", keyID: "K2", jwt: "c", issuedAt: t0 + 600, replaceAfter: 2400) == ("c", t0 + 600))
+        // 40 minutes on, the offered token replaces the stored one for everyone.
+        #expect(try store.exchangeProviderToken(teamID: "T1", keyID: "K1", jwt: "d", issuedAt: t0 + 2400, replaceAfter: 2400) == ("d", t0 + 2400))
+        #expect(try store.exchangeProviderToken(teamID: "T1", keyID: "K1", jwt: "e", issuedAt: t0 + 2500, replaceAfter: 2400) == ("d", t0 + 2400))
+    }
+
+    @Test(arguments: Backend.enabled)
     func workerLedgerOperations(_ backend: Backend) async throws {
         let store = try await backend.openFresh()
         try await store.addTestApp()

@@ -137,15 +137,25 @@ package final class ProviderTokenCache: Sendable {
         var refreshAt: Date
     }
 
+    /// Shares tokens with other processes that sign with the same key: given a
+    /// token just signed, returns the token to use (that one, or one another
+    /// process made recently). Called synchronously, at most once per key per
+    /// refresh, from whatever thread needs the token.
+    package typealias Exchange = @Sendable (_ signed: ProviderToken, _ key: ProviderSigningKey) -> ProviderToken
+
     package let configuration: Configuration
     private let now: @Sendable () -> Date
+    private let exchange: Exchange?
     private let entries = Mutex<[ProviderSigningKey.Identity: Entry]>([:])
 
     /// - Parameter now: the wall clock (also the source of `iat`); tests
     ///   inject a fake one to move time.
-    package init(configuration: Configuration = Configuration(), now: @escaping @Sendable () -> Date = { Date() }) {
+    /// - Parameter exchange: where tokens are shared across processes (the
+    ///   workers use the device store); nil keeps them to this process.
+    package init(configuration: Configuration = Configuration(), now: @escaping @Sendable () -> Date = { Date() }, exchange: Exchange? = nil) {
         self.configuration = configuration
         self.now = now
+        self.exchange = exchange
     }
 
     /// The current token for `key`, signing a new one when there is none or
@@ -162,10 +172,14 @@ package final class ProviderTokenCache: Sendable {
                 if now < entry.refreshAt || now < entry.token.createdAt { return .success(entry.token) }
             }
             do throws(APNsRequestError) {
-                let token = try Self.makeToken(key: key, now: now, backdate: configuration.backdate)
-                let lifetime = max(configuration.refreshAfter, configuration.minimumLifetime)
-                let refreshAt = now.addingTimeInterval(RetryPolicy.seconds(lifetime))
-                entries[identity] = Entry(token: token, refreshAt: refreshAt)
+                var token = try Self.makeToken(key: key, now: now, backdate: configuration.backdate)
+                let lifetime = RetryPolicy.seconds(max(configuration.refreshAfter, configuration.minimumLifetime))
+                // A shared token is used only if it is this key's and has life left by our clock.
+                if let shared = exchange?(token, key), shared.keyID == key.keyID, shared.createdAt <= now,
+                   now < shared.createdAt.addingTimeInterval(lifetime) {
+                    token = shared
+                }
+                entries[identity] = Entry(token: token, refreshAt: token.createdAt.addingTimeInterval(lifetime))
                 return .success(token)
             } catch {
                 return .failure(error)
