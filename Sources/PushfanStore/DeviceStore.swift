@@ -354,12 +354,6 @@ package final class DeviceStore: Sendable {
         }
     }
 
-    package func setCampaignStatus(_ id: String, _ status: String, now: Int64 = DeviceStore.now()) async throws(StoreError) {
-        _ = try await run { connection throws(StoreError) in
-            try connection.execute("UPDATE campaigns SET status = \(status), updated_at = \(now) WHERE id = \(id)")
-        }
-    }
-
     /// The result of claiming a page.
     package struct Claim: Sendable, Equatable {
         /// Devices this owner must send now: newly claimed, already its own, or taken over

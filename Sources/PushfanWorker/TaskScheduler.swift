@@ -185,9 +185,6 @@ package final class TaskScheduler: Sendable {
         Self.stopAndWait(handles, timeout: timeout)
     }
 
-    /// Tasks running now, for status lines.
-    package var running: Int { state.withLock { $0.busyLanes.count } }
-
     private static func stopAndWait(_ handles: [Task<Void, Never>], timeout: Duration) {
         guard !handles.isEmpty else { return }
         for handle in handles { handle.cancel() }
