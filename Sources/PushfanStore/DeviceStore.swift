@@ -306,6 +306,13 @@ package final class DeviceStore: Sendable {
     package func finishTask(campaign: String, shard: Int, now: Int64 = DeviceStore.now()) async throws(StoreError) -> Int {
         try await run { connection throws(StoreError) in
             try connection.transaction { () throws(StoreError) -> Int in
+                // Finishers of one campaign take turns, so that the last one counts every
+                // shard: under PostgreSQL's READ COMMITTED two tasks finishing at once would
+                // each miss the other's row and neither would see the campaign complete.
+                // (SQLite transactions take the write lock when they begin.)
+                if connection.dialect == .postgres {
+                    try connection.execute("SELECT 1 FROM campaigns WHERE id = \(campaign) FOR UPDATE")
+                }
                 try connection.execute("""
                     INSERT INTO campaign_tasks (campaign, shard, finished_at) VALUES (\(campaign), \(shard), \(now))
                     ON CONFLICT (campaign, shard) DO NOTHING

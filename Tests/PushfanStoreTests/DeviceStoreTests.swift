@@ -364,6 +364,22 @@ struct DeviceStoreTests {
     }
 
     @Test(arguments: Backend.enabled)
+    func theLastOfTwoConcurrentFinishersSeesEveryShard(_ backend: Backend) async throws {
+        let url = try backend.freshDatabase()
+        let store = try await DeviceStore.open(url, logger: quietLogger)
+        let other = try await DeviceStore.open(url, logger: quietLogger)
+        try await store.addTestApp()
+        for round in 0..<20 {
+            _ = try await store.recordCampaign(id: "race-\(round)", app: "shop-ios", audience: 2, shards: 2)
+            // Two workers finish the campaign's two shards at the same moment.
+            async let first = store.finishTask(campaign: "race-\(round)", shard: 0)
+            async let second = other.finishTask(campaign: "race-\(round)", shard: 1)
+            let counts = try await [first, second]
+            #expect(counts.max() == 2, "round \(round): both finishers saw \(counts)")
+        }
+    }
+
+    @Test(arguments: Backend.enabled)
     func providerTokensAreSharedAndReplacedOnlyWhenOld(_ backend: Backend) async throws {
         let store = try await backend.openFresh()
         let t0: Int64 = 1_790_000_000
