@@ -90,7 +90,7 @@ package struct CampaignPlanner: Sendable {
         // instead of wherever the key hash puts them.
         let partitions = try await writer.producer.partitionCount(topic: writer.topics.tasks)
         let lanes = min(settings.lanes, partitions)
-        let base = Int(Self.stableHash(campaign.app) % UInt64(partitions))
+        let base = Int(FNV1a.hash(campaign.app) % UInt64(partitions))
         var tickets: [DeliveryTicket] = []
         var batch: [ProducerRecord] = []
         for (index, range) in ranges.enumerated() {
@@ -106,16 +106,6 @@ package struct CampaignPlanner: Sendable {
         _ = try await store.transitionCampaign(campaign.id, from: CampaignStatus.planning, to: CampaignStatus.running)
         logger.notice("planner.planned", ["campaign.id": campaign.id, "app": campaign.app, "audience": String(audience.count), "tasks": String(ranges.count)])
         return .planned(campaign: campaign.id, audience: audience.count, tasks: ranges.count)
-    }
-
-    /// FNV-1a: the same on every worker and every run (Swift's `Hasher` is seeded per process).
-    static func stableHash(_ text: String) -> UInt64 {
-        var hash: UInt64 = 0xcbf2_9ce4_8422_2325
-        for byte in text.utf8 {
-            hash ^= UInt64(byte)
-            hash = hash &* 0x0000_0100_0000_01b3
-        }
-        return hash
     }
 
     /// Builds the request for the default texts and for every locale, so a payload APNs

@@ -11,10 +11,6 @@ package final class ProgressReporter: Sendable {
         var app: String
         var last: ContinuousClock.Instant
         var busy: Bool
-        /// The ledger count takes longer as a campaign grows (an index scan of its rows);
-        /// the next event waits at least 20 times the last count's duration, so progress
-        /// never costs more than about 5% of one core.
-        var gap: Duration
     }
 
     private let store: DeviceStore
@@ -36,10 +32,10 @@ package final class ProgressReporter: Sendable {
         let due = campaigns.withLock { campaigns -> Bool in
             guard var entry = campaigns[campaign] else {
                 // The first round only starts the clock: `accepted` was just announced.
-                campaigns[campaign] = Entry(app: app, last: now, busy: false, gap: interval)
+                campaigns[campaign] = Entry(app: app, last: now, busy: false)
                 return false
             }
-            guard !entry.busy, now - entry.last >= entry.gap else { return false }
+            guard !entry.busy, now - entry.last >= interval else { return false }
             entry.busy = true
             entry.last = now
             campaigns[campaign] = entry
@@ -54,14 +50,7 @@ package final class ProgressReporter: Sendable {
     }
 
     private func emit(campaign: String, app: String) async {
-        let started = ContinuousClock.now
-        defer {
-            let gap = max(interval, (ContinuousClock.now - started) * 20)
-            campaigns.withLock { campaigns in
-                campaigns[campaign]?.busy = false
-                campaigns[campaign]?.gap = gap
-            }
-        }
+        defer { campaigns.withLock { $0[campaign]?.busy = false } }
         do {
             let counts = try await store.progressCounts(campaign: campaign)
             let audience = try await store.campaign(campaign)?.audience

@@ -151,11 +151,7 @@ package struct ShardSender: Sendable {
         mutating func payload(for locale: String?, campaign: Campaign) throws(APNsRequestError) -> APNsPreparedPayload {
             let key = locale ?? ""
             if let known = payloads[key] { return try known.get() }
-            let made = Result { () throws(APNsRequestError) -> APNsPreparedPayload in
-                try APNsPreparedPayload(
-                    APNsPayload(notification: campaign.notification, locale: locale), pushType: campaign.notification.pushType,
-                    priority: APNsNotification.Priority(rawValue: campaign.effectivePriority))
-            }
+            let made = Result { () throws(APNsRequestError) -> APNsPreparedPayload in try APNsPreparedPayload(campaign: campaign, locale: locale) }
             payloads[key] = made
             return try made.get()
         }
@@ -167,6 +163,12 @@ package struct ShardSender: Sendable {
     private func claimAndSend(_ targets: [DeviceTarget], plan: CampaignPlan, state: inout TaskState) async throws {
         let claim = try await context.store.claim(
             campaign: task.campaign, targets: targets, owner: context.workerID, lease: .seconds(context.settings.leaseSeconds))
+        let now = ContinuousClock.now
+        // The usual case: every device of the page is newly ours.
+        if claim.toSend.count == targets.count {
+            try await send(targets.map { Pending(target: $0, attempts: 0, firstAttemptAt: nil, notBefore: now) }, plan: plan, state: &state)
+            return
+        }
         let owned = Set(claim.toSend.map(\.rowKey))
         var finalKeys = Set<Int64>()
         if claim.alreadyFinal > 0, let low = targets.map(\.rowKey).min(), let high = targets.map(\.rowKey).max() {
@@ -182,7 +184,6 @@ package struct ShardSender: Sendable {
             if let ticket = try await context.writer.devices(results) { state.tickets.append(ticket) }
         }
         state.held += targets.filter { !owned.contains($0.rowKey) && !finalKeys.contains($0.rowKey) }
-        let now = ContinuousClock.now
         let pending = claim.toSend.map { Pending(target: $0, attempts: 0, firstAttemptAt: nil, notBefore: now) }
         try await send(pending, plan: plan, state: &state)
     }
@@ -228,14 +229,11 @@ package struct ShardSender: Sendable {
         // Requests are built before waiting for the rate: a device whose request cannot be
         // built (its locale's texts make the payload too large) is final without a send.
         var ready: [(Pending, APNsNotification)] = []
-        let expiration = APNsNotification.Expiration(epochSeconds: campaign.options.expiration)
-        let collapseID = campaign.effectiveCollapseID
         for item in sendable {
             do {
                 let token = try DeviceToken(item.target.token)
                 let payload = try state.payload(for: item.target.locale, campaign: campaign)
-                ready.append((item, try APNsNotification(
-                    token: token, topic: plan.app.topic, prepared: payload, expiration: expiration, collapseID: collapseID)))
+                ready.append((item, try APNsNotification(campaign: campaign, token: token, topic: plan.app.topic, prepared: payload)))
             } catch {
                 finals.add(item, campaign: task.campaign, state: .rejected, reason: error.code)
             }

@@ -17,8 +17,8 @@ final class Pipeline: @unchecked Sendable {
     private(set) var workers: [String: ManagedProcess] = [:]
     let partitions: Int
 
-    /// Page size the workers use; the in-flight window of one lane.
-    static let pageSize = 500
+    /// Page size the workers use (the default); the in-flight window of one lane.
+    static let pageSize = PushfanConfiguration.Worker().pageSize
 
     /// `postgres: true` puts the device store in a fresh database of the test PostgreSQL
     /// server (scripts/with-postgres); otherwise a SQLite file.

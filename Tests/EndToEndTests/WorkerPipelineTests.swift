@@ -59,7 +59,7 @@ struct WorkerPipelineTests {
         #expect(Set(tokens).count == count)
         // What the victim sent but had not recorded: at most one page per lane it was sending.
         let duplicates = tokens.count - Set(tokens).count
-        let lanes = 4
+        let lanes = PushfanConfiguration.Worker().lanes
         #expect(duplicates <= Pipeline.pageSize * lanes, "\(duplicates) duplicates")
     }
 

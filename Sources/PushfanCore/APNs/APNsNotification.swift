@@ -127,18 +127,17 @@ package struct APNsNotification: Sendable, Hashable {
     package init(
         campaign: Campaign, token: DeviceToken, topic: String, locale: String?, apnsID: UUID = UUID()
     ) throws(APNsRequestError) {
-        guard let priority = Priority(rawValue: campaign.effectivePriority) else {
-            throw .invalidPriority("must be 10, 5 or 1; found \(campaign.effectivePriority)")
-        }
+        try self.init(campaign: campaign, token: token, topic: topic, prepared: APNsPreparedPayload(campaign: campaign, locale: locale), apnsID: apnsID)
+    }
+
+    /// The same with the payload for the device's locale already prepared, for senders
+    /// that send one campaign to many devices (a payload per locale, not per device).
+    package init(
+        campaign: Campaign, token: DeviceToken, topic: String, prepared: APNsPreparedPayload, apnsID: UUID = UUID()
+    ) throws(APNsRequestError) {
         try self.init(
-            token: token,
-            topic: topic,
-            pushType: campaign.notification.pushType,
-            payload: APNsPayload(notification: campaign.notification, locale: locale),
-            priority: priority,
-            expiration: Expiration(epochSeconds: campaign.options.expiration),
-            collapseID: campaign.effectiveCollapseID,
-            apnsID: apnsID)
+            token: token, topic: topic, prepared: prepared, expiration: Expiration(epochSeconds: campaign.options.expiration),
+            collapseID: campaign.effectiveCollapseID, apnsID: apnsID)
     }
 
     /// `/3/device/<hex token>`.
@@ -283,6 +282,16 @@ package struct APNsPreparedPayload: Sendable, Hashable {
     package let priority: APNsNotification.Priority
     /// The exact body, at most `pushType.maxPayloadBytes` long.
     package let bytes: Data
+
+    /// A campaign's payload for a device locale, with its push type and
+    /// `effectivePriority`.
+    package init(campaign: Campaign, locale: String?) throws(APNsRequestError) {
+        guard let priority = APNsNotification.Priority(rawValue: campaign.effectivePriority) else {
+            throw .invalidPriority("must be 10, 5 or 1; found \(campaign.effectivePriority)")
+        }
+        try self.init(
+            APNsPayload(notification: campaign.notification, locale: locale), pushType: campaign.notification.pushType, priority: priority)
+    }
 
     package init(
         _ payload: APNsPayload, pushType: Campaign.PushType, priority: APNsNotification.Priority? = nil

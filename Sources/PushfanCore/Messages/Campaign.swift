@@ -58,12 +58,7 @@ package struct Campaign: VersionedMessage, Hashable {
         if id.utf8.count <= Self.maxCollapseIDBytes { return id }
         // ids are ASCII (see `Rules.isIdentifier`), so characters are bytes;
         // after validation the prefix is 47 bytes and the result exactly 64.
-        var hash: UInt64 = 0xcbf2_9ce4_8422_2325
-        for byte in id.utf8 {
-            hash ^= UInt64(byte)
-            hash = hash &* 0x0000_0100_0000_01b3
-        }
-        let hex = String(hash, radix: 16)
+        let hex = String(FNV1a.hash(id), radix: 16)
         return id.prefix(47) + "~" + String(repeating: "0", count: 16 - hex.count) + hex
     }
 
@@ -632,5 +627,18 @@ extension Campaign {
         return parts.dropFirst().allSatisfy { part in
             (1...8).contains(part.count) && part.allSatisfy { $0.isASCII && ($0.isLetter || $0.isNumber) }
         }
+    }
+}
+
+/// FNV-1a, 64 bits: a hash that is the same in every process and run (Swift's `Hasher` is
+/// seeded per process), for values several workers must derive alike.
+package enum FNV1a {
+    package static func hash(_ text: String) -> UInt64 {
+        var hash: UInt64 = 0xcbf2_9ce4_8422_2325
+        for byte in text.utf8 {
+            hash ^= UInt64(byte)
+            hash = hash &* 0x0000_0100_0000_01b3
+        }
+        return hash
     }
 }
