@@ -195,7 +195,6 @@ struct DevicesImportCommand: Command {
         let started = ContinuousClock.now
         var pending: [(Int, String)] = []
         var writing: Task<Int, any Error>?
-        var nextStatistics = batchSize
         while reader.next({ bytes in
             lineNumber += 1
             do {
@@ -210,11 +209,6 @@ struct DevicesImportCommand: Command {
             if batch.count >= batchSize {
                 // Parse the next batch while this one is written.
                 if let previous = writing { imported += try await previous.value }
-                // Statistics as the table grows (at 1, 2, 4, 8... batches), so lookups keep using indexes.
-                if imported >= nextStatistics {
-                    try await store.refreshStatistics()
-                    nextStatistics = max(imported, 1) * 2
-                }
                 let full = batch
                 writing = Task { try await store.importDevices(app: app, full) }
                 batch.removeAll(keepingCapacity: true)
@@ -224,6 +218,7 @@ struct DevicesImportCommand: Command {
         }
         if let previous = writing { imported += try await previous.value }
         if !batch.isEmpty { imported += try await store.importDevices(app: app, batch) }
+        // Segment counts and expansions plan with statistics of the table as it is now.
         try await store.refreshStatistics()
         progress.finish()
         if rejected > 1000 { printError("... and \(rejected - 1000) more bad lines") }

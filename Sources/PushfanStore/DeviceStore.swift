@@ -141,7 +141,7 @@ package final class DeviceStore: Sendable {
             try connection.transaction { () throws(StoreError) -> RegistrationResult in
                 try DeviceStore.requireApp(connection, app)
                 let existed = try connection.queryOne("SELECT 1 FROM devices WHERE app = \(app) AND device_id = \(device.deviceID)") { $0.int(0) } != nil
-                let written = try DeviceStore.bulkUpsert(connection, app: app, devices: [device], now: now)
+                let written = try DeviceWriter.upsert(connection, app: app, devices: [device], now: now, returningRowKeys: true)
                 guard let rowKey = written.rowKeys[device.deviceID] else { throw StoreError.database("upsert returned no row key") }
                 return RegistrationResult(rowKey: rowKey, created: !existed, tokenMovedFrom: written.movedFrom[device.deviceID] ?? [])
             }
@@ -155,13 +155,13 @@ package final class DeviceStore: Sendable {
         return try await run { connection throws(StoreError) in
             try connection.transaction { () throws(StoreError) -> Int in
                 try DeviceStore.requireApp(connection, app)
-                return try DeviceStore.bulkUpsert(connection, app: app, devices: devices, now: now).count
+                return try DeviceWriter.upsert(connection, app: app, devices: devices, now: now, returningRowKeys: false).count
             }
         }
     }
 
-    /// Refreshes the planner's statistics. A table that grew fast (a bulk import) otherwise
-    /// keeps estimates from when it was empty, and PostgreSQL stops using the token index.
+    /// Refreshes the planner's statistics after a bulk import, so that segment counts and
+    /// expansions plan with the table as it is now, not as it was when it was small.
     package func refreshStatistics() async throws(StoreError) {
         try await run { connection throws(StoreError) in
             try connection.executeScript(connection.dialect == .postgres ? "ANALYZE devices; ANALYZE device_tags;" : "PRAGMA optimize;")
@@ -635,120 +635,8 @@ package final class DeviceStore: Sendable {
         }
     }
 
-    /// Rows per multi-row statement: 13 parameters each stays far below SQLite's and
-    /// PostgreSQL's parameter limits.
+    /// Rows per multi-row statement: far below SQLite's and PostgreSQL's parameter limits.
     static let bulkChunk = 400
-
-    /// What `bulkUpsert` wrote: row keys and, per device, the device ids its token was taken from.
-    private struct Written {
-        var rowKeys: [String: Int64] = [:]
-        var movedFrom: [String: [String]] = [:]
-        var count = 0
-    }
-
-    /// The one write path for devices, used by registration (one device) and import: a token
-    /// follows the device that registers it last, re-registration revives a device, tags are
-    /// replaced. A few multi-row statements per chunk instead of several per device; within a
-    /// batch the last line for a device id or a token wins.
-    private static func bulkUpsert(_ connection: any SQLConnection, app: String, devices: [ValidatedDevice], now: Int64) throws(StoreError) -> Written {
-        var lastForDevice: [String: Int] = [:]
-        var lastForToken: [String: Int] = [:]
-        for (index, device) in devices.enumerated() {
-            lastForDevice[device.deviceID] = index
-            lastForToken[device.environment.rawValue + ":" + device.token] = index
-        }
-        let unique = devices.indices.filter { index in
-            lastForDevice[devices[index].deviceID] == index && lastForToken[devices[index].environment.rawValue + ":" + devices[index].token] == index
-        }.map { devices[$0] }
-        var written = Written()
-        for start in stride(from: 0, to: unique.count, by: bulkChunk) {
-            let chunk = Array(unique[start..<min(start + bulkChunk, unique.count)])
-            // Tokens registered under other device ids move to the devices of this chunk.
-            let owners = Dictionary(chunk.map { ($0.environment.rawValue + ":" + $0.token, $0.deviceID) }, uniquingKeysWith: { _, last in last })
-            var stale: [String] = []
-            // One probe per environment, so the (app, environment, token) index answers it.
-            for environment in APNsEnvironment.allCases {
-                let tokens = chunk.filter { $0.environment == environment }.map { SQLValue.text($0.token) }
-                guard !tokens.isEmpty else { continue }
-                try connection.query(
-                    "SELECT device_id, token FROM devices WHERE app = \(app) AND environment = \(environment.rawValue) AND token" + isIn(tokens, type: "text", connection.dialect)
-                ) { row throws(StoreError) in
-                    if let owner = owners[environment.rawValue + ":" + (row.text(1) ?? "")], let current = row.text(0), current != owner {
-                        stale.append(current)
-                        written.movedFrom[owner, default: []].append(current)
-                    }
-                }
-            }
-            if !stale.isEmpty { try deleteDevices(connection, app: app, deviceIDs: stale) }
-            var insert: SQLStatement = """
-                INSERT INTO devices (app, device_id, token, environment, locale, timezone, app_version, app_version_key, os_version, os_version_key,
-                                     attributes, created_at, last_seen_at, status)
-                """
-            if connection.dialect == .postgres {
-                // Thirteen array parameters instead of thousands of scalars: PostgreSQL parses
-                // and plans a long VALUES list slowly, unnest() in no time.
-                func column(_ values: [String?]) -> SQLValue { .text(PostgresArray.literal(values)) }
-                insert.append("""
-                     SELECT \(app), u.d, u.t, u.e, u.l, u.z, u.av, u.avk, u.ov, u.ovk, u.a::jsonb, \(now), u.s, 'active'
-                    FROM unnest(\(column(chunk.map(\.deviceID)))::text[], \(column(chunk.map(\.token)))::text[],
-                                \(column(chunk.map(\.environment.rawValue)))::text[], \(column(chunk.map(\.locale)))::text[],
-                                \(column(chunk.map(\.timezone)))::text[], \(column(chunk.map(\.appVersion)))::text[],
-                                \(column(chunk.map(\.appVersionKey)))::text[], \(column(chunk.map(\.osVersion)))::text[],
-                                \(column(chunk.map(\.osVersionKey)))::text[], \(column(chunk.map(\.attributesJSON)))::text[],
-                                \(column(chunk.map { String($0.seenAt ?? now) }))::bigint[])
-                         AS u(d, t, e, l, z, av, avk, ov, ovk, a, s)
-                    """)
-            } else {
-                insert.append(" VALUES ")
-                for (index, device) in chunk.enumerated() {
-                    if index > 0 { insert.append(",") }
-                    insert.append("""
-                        (\(app), \(device.deviceID), \(device.token), \(device.environment.rawValue), \(.optional(device.locale)), \(.optional(device.timezone)),
-                         \(.optional(device.appVersion)), \(.optional(device.appVersionKey)), \(.optional(device.osVersion)), \(.optional(device.osVersionKey)),
-                         \(device.attributesJSON), \(now), \(device.seenAt ?? now), 'active')
-                        """)
-                }
-            }
-            insert.append("""
-                 ON CONFLICT (app, device_id) DO UPDATE SET token = excluded.token, environment = excluded.environment, locale = excluded.locale,
-                    timezone = excluded.timezone, app_version = excluded.app_version, app_version_key = excluded.app_version_key,
-                    os_version = excluded.os_version, os_version_key = excluded.os_version_key, attributes = excluded.attributes,
-                    last_seen_at = excluded.last_seen_at, status = 'active', invalid_reason = NULL, invalid_at = NULL
-                RETURNING row_key, device_id
-                """)
-            var rowKeys: [String: Int64] = [:]
-            try connection.query(insert) { row throws(StoreError) in rowKeys[row.text(1) ?? ""] = row.int(0) }
-            written.rowKeys.merge(rowKeys) { _, new in new }
-            try connection.execute("DELETE FROM device_tags WHERE row_key" + isIn(rowKeys.values.map(SQLValue.integer), type: "bigint", connection.dialect))
-            let tags = chunk.flatMap { device in device.tags.map { (rowKeys[device.deviceID] ?? 0, $0) } }
-            if connection.dialect == .postgres, !tags.isEmpty {
-                try connection.execute("""
-                    INSERT INTO device_tags (app, row_key, tag)
-                    SELECT \(app), u.r, u.t FROM unnest(\(PostgresArray.literal(tags.map { String($0.0) }))::bigint[], \(PostgresArray.literal(tags.map(\.1)))::text[]) AS u(r, t)
-                    ON CONFLICT DO NOTHING
-                    """)
-            } else {
-                for tagStart in stride(from: 0, to: tags.count, by: bulkChunk * 4) {
-                    var statement: SQLStatement = "INSERT INTO device_tags (app, row_key, tag) VALUES "
-                    for (index, (rowKey, tag)) in tags[tagStart..<min(tagStart + bulkChunk * 4, tags.count)].enumerated() {
-                        if index > 0 { statement.append(",") }
-                        statement.append("(\(app), \(rowKey), \(tag))")
-                    }
-                    statement.append(" ON CONFLICT DO NOTHING")
-                    try connection.execute(statement)
-                }
-            }
-            written.count += chunk.count
-        }
-        return written
-    }
-
-    /// Removes devices and their tags (PostgreSQL has no cascading key on tags).
-    private static func deleteDevices(_ connection: any SQLConnection, app: String, deviceIDs: [String]) throws(StoreError) {
-        let ids = isIn(deviceIDs.map(SQLValue.text), type: "text", connection.dialect)
-        try connection.execute("DELETE FROM device_tags WHERE row_key IN (SELECT row_key FROM devices WHERE app = \(app) AND device_id" + ids + ")")
-        try connection.execute("DELETE FROM devices WHERE app = \(app) AND device_id" + ids)
-    }
 
     /// ` IN (v1, v2, ...)` for SQLite; ` = ANY($n::type[])` (one array parameter) for PostgreSQL.
     private static func isIn(_ values: [SQLValue], type: String, _ dialect: SQLDialect) -> SQLStatement {

@@ -230,6 +230,36 @@ struct DeviceStoreTests {
         #expect(try await store.count(app: "shop-ios", segment: nil) == 2)
     }
 
+    /// Text that COPY's row format and PostgreSQL's array literals must escape (tabs,
+    /// newlines, backslashes, quotes, commas, braces, the word NULL) comes back unchanged,
+    /// and a token taken from a tagged device leaves none of that device's tags behind.
+    @Test(arguments: Backend.enabled)
+    func importedTextSurvivesEscapingAndMovedTokensTakeNoTagsAlong(_ backend: Backend) async throws {
+        let url = try backend.freshDatabase()
+        let store = try await DeviceStore.open(url, logger: quietLogger)
+        try await store.addTestApp()
+        var owner = DeviceRegistration(deviceID: "owner", token: Synthetic.token(1))
+        owner.tags = ["stale"]
+        _ = try await store.register(app: "shop-ios", owner)
+        var odd = DeviceRegistration(deviceID: #"back\slash "quoted" id"#, token: Synthetic.token(2))
+        odd.tags = ["a,b", #"quo"te"#, #"back\slash"#, "{braces}", "NULL", "space d"]
+        odd.attributes = ["note": .string("tab\there\nnew line \\ \"q\" \u{1}"), "n": .int(3)]
+        odd.appVersion = "2.1 beta"
+        var taker = DeviceRegistration(deviceID: "taker", token: Synthetic.token(1))
+        taker.tags = ["fresh"]
+        #expect(try await store.importDevices(app: "shop-ios", [odd, taker].map(Validation.device)) == 2)
+
+        let stored = try #require(try await store.device(app: "shop-ios", deviceID: odd.deviceID))
+        #expect(Set(stored.tags) == Set(odd.tags))
+        #expect(stored.attributes == odd.attributes)
+        #expect(stored.appVersion == "2.1 beta")
+        #expect(try await store.device(app: "shop-ios", deviceID: "owner") == nil)
+        #expect(try await store.count(app: "shop-ios", segment: SegmentParser.parse("tag:stale")) == 0)
+        #expect(try await store.count(app: "shop-ios", segment: SegmentParser.parse("tag:fresh")) == 1)
+        #expect(try await store.count(app: "shop-ios", segment: SegmentParser.parse(#"tag:"quo\"te""#)) == 1)
+        #expect(try backend.rawCount(url, "SELECT count(*) FROM device_tags") == odd.tags.count + 1)
+    }
+
     /// The segment language on the database agrees with the reference evaluator, through
     /// count and through sharded, paged expansion (which covers each device exactly once).
     @Test(arguments: Backend.enabled)

@@ -42,6 +42,16 @@ enum Backend: String, CaseIterable, CustomTestStringConvertible, Sendable {
     func openFresh() async throws -> DeviceStore {
         try await DeviceStore.open(try freshDatabase(), logger: quietLogger)
     }
+
+    /// A number read straight from the database at `url`, past the store's API: for checks
+    /// the API cannot make, such as "no tag row outlived its device".
+    func rawCount(_ url: String, _ sql: String) throws -> Int {
+        let connection: any SQLConnection = switch self {
+        case .sqlite: try SQLiteConnection(path: String(url.dropFirst("sqlite:".count)))
+        case .postgres: try PostgresConnection(url: url, logger: quietLogger)
+        }
+        return Int(try connection.queryOne(SQLStatement(stringLiteral: sql)) { $0.int(0) ?? -1 } ?? -1)
+    }
 }
 
 let quietLogger = Logger(label: "test", threshold: .error)

@@ -99,14 +99,51 @@ final class PostgresConnection: SQLConnection {
         let status = PQresultStatus(result)
         if status == PGRES_COMMAND_OK || status == PGRES_TUPLES_OK { return result }
         defer { PQclear(result) }
+        throw failure(result)
+    }
+
+    /// The error a failed result stands for: lost connections and server trouble are
+    /// "store unavailable", constraint violations conflicts, the rest database errors.
+    private func failure(_ result: OpaquePointer) -> StoreError {
         let sqlState = PQresultErrorField(result, pushfan_pq_diag_sqlstate()).map { String(cString: $0) } ?? ""
         let message = String(cString: PQresultErrorMessage(result)).trimmingCharacters(in: .whitespacesAndNewlines)
-        if PQstatus(connection) != CONNECTION_OK { throw lost(message) }
+        if PQstatus(connection) != CONNECTION_OK { return lost(message) }
         switch sqlState.prefix(2) {
-        case "23": throw StoreError.conflict(message)
-        case "08", "53", "57", "40": throw StoreError.unavailable("\(message) (SQLSTATE \(sqlState))")
-        default: throw StoreError.database("\(message) (SQLSTATE \(sqlState))")
+        case "23": return StoreError.conflict(message)
+        case "08", "53", "57", "40": return StoreError.unavailable("\(message) (SQLSTATE \(sqlState))")
+        default: return StoreError.database("\(message) (SQLSTATE \(sqlState))")
         }
+    }
+
+    /// Runs `COPY … FROM STDIN` and sends `data`, rows in COPY's text format; returns the
+    /// number of rows copied. The bulk device writer's way in: no statement text grows with
+    /// the rows and the server parses them at COPY speed.
+    func copyIn(_ sql: String, _ data: [UInt8]) throws(StoreError) -> Int {
+        if !inTransaction { try ensureConnected() }
+        guard let started = PQexec(connection, sql) else { throw lost("no result") }
+        guard PQresultStatus(started) == PGRES_COPY_IN else {
+            defer { PQclear(started) }
+            throw failure(started)
+        }
+        PQclear(started)
+        let sent = data.withUnsafeBytes { bytes in
+            PQputCopyData(connection, bytes.baseAddress?.assumingMemoryBound(to: CChar.self), Int32(bytes.count))
+        }
+        guard sent == 1, PQputCopyEnd(connection, nil) == 1 else { throw lost(String(cString: PQerrorMessage(connection))) }
+        // The COPY's own result, then nil; an error in the data is reported here.
+        var copied: Int?
+        var error: StoreError?
+        while let result = PQgetResult(connection) {
+            if PQresultStatus(result) == PGRES_COMMAND_OK {
+                copied = Int(String(cString: PQcmdTuples(result)))
+            } else if error == nil {
+                error = failure(result)
+            }
+            PQclear(result)
+        }
+        if let error { throw error }
+        guard let copied else { throw lost("no result for COPY") }
+        return copied
     }
 
     /// The name of a prepared statement for `sql`, preparing it on first use.

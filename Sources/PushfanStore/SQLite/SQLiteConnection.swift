@@ -9,6 +9,9 @@ final class SQLiteConnection: SQLConnection {
     private var database: OpaquePointer?
     /// Prepared statements by SQL text; finalized in `deinit` before the database closes.
     private var statements: [String: OpaquePointer] = [:]
+    /// Statements run once per row by the device writer; never evicted, so a handle from
+    /// `pinned(_:)` stays valid as long as the connection.
+    private var pinnedStatements: [String: OpaquePointer] = [:]
     let path: String
     /// How long a statement waits for another process's write lock before a retry.
     private let busyTimeout: Duration
@@ -18,6 +21,7 @@ final class SQLiteConnection: SQLConnection {
         self.path = path
         self.busyTimeout = busyTimeout
         self.busyRetries = busyRetries
+        _ = Self.configured
         let flags = SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX
         let rc = sqlite3_open_v2(path, &database, flags, nil)
         guard rc == SQLITE_OK, database != nil else {
@@ -39,8 +43,12 @@ final class SQLiteConnection: SQLConnection {
         try executeScript("PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL; PRAGMA foreign_keys=ON; PRAGMA temp_store=MEMORY;")
     }
 
+    /// Process-wide settings, applied once before the first connection opens.
+    private static let configured: Void = { _ = pushfan_sqlite_disable_memstatus() }()
+
     deinit {
         for statement in statements.values { sqlite3_finalize(statement) }
+        for statement in pinnedStatements.values { sqlite3_finalize(statement) }
         sqlite3_close_v2(database)
     }
 
@@ -76,6 +84,33 @@ final class SQLiteConnection: SQLConnection {
         statements[sql] = statement
         return statement
     }
+
+    /// A statement prepared once and kept, for loops that bind values straight from Swift
+    /// strings: no SQL text is built or looked up per row.
+    func pinned(_ sql: String) throws(StoreError) -> SQLiteStatement {
+        if let handle = pinnedStatements[sql] { return SQLiteStatement(connection: self, handle: handle) }
+        var statement: OpaquePointer?
+        try check(sqlite3_prepare_v3(database, sql, -1, UInt32(SQLITE_PREPARE_PERSISTENT), &statement, nil), "prepare")
+        guard let statement else { throw StoreError.database("empty statement") }
+        pinnedStatements[sql] = statement
+        return SQLiteStatement(connection: self, handle: statement)
+    }
+
+    /// Steps a pinned statement to completion inside the caller's transaction.
+    fileprivate func step(_ handle: OpaquePointer, _ row: (any SQLRow) throws(StoreError) -> Void) throws(StoreError) {
+        defer { sqlite3_reset(handle) }
+        var rc = sqlite3_step(handle)
+        while rc == SQLITE_ROW {
+            try row(SQLiteRow(statement: handle))
+            rc = sqlite3_step(handle)
+        }
+        try check(rc, "step")
+    }
+
+    /// The row key of the last row an INSERT created on this connection.
+    var lastInsertRowKey: Int64 { sqlite3_last_insert_rowid(database) }
+
+    fileprivate func checkBind(_ rc: Int32, _ index: Int32) throws(StoreError) { try check(rc, "bind parameter \(index)") }
 
     private func bind(_ statement: OpaquePointer, _ parameters: [SQLValue]) throws(StoreError) {
         for (offset, value) in parameters.enumerated() {
@@ -152,6 +187,32 @@ final class SQLiteConnection: SQLConnection {
             sqlite3_free(message)
             try check(rc, "script (\(text))")
         }
+    }
+}
+
+/// A pinned statement: bind every parameter, then `run`.
+struct SQLiteStatement {
+    fileprivate unowned let connection: SQLiteConnection
+    fileprivate let handle: OpaquePointer
+
+    func bind(_ index: Int32, _ text: String?) throws(StoreError) {
+        guard let text else { return try connection.checkBind(sqlite3_bind_null(handle, index), index) }
+        // A native string's UTF-8 is passed in place; passing the String as `const char *`
+        // would copy it into a temporary C string (an allocation per value).
+        let rc = text.utf8.withContiguousStorageIfAvailable { bytes in
+            bytes.withMemoryRebound(to: CChar.self) { sqlite3_bind_text(handle, index, $0.baseAddress, Int32($0.count), pushfan_sqlite_transient()) }
+        } ?? sqlite3_bind_text(handle, index, text, Int32(text.utf8.count), pushfan_sqlite_transient())
+        try connection.checkBind(rc, index)
+    }
+
+    func bind(_ index: Int32, _ number: Int64?) throws(StoreError) {
+        guard let number else { return try connection.checkBind(sqlite3_bind_null(handle, index), index) }
+        try connection.checkBind(sqlite3_bind_int64(handle, index, number), index)
+    }
+
+    /// Runs the statement with the values bound so far; hands each result row to `row`.
+    func run(_ row: (any SQLRow) throws(StoreError) -> Void = { _ throws(StoreError) in }) throws(StoreError) {
+        try connection.step(handle, row)
     }
 }
 

@@ -1,0 +1,52 @@
+import PushfanCore
+
+/// The one write path for devices, used by registration (one device) and bulk import: a
+/// token follows the device that registers it last, re-registration revives a device, tags
+/// are replaced. Each backend writes in its fastest way (SQLite: statements prepared once
+/// with values bound per row; PostgreSQL: COPY into a staging table, then set-based SQL),
+/// with the same rules.
+enum DeviceWriter {
+    /// What was written: the device count, row keys (when asked for) and, per device, the
+    /// device ids its token was taken from.
+    struct Written {
+        var rowKeys: [String: Int64] = [:]
+        var movedFrom: [String: [String]] = [:]
+        var count = 0
+    }
+
+    /// Writes `devices` (validated) inside the caller's transaction.
+    static func upsert(_ connection: any SQLConnection, app: String, devices: [ValidatedDevice], now: Int64, returningRowKeys: Bool) throws(StoreError) -> Written {
+        let unique = lastWins(devices)
+        switch connection {
+        case let sqlite as SQLiteConnection:
+            return try SQLiteDeviceWriter.upsert(sqlite, app: app, devices: unique, now: now, returningRowKeys: returningRowKeys)
+        case let postgres as PostgresConnection:
+            return try PostgresDeviceWriter.upsert(postgres, app: app, devices: unique, now: now, returningRowKeys: returningRowKeys)
+        default:
+            throw StoreError.database("no device writer for \(type(of: connection))")
+        }
+    }
+
+    private struct TokenKey: Hashable {
+        let environment: APNsEnvironment
+        let token: String
+    }
+
+    /// Within a batch the last line for a device id or a token wins, so that no statement
+    /// meets the same row twice.
+    static func lastWins(_ devices: [ValidatedDevice]) -> [ValidatedDevice] {
+        guard devices.count > 1 else { return devices }
+        var lastForDevice: [String: Int] = [:]
+        var lastForToken: [TokenKey: Int] = [:]
+        lastForDevice.reserveCapacity(devices.count)
+        lastForToken.reserveCapacity(devices.count)
+        for (index, device) in devices.enumerated() {
+            lastForDevice[device.deviceID] = index
+            lastForToken[TokenKey(environment: device.environment, token: device.token)] = index
+        }
+        if lastForDevice.count == devices.count && lastForToken.count == devices.count { return devices }
+        return devices.indices.filter { index in
+            lastForDevice[devices[index].deviceID] == index && lastForToken[TokenKey(environment: devices[index].environment, token: devices[index].token)] == index
+        }.map { devices[$0] }
+    }
+}
