@@ -148,11 +148,48 @@ package final class DeviceStore: Sendable {
         }
     }
 
-    /// Imports a batch in one transaction; every registration must already be validated
-    /// (`Validation.device`). Returns how many rows were written.
+    /// Imports a batch; every registration must already be validated (`Validation.device`).
+    /// Within the batch the last line for a device id or a token wins. Returns how many rows
+    /// were written.
+    ///
+    /// On PostgreSQL most of an import's work is the server's, one core per connection: a
+    /// large batch is split by device id and the parts are written on all connections at
+    /// once, each in its own transaction (measured at 300k devices: 19 s on one connection,
+    /// 15 s on two). The call returns when every part is written, so the next batch still
+    /// comes after this one. SQLite has one writer at a time: one transaction.
     package func importDevices(app: String, _ devices: [ValidatedDevice]) async throws(StoreError) -> Int {
         let now = DeviceStore.now()
-        return try await run { connection throws(StoreError) in
+        let unique = DeviceWriter.lastWins(devices)
+        guard dialect == .postgres, unique.count >= 2 * DeviceStore.smallestParallelPart else { return try await importPart(app: app, unique, now: now) }
+        let parts = DeviceWriter.split(unique, into: ConnectionExecutor.connections)
+        let results = await withTaskGroup(of: (Int, Result<Int, StoreError>).self) { group in
+            for (index, part) in parts.enumerated() {
+                group.addTask {
+                    do throws(StoreError) { return (index, .success(try await self.importPart(app: app, part, now: now))) } catch { return (index, .failure(error)) }
+                }
+            }
+            var results: [(Int, Result<Int, StoreError>)] = []
+            for await result in group { results.append(result) }
+            return results
+        }
+        var written = 0
+        for (index, result) in results {
+            switch result {
+            case .success(let count): written += count
+            // Two parts can deadlock when tokens cross between them (A takes B's token while
+            // B takes A's); PostgreSQL then aborts one. It runs again on its own.
+            case .failure(let error) where error.isUnavailable: written += try await importPart(app: app, parts[index], now: now)
+            case .failure(let error): throw error
+            }
+        }
+        return written
+    }
+
+    /// Fewest devices per part worth a connection of its own.
+    static let smallestParallelPart = 500
+
+    private func importPart(app: String, _ devices: [ValidatedDevice], now: Int64) async throws(StoreError) -> Int {
+        try await run { connection throws(StoreError) in
             try connection.transaction { () throws(StoreError) -> Int in
                 try DeviceStore.requireApp(connection, app)
                 return try DeviceWriter.upsert(connection, app: app, devices: devices, now: now, returningRowKeys: false).count
@@ -160,11 +197,21 @@ package final class DeviceStore: Sendable {
         }
     }
 
-    /// Refreshes the planner's statistics after a bulk import, so that segment counts and
-    /// expansions plan with the table as it is now, not as it was when it was small.
+    /// Readies the tables for reads after a bulk import: fresh planner statistics, so that
+    /// segment counts and expansions plan with the table as it is now; on PostgreSQL also a
+    /// vacuum, which marks the new pages all-visible so that computing shard boundaries is
+    /// an index-only scan (measured at 1M devices: expansion 556k/s before, 706k/s after;
+    /// the vacuum took 1.5 s). Autovacuum would get there too, minutes later.
     package func refreshStatistics() async throws(StoreError) {
         try await run { connection throws(StoreError) in
-            try connection.executeScript(connection.dialect == .postgres ? "ANALYZE devices; ANALYZE device_tags;" : "PRAGMA optimize;")
+            if connection.dialect == .postgres {
+                // VACUUM refuses to run in a transaction block, which a multi-statement
+                // script is: one call per table.
+                try connection.executeScript("VACUUM (ANALYZE) devices")
+                try connection.executeScript("VACUUM (ANALYZE) device_tags")
+            } else {
+                try connection.executeScript("PRAGMA optimize;")
+            }
         }
     }
 

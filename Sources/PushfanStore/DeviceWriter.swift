@@ -14,9 +14,8 @@ enum DeviceWriter {
         var count = 0
     }
 
-    /// Writes `devices` (validated) inside the caller's transaction.
-    static func upsert(_ connection: any SQLConnection, app: String, devices: [ValidatedDevice], now: Int64, returningRowKeys: Bool) throws(StoreError) -> Written {
-        let unique = lastWins(devices)
+    /// Writes `unique` (validated, and through `lastWins`) inside the caller's transaction.
+    static func upsert(_ connection: any SQLConnection, app: String, devices unique: [ValidatedDevice], now: Int64, returningRowKeys: Bool) throws(StoreError) -> Written {
         switch connection {
         case let sqlite as SQLiteConnection:
             return try SQLiteDeviceWriter.upsert(sqlite, app: app, devices: unique, now: now, returningRowKeys: returningRowKeys)
@@ -48,5 +47,13 @@ enum DeviceWriter {
         return devices.indices.filter { index in
             lastForDevice[devices[index].deviceID] == index && lastForToken[TokenKey(environment: devices[index].environment, token: devices[index].token)] == index
         }.map { devices[$0] }
+    }
+
+    /// `devices` in `count` parts by device id, each in its original order: parts share no
+    /// device, so they can be written at once and every device still sees its lines in order.
+    static func split(_ devices: [ValidatedDevice], into count: Int) -> [[ValidatedDevice]] {
+        var parts = Array(repeating: [ValidatedDevice](), count: count)
+        for device in devices { parts[Int(FNV1a.hash(device.deviceID) % UInt64(count))].append(device) }
+        return parts
     }
 }

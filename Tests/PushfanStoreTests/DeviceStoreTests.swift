@@ -230,6 +230,39 @@ struct DeviceStoreTests {
         #expect(try await store.count(app: "shop-ios", segment: nil) == 2)
     }
 
+    /// A batch large enough to be written in parts at once (PostgreSQL) ends as if written
+    /// line by line, even when two devices in different parts swap tokens, which can make
+    /// the parts deadlock (the aborted part runs again).
+    @Test(arguments: Backend.enabled)
+    func aLargeBatchWrittenInPartsEndsAsIfWrittenInOrder(_ backend: Backend) async throws {
+        let url = try backend.freshDatabase()
+        let store = try await DeviceStore.open(url, logger: quietLogger)
+        try await store.addTestApp()
+        // Two device ids that the split puts into different parts.
+        let candidates = (0..<64).map { "swap-\($0)" }
+        let first = try #require(candidates.first)
+        let second = try #require(candidates.first { candidate in
+            let parts = DeviceWriter.split([first, candidate].map { try! Validation.device(DeviceRegistration(deviceID: $0, token: Synthetic.token(0))) }, into: 2)
+            return parts.allSatisfy { $0.count == 1 }
+        })
+        var tagged = DeviceRegistration(deviceID: first, token: Synthetic.token(100_000))
+        tagged.tags = ["old"]
+        _ = try await store.register(app: "shop-ios", tagged)
+        _ = try await store.register(app: "shop-ios", DeviceRegistration(deviceID: second, token: Synthetic.token(100_001)))
+
+        var batch = (0..<(2 * DeviceStore.smallestParallelPart + 200)).map { DeviceRegistration(deviceID: "bulk-\($0)", token: Synthetic.token($0)) }
+        batch.append(DeviceRegistration(deviceID: first, token: Synthetic.token(100_001)))
+        batch.append(DeviceRegistration(deviceID: second, token: Synthetic.token(100_000)))
+        #expect(try await store.importDevices(app: "shop-ios", batch.map(Validation.device)) == batch.count)
+
+        #expect(try await store.device(app: "shop-ios", deviceID: first)?.token == Synthetic.token(100_001))
+        #expect(try await store.device(app: "shop-ios", deviceID: second)?.token == Synthetic.token(100_000))
+        #expect(try await store.count(app: "shop-ios", segment: nil) == batch.count)
+        #expect(try backend.rawCount(url, "SELECT count(*) FROM device_tags") == 0)
+        let bulk = try #require(try await store.device(app: "shop-ios", deviceID: "bulk-700"))
+        #expect(bulk.token == Synthetic.token(700) && bulk.status == .active)
+    }
+
     /// Text that COPY's row format and PostgreSQL's array literals must escape (tabs,
     /// newlines, backslashes, quotes, commas, braces, the word NULL) comes back unchanged,
     /// and a token taken from a tagged device leaves none of that device's tags behind.

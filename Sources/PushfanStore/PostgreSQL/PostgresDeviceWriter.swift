@@ -39,21 +39,26 @@ enum PostgresDeviceWriter {
             COPY device_import (device_id, token, environment, locale, timezone, app_version, app_version_key, os_version, os_version_key,
                                 attributes, seen_at, tags) FROM STDIN
             """, rows.bytes)
-        // Tokens this batch takes over from other devices: those devices go (tags first, as
-        // PostgreSQL has no cascading key on tags). The joins are written so that only index
+        // Tokens this batch takes over from other devices: those devices go, and their tags
+        // with them (PostgreSQL has no cascading key on tags). The joins are written so that only index
         // probes can serve them (LATERAL … LIMIT 1 is not flattened; `= ANY(ARRAY(…))` is an
         // index condition): a planner that picked a hash join here would read the whole
         // table once per batch and make the import quadratic.
         try connection.query("""
-            WITH stale AS (
-                SELECT o.row_key, o.device_id, i.device_id AS owner
+            WITH stale AS MATERIALIZED (
+                SELECT o.row_key, i.environment, i.token
                 FROM device_import i CROSS JOIN LATERAL (
                     SELECT d.row_key, d.device_id FROM devices d
                     WHERE d.app = \(app) AND d.environment = i.environment AND d.token = i.token LIMIT 1) o
                 WHERE o.device_id <> i.device_id),
-            tags_gone AS (DELETE FROM device_tags WHERE row_key = ANY(ARRAY(SELECT row_key FROM stale))),
-            moved AS (DELETE FROM devices WHERE app = \(app) AND row_key = ANY(ARRAY(SELECT row_key FROM stale)))
-            SELECT device_id, owner FROM stale
+            -- The token is checked again on the row being deleted: a concurrent writer may
+            -- have given that device another token meanwhile, and then it stays.
+            moved AS (
+                DELETE FROM devices d USING stale s
+                WHERE d.app = \(app) AND d.row_key = s.row_key AND d.environment = s.environment AND d.token = s.token
+                RETURNING d.row_key, d.device_id, d.environment, d.token),
+            tags_gone AS (DELETE FROM device_tags WHERE row_key = ANY(ARRAY(SELECT row_key FROM moved)))
+            SELECT m.device_id, i.device_id FROM moved m JOIN device_import i ON i.environment = m.environment AND i.token = m.token
             """) { row throws(StoreError) in
             written.movedFrom[row.text(1) ?? "", default: []].append(row.text(0) ?? "")
         }
