@@ -163,7 +163,7 @@ struct DevicesImportCommand: Command {
         options: [
             .option("app", "KEY", "app key (required)"),
             .option("format", "F", "ndjson or csv (default: from the file name, else ndjson)"),
-            .option("batch", "N", "devices per transaction (default 5000)"),
+            .option("batch", "N", "devices per batch (default 5000); a batch is written in one transaction, on PostgreSQL in one per connection"),
         ] + StoreOptions.specs)
 
     static func run(_ arguments: ParsedArguments, _ context: CommandContext) async throws -> Int32 {
