@@ -1,9 +1,13 @@
 #!/usr/bin/env python3
 """Writes COUNT deterministic synthetic devices as NDJSON (the import format) to stdout:
-locales, time zones, versions, tags and attributes spread as a real app's would be."""
+locales, time zones, versions, tags and attributes spread as a real app's would be. Device
+ids (UUIDs) and tokens look random, as real ones do: keys in order would let every index
+grow at its right edge and flatter the import."""
+import hashlib
 import json
 import random
 import sys
+import uuid
 
 count = int(sys.argv[1])
 offset = int(sys.argv[2]) if len(sys.argv) > 2 else 0
@@ -14,8 +18,8 @@ tags = ["sports", "news", "sale-alerts", "vip", "beta", "weekly"]
 out = sys.stdout
 for i in range(offset, offset + count):
     device = {
-        "device_id": f"device-{i:08d}",
-        "token": f"{i:064x}",
+        "device_id": str(uuid.UUID(bytes=hashlib.sha256(b"device-%d" % i).digest()[:16], version=4)),
+        "token": hashlib.sha256(b"token-%d" % i).hexdigest(),
         "environment": "sandbox" if i % 50 == 0 else "production",
         "locale": locales[rng.randrange(len(locales))],
         "timezone": zones[rng.randrange(len(zones))],
