@@ -50,8 +50,8 @@ package final class DeviceStore: Sendable {
         self.location = location
     }
 
-    private func run<T: Sendable>(_ body: @escaping @Sendable (any SQLConnection) throws(StoreError) -> T) async throws(StoreError) -> T {
-        try await executor.run(body)
+    private func run<T: Sendable>(lane: Int? = nil, _ body: @escaping @Sendable (any SQLConnection) throws(StoreError) -> T) async throws(StoreError) -> T {
+        try await executor.run(lane: lane, body)
     }
 
     static func now() -> Int64 { Int64(Date().timeIntervalSince1970 * 1000) }
@@ -160,12 +160,14 @@ package final class DeviceStore: Sendable {
     package func importDevices(app: String, _ devices: [ValidatedDevice]) async throws(StoreError) -> Int {
         let now = DeviceStore.now()
         let unique = DeviceWriter.lastWins(devices)
-        guard dialect == .postgres, unique.count >= 2 * DeviceStore.smallestParallelPart else { return try await importPart(app: app, unique, now: now) }
+        // SQLite: always the first connection, so that one page cache stays warm with the
+        // index pages an import keeps touching (see SQLiteDeviceWriter).
+        guard dialect == .postgres, unique.count >= 2 * DeviceStore.smallestParallelPart else { return try await importPart(app: app, unique, now: now, lane: 0) }
         let parts = DeviceWriter.split(unique, into: ConnectionExecutor.connections)
         let results = await withTaskGroup(of: (Int, Result<Int, StoreError>).self) { group in
             for (index, part) in parts.enumerated() {
                 group.addTask {
-                    do throws(StoreError) { return (index, .success(try await self.importPart(app: app, part, now: now))) } catch { return (index, .failure(error)) }
+                    do throws(StoreError) { return (index, .success(try await self.importPart(app: app, part, now: now, lane: index))) } catch { return (index, .failure(error)) }
                 }
             }
             var results: [(Int, Result<Int, StoreError>)] = []
@@ -178,7 +180,7 @@ package final class DeviceStore: Sendable {
             case .success(let count): written += count
             // Two parts can deadlock when tokens cross between them (A takes B's token while
             // B takes A's); PostgreSQL then aborts one. It runs again on its own.
-            case .failure(let error) where error.isUnavailable: written += try await importPart(app: app, parts[index], now: now)
+            case .failure(let error) where error.isUnavailable: written += try await importPart(app: app, parts[index], now: now, lane: index)
             case .failure(let error): throw error
             }
         }
@@ -188,8 +190,8 @@ package final class DeviceStore: Sendable {
     /// Fewest devices per part worth a connection of its own.
     static let smallestParallelPart = 500
 
-    private func importPart(app: String, _ devices: [ValidatedDevice], now: Int64) async throws(StoreError) -> Int {
-        try await run { connection throws(StoreError) in
+    private func importPart(app: String, _ devices: [ValidatedDevice], now: Int64, lane: Int) async throws(StoreError) -> Int {
+        try await run(lane: lane) { connection throws(StoreError) in
             try connection.transaction { () throws(StoreError) -> Int in
                 try DeviceStore.requireApp(connection, app)
                 return try DeviceWriter.upsert(connection, app: app, devices: devices, now: now, returningRowKeys: false).count
@@ -764,8 +766,9 @@ private final class ConnectionExecutor: @unchecked Sendable {
         return ConnectionExecutor(connections: try made.get().value)
     }
 
-    func run<T: Sendable>(_ body: @escaping @Sendable (any SQLConnection) throws(StoreError) -> T) async throws(StoreError) -> T {
-        let lane = lanes[next.wrappingAdd(1, ordering: .relaxed).oldValue % lanes.count]
+    /// Runs `body` on the next connection in turn, or on connection `lane` when given.
+    func run<T: Sendable>(lane index: Int? = nil, _ body: @escaping @Sendable (any SQLConnection) throws(StoreError) -> T) async throws(StoreError) -> T {
+        let lane = lanes[(index ?? next.wrappingAdd(1, ordering: .relaxed).oldValue) % lanes.count]
         let box = UncheckedBox(lane.connection)
         let result: Result<T, StoreError> = await withCheckedContinuation { continuation in
             lane.queue.async {

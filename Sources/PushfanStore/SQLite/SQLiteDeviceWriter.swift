@@ -5,6 +5,10 @@ import PushfanCore
 /// transaction. Building a multi-row statement's text and binding thousands of parameters
 /// cost more than SQLite's own work (measured: three quarters of the writer's CPU).
 enum SQLiteDeviceWriter {
+    /// Batches at least this large are bulk imports and get the larger page cache.
+    static let bulkBatch = 1000
+    static let bulkCacheKiB = 256 * 1024
+
     static func upsert(_ connection: SQLiteConnection, app: String, devices: [ValidatedDevice], now: Int64, returningRowKeys: Bool) throws(StoreError) -> DeviceWriter.Written {
         let owner = try connection.pinned("SELECT row_key, device_id FROM devices WHERE app = ?1 AND environment = ?2 AND token = ?3")
         // The device's tags go with it (ON DELETE CASCADE).
@@ -35,6 +39,13 @@ enum SQLiteDeviceWriter {
         var newestBefore: Int64 = 0
         try connection.query("SELECT coalesce(max(row_key), 0) FROM devices") { row throws(StoreError) in newestBefore = row.int(0) ?? 0 }
 
+        if devices.count >= bulkBatch {
+            // Real tokens and device ids are random, so a bulk import touches index pages all
+            // over their indexes; with SQLite's default 2 MB cache most of those are read
+            // again from the file (measured at 1M random devices: 44 s with 2 MB, 30 s with
+            // 256 MB). The connection keeps the larger cache once it has imported.
+            try connection.executeScript("PRAGMA cache_size = -\(bulkCacheKiB)")
+        }
         var written = DeviceWriter.Written()
         for device in devices {
             try upsert.bind(2, device.deviceID)
