@@ -324,15 +324,25 @@ struct DevicesExpandCommand: Command {
         let pageSize = try arguments.int("page", default: 1000, range: 1...100_000)
         let parallel = try arguments.int("parallel", default: 2, range: 1...64)
         let started = ContinuousClock.now
-        let shards = try await store.shards(app: app, size: shardSize)
         let progress = ProgressLine()
         var devices = 0
         var checksum: Int64 = 0
-        var finishedShards = 0
-        // Shards are independent: `parallel` of them are read at once, as workers would.
-        try await withThrowingTaskGroup(of: (Int, Int64).self) { group in
-            var next = 0
-            func scan(_ shard: ShardRange) async throws -> (Int, Int64) {
+        var scannedShards = 0
+        var foundShards = 0
+        // Each shard is scanned as soon as its boundary is known, `parallel` at once, as
+        // workers would scan them.
+        let (found, foundShard) = AsyncThrowingStream<ShardRange, any Error>.makeStream()
+        try await withThrowingTaskGroup(of: (devices: Int, checksum: Int64)?.self) { group in
+            group.addTask {
+                do {
+                    _ = try await store.shards(app: app, size: shardSize) { foundShard.yield($0) }
+                    foundShard.finish()
+                } catch {
+                    foundShard.finish(throwing: error)
+                }
+                return nil
+            }
+            func scan(_ shard: ShardRange) async throws -> (devices: Int, checksum: Int64) {
                 var devices = 0
                 var checksum: Int64 = 0
                 var cursor: Int64?
@@ -345,26 +355,26 @@ struct DevicesExpandCommand: Command {
                     cursor = last.rowKey
                 }
             }
-            while next < min(parallel, shards.count) {
-                let shard = shards[next]
+            var scanning = 0
+            func collect(_ result: (devices: Int, checksum: Int64)?) {
+                guard let result else { return }  // the boundary search ended
+                scanning -= 1
+                scannedShards += 1
+                devices += result.devices
+                checksum &+= result.checksum
+                progress.show("\(scannedShards) of \(foundShards) shards found so far: \(devices) devices")
+            }
+            for try await shard in found {
+                foundShards += 1
+                while scanning >= parallel, let result = try await group.next() { collect(result) }
                 group.addTask { try await scan(shard) }
-                next += 1
+                scanning += 1
             }
-            for try await (count, sum) in group {
-                devices += count
-                checksum &+= sum
-                finishedShards += 1
-                progress.show("shard \(finishedShards)/\(shards.count): \(devices) devices")
-                if next < shards.count {
-                    let shard = shards[next]
-                    group.addTask { try await scan(shard) }
-                    next += 1
-                }
-            }
+            for try await result in group { collect(result) }
         }
         progress.finish()
         let seconds = (ContinuousClock.now - started).seconds
-        print(#"{"devices":\#(devices),"shards":\#(shards.count),"seconds":\#(String(format: "%.3f", seconds)),"per_s":\#(Int(Double(devices) / max(seconds, 1e-9))),"checksum":\#(checksum)}"#)
+        print(#"{"devices":\#(devices),"shards":\#(foundShards),"seconds":\#(String(format: "%.3f", seconds)),"per_s":\#(Int(Double(devices) / max(seconds, 1e-9))),"checksum":\#(checksum)}"#)
         return 0
     }
 }

@@ -289,13 +289,16 @@ package final class DeviceStore: Sendable {
     /// Splits the app's devices into contiguous row-key ranges of about `size` devices.
     /// Cost: one query per shard that walks `size` entries of the app's row-key index
     /// (`OFFSET`; index-only once PostgreSQL has vacuumed the table), no segment evaluation.
-    package func shards(app: String, size: Int) async throws(StoreError) -> [ShardRange] {
+    /// `found` sees each shard as soon as its boundary is known, so a caller can start on it
+    /// while the rest are looked for.
+    package func shards(app: String, size: Int, found: (ShardRange) -> Void = { _ in }) async throws(StoreError) -> [ShardRange] {
         guard size > 0 else { throw StoreError.invalidInput("shard size must be positive") }
         var shards: [ShardRange] = []
         var after: Int64?
         // One call per boundary rather than one for all: on a large app the whole walk takes
-        // a while (0.3 s at 1M devices), and other calls on the same connection (a sender's
-        // page in the same worker) need not wait for all of it.
+        // a while (0.2 s at 1M devices), and other calls on the same connection (a sender's
+        // page in the same worker, or the scan of a shard already found) need not wait for
+        // all of it.
         while true {
             let lower = after
             let boundary = try await run { connection throws(StoreError) in
@@ -306,13 +309,17 @@ package final class DeviceStore: Sendable {
             }
             guard let boundary else { break }
             shards.append(ShardRange(after: after, through: boundary))
+            found(shards[shards.count - 1])
             after = boundary
         }
         let lower = after
         let more = try await run { connection throws(StoreError) in
             try connection.queryOne("SELECT 1 FROM devices WHERE app = \(app) AND row_key > \(lower ?? Int64.min) LIMIT 1") { $0.int(0) } != nil
         }
-        if more || shards.isEmpty { shards.append(ShardRange(after: after, through: nil)) }
+        if more || shards.isEmpty {
+            shards.append(ShardRange(after: after, through: nil))
+            found(shards[shards.count - 1])
+        }
         return shards
     }
 
