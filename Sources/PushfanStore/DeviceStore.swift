@@ -336,7 +336,10 @@ package final class DeviceStore: Sendable {
                 """
             if let through = shard.through { statement = statement + " AND d.row_key <= \(through)" }
             statement = statement + DeviceStore.filter(segment, now: now) + " ORDER BY d.row_key LIMIT \(limit)"
-            return try connection.queryAll(statement, DeviceStore.target)
+            var targets: [DeviceTarget] = []
+            targets.reserveCapacity(limit)
+            try connection.query(statement) { row throws(StoreError) in targets.append(DeviceStore.target(row)) }
+            return targets
         }
     }
 
@@ -721,7 +724,7 @@ package final class DeviceStore: Sendable {
     private static func target(_ row: any SQLRow) -> DeviceTarget {
         DeviceTarget(
             rowKey: row.int(0) ?? 0, deviceID: row.text(1) ?? "", token: row.text(2) ?? "",
-            environment: APNsEnvironment(rawValue: row.text(3) ?? "") ?? .production, locale: row.text(4))
+            environment: row.text(3, equals: "sandbox") ? .sandbox : .production, locale: row.text(4))
     }
 
     private static func deviceRecord(_ row: any SQLRow) -> DeviceRecord {

@@ -91,6 +91,9 @@ protocol SQLRow {
     func int(_ column: Int) -> Int64?
     func double(_ column: Int) -> Double?
     func text(_ column: Int) -> String?
+    /// Whether the column holds exactly `literal`, compared in place: expansion reads a
+    /// million small enum values, and a `String` for each is measurable.
+    func text(_ column: Int, equals literal: StaticString) -> Bool
 }
 
 /// A connection used by one caller at a time, on a thread that may block.

@@ -221,6 +221,11 @@ private struct PostgresRow: SQLRow {
         return value.withMemoryRebound(to: UInt8.self, capacity: length) { String(decoding: UnsafeBufferPointer(start: $0, count: length), as: UTF8.self) }
     }
 
+    func text(_ column: Int, equals literal: StaticString) -> Bool {
+        guard PQgetisnull(result, row, Int32(column)) == 0, let value = PQgetvalue(result, row, Int32(column)) else { return false }
+        return Int(PQgetlength(result, row, Int32(column))) == literal.utf8CodeUnitCount && memcmp(value, literal.utf8Start, literal.utf8CodeUnitCount) == 0
+    }
+
     /// Parses the text form's digits in place: scans read a row key per row, and a
     /// `String` for each would cost more than the rest of the row.
     func int(_ column: Int) -> Int64? {

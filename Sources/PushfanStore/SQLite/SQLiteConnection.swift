@@ -227,6 +227,11 @@ private struct SQLiteRow: SQLRow {
         sqlite3_column_type(statement, Int32(column)) == SQLITE_NULL ? nil : sqlite3_column_double(statement, Int32(column))
     }
 
+    func text(_ column: Int, equals literal: StaticString) -> Bool {
+        guard let bytes = sqlite3_column_text(statement, Int32(column)) else { return false }
+        return Int(sqlite3_column_bytes(statement, Int32(column))) == literal.utf8CodeUnitCount && memcmp(bytes, literal.utf8Start, literal.utf8CodeUnitCount) == 0
+    }
+
     func text(_ column: Int) -> String? {
         guard let bytes = sqlite3_column_text(statement, Int32(column)) else { return nil }
         let count = Int(sqlite3_column_bytes(statement, Int32(column)))
