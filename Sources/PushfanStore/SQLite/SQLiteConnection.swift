@@ -192,27 +192,33 @@ final class SQLiteConnection: SQLConnection {
 
 /// A pinned statement: bind every parameter, then `run`.
 struct SQLiteStatement {
-    fileprivate unowned let connection: SQLiteConnection
+    /// Strong: a statement is a short-lived local, and an `unowned` reference would be
+    /// checked on every bind (eleven per imported device).
+    fileprivate let connection: SQLiteConnection
     fileprivate let handle: OpaquePointer
 
     func bind(_ index: Int32, _ text: String?) throws(StoreError) {
-        guard let text else { return try connection.checkBind(sqlite3_bind_null(handle, index), index) }
+        guard let text else { return try checked(sqlite3_bind_null(handle, index), index) }
         // A native string's UTF-8 is passed in place; passing the String as `const char *`
         // would copy it into a temporary C string (an allocation per value).
         let rc = text.utf8.withContiguousStorageIfAvailable { bytes in
             bytes.withMemoryRebound(to: CChar.self) { sqlite3_bind_text(handle, index, $0.baseAddress, Int32($0.count), pushfan_sqlite_transient()) }
         } ?? sqlite3_bind_text(handle, index, text, Int32(text.utf8.count), pushfan_sqlite_transient())
-        try connection.checkBind(rc, index)
+        try checked(rc, index)
     }
 
     func bind(_ index: Int32, _ number: Int64?) throws(StoreError) {
-        guard let number else { return try connection.checkBind(sqlite3_bind_null(handle, index), index) }
-        try connection.checkBind(sqlite3_bind_int64(handle, index, number), index)
+        try checked(number.map { sqlite3_bind_int64(handle, index, $0) } ?? sqlite3_bind_null(handle, index), index)
     }
 
     /// Runs the statement with the values bound so far; hands each result row to `row`.
     func run(_ row: (any SQLRow) throws(StoreError) -> Void = { _ throws(StoreError) in }) throws(StoreError) {
         try connection.step(handle, row)
+    }
+
+    /// The connection turns a failed bind into a `StoreError`; a successful one costs a compare.
+    private func checked(_ rc: Int32, _ index: Int32) throws(StoreError) {
+        if rc != SQLITE_OK { try connection.checkBind(rc, index) }
     }
 }
 
