@@ -34,7 +34,7 @@ let package = Package(
         // The APNs simulator: an HTTP/2 server (nghttp2, TLS from PushfanCrypto) that behaves like APNs.
         .target(name: "PushfanAPNsSim", dependencies: ["PushfanCore", "PushfanCrypto", "CNghttp2", "CEpoll"]),
         // The pipeline: planner and sender roles of `pushfan worker`.
-        .target(name: "PushfanWorker", dependencies: ["PushfanCore", "PushfanKafka", "PushfanStore", "PushfanAPNs"]),
+        .target(name: "PushfanWorker", dependencies: ["PushfanCore", "PushfanKafka", "PushfanStore", "PushfanAPNs", "PushfanCrypto"]),
         // Subcommands and argument parsing; the executable only dispatches into it.
         .target(name: "PushfanCLI", dependencies: ["PushfanCore", "PushfanKafka", "PushfanStore", "PushfanAPNs", "PushfanAPNsSim", "PushfanCrypto", "PushfanWorker"]),
         .executableTarget(name: "pushfan", dependencies: ["PushfanCLI"]),
@@ -48,7 +48,7 @@ let package = Package(
         .testTarget(name: "PushfanAPNsTests", dependencies: ["PushfanAPNs", "PushfanCore", "PushfanCrypto", "PushfanTestSupport"]),
         .testTarget(name: "PushfanStoreTests", dependencies: ["PushfanStore", "PushfanCore", "PushfanTestSupport"]),
         .testTarget(name: "PushfanAPNsSimTests", dependencies: ["PushfanAPNsSim", "PushfanCore", "PushfanCrypto", "PushfanTestSupport"]),
-        .testTarget(name: "PushfanWorkerTests", dependencies: ["PushfanWorker"]),
+        .testTarget(name: "PushfanWorkerTests", dependencies: ["PushfanWorker", "PushfanAPNs", "PushfanCore"]),
         .testTarget(name: "EndToEndTests", dependencies: ["PushfanCore", "PushfanKafka", "PushfanTestSupport"]),
     ],
     swiftLanguageModes: [.v6]

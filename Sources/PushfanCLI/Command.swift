@@ -61,6 +61,19 @@ package enum PushfanMain {
         return text
     }
 
+    /// The commands whose name starts with the word `group` (`apps`, `devices`...), listed;
+    /// nil when no command has more words after it.
+    static func groupHelp(_ group: String) -> String? {
+        let members = commands.filter { $0.spec.name.hasPrefix(group + " ") }
+        guard !members.isEmpty else { return nil }
+        let width = (members.map { $0.spec.name.count }.max() ?? 0) + 2
+        var text = "Usage: pushfan \(group) <command> [options]    (pushfan \(group) <command> --help for details)\n\nCommands:\n"
+        for command in members {
+            text += "  " + command.spec.name.padding(toLength: width, withPad: " ", startingAt: 0) + command.spec.summary + "\n"
+        }
+        return text
+    }
+
     /// Runs the command named by the leading words of `arguments` (without the program name).
     package static func run(_ arguments: [String]) async -> Int32 {
         if arguments.isEmpty || arguments == ["--help"] || arguments == ["-h"] || arguments == ["help"] {
@@ -75,6 +88,16 @@ package enum PushfanMain {
             }
             .max { $0.spec.name.count < $1.spec.name.count }
         guard let command = match else {
+            if let group = groupHelp(arguments[0]) {
+                // `pushfan apps --help`: the group's commands.
+                let asked = arguments.count == 2 && (arguments[1] == "--help" || arguments[1] == "-h")
+                if asked || arguments.count == 1 {
+                    if asked { print(group) } else { printError(group) }
+                    return asked ? 0 : 2
+                }
+                printError("unknown command '\(arguments.prefix(2).joined(separator: " "))'\n\n\(group)")
+                return 2
+            }
             printError("unknown command '\(arguments[0])'\n\n\(help)")
             return 2
         }

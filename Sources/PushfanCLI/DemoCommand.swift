@@ -120,10 +120,12 @@ struct DemoCommand: Command {
         let producer = try KafkaProducer(configuration: KafkaProducerConfiguration(client: client), logger: context.logger)
         var submitted = campaign
         submitted.submittedAt = Int64(Date().timeIntervalSince1970 * 1000)
-        _ = try await producer.send(ProducerRecord(topic: topics.campaigns, key: campaign.kafkaKey, value: MessageCodec.encode(submitted)))
+        let report = try await producer.send(ProducerRecord(topic: topics.campaigns, key: campaign.kafkaKey, value: MessageCodec.encode(submitted)))
         await producer.close()
         let sent = ContinuousClock.now
-        let watch = CampaignWatch(campaignID: campaign.id, client: client, topics: topics, logger: context.logger)
+        let watch = CampaignWatch(
+            campaignID: campaign.id, submission: CampaignEvent.Submission(partition: Int(report.partition), offset: report.offset),
+            client: client, topics: topics, logger: context.logger)
         let last = try await watch.wait(timeout: .seconds(600)) { detail($0) }
         let elapsed = ContinuousClock.now - sent
 

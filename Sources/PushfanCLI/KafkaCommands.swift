@@ -65,7 +65,12 @@ struct ProduceCommand: Command {
             delivered += result.delivered
             failures.append(contentsOf: result.failures.prefix(10).map { "\($0.error)" })
         }
-        while reader.next({ line in
+        var tooLong = 0
+        while reader.next({ input in
+            guard case .text(let line) = input else {
+                tooLong += 1
+                return
+            }
             if let delimiter, let split = line.firstIndex(of: delimiter) {
                 batch.append(key: UnsafeRawBufferPointer(rebasing: line[..<split]), value: UnsafeRawBufferPointer(rebasing: line[(split + 1)...]))
             } else if let fixedKey {
@@ -86,6 +91,7 @@ struct ProduceCommand: Command {
         for ticket in tickets { await settle(ticket) }
         await producer.close()
         printError("produced \(delivered) of \(total) records to \(topic)")
+        if tooLong > 0 { printError("  not produced: \(tooLong) lines longer than \(reader.maxLineBytes) bytes") }
         for failure in failures.prefix(10) { printError("  failed: \(failure)") }
         return delivered == total ? 0 : 1
     }

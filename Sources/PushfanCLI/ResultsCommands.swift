@@ -7,13 +7,17 @@ import Synchronization
 /// terminal (periodic lines otherwise), then the summary table.
 struct CampaignWatch {
     let campaignID: String
+    /// Where the submitted record landed: events before the planner's answer to this
+    /// record (which names it) belong to an earlier submission of the id and are passed over.
+    let submission: CampaignEvent.Submission
     let client: KafkaClientConfiguration
     let topics: TopicNames
     let logger: Logger
 
     /// Reads the results topic from the start (a private consumer group, so nothing is
-    /// skipped however early the campaign's events were written) until the campaign
-    /// completes or fails, or `timeout` passes. Returns the last event seen.
+    /// skipped however early the campaign's events were written) until this submission's
+    /// campaign completes or fails, or `timeout` passes. Returns the last event of this
+    /// submission seen (nil when the planner never answered it).
     func wait(timeout: Duration, output: @escaping @Sendable (String) -> Void = { print($0) }) async throws -> CampaignEvent? {
         var configuration = KafkaConsumerConfiguration(client: client, groupID: "pushfan-watch-\(getpid())-\(UInt32.random(in: 0...UInt32.max))")
         configuration.offsetReset = .earliest
@@ -28,12 +32,24 @@ struct CampaignWatch {
         var last: CampaignEvent?
         var lastLine = ContinuousClock.now - .seconds(10)
         let key = Array(campaignID.utf8)
+        var answered = false
         loop: for await event in consumer.events {
             guard case .records(let records) = event else { continue }
             for record in records where record.key.map(Array.init) == key {
                 guard case .campaign(let update) = try? MessageCodec.decode(ResultRecord.self, from: Data(record.value)) else { continue }
+                if !answered {
+                    guard update.submission == submission else { continue }
+                    answered = true
+                } else if let other = update.submission, other != submission {
+                    // The planner answering someone else's record of this id.
+                    continue
+                }
                 last = update
                 switch update.event {
+                case .paused:
+                    let text = "paused: \(update.error ?? "no reason given"); devices are waiting"
+                    if bar.enabled { bar.show(text) } else { output(text) }
+                    lastLine = .now
                 case .accepted, .progress:
                     let text = Self.progressText(update)
                     if bar.enabled {
@@ -77,6 +93,9 @@ struct CampaignWatch {
                 + String(format: "%9d   %7.2f%%", count, share))
         }
         lines.append("  " + "total".padding(toLength: 15, withPad: " ", startingAt: 0) + String(format: "%9d", total))
+        if let audience = event.audience, audience > total {
+            lines.append("  " + "not finished".padding(toLength: 15, withPad: " ", startingAt: 0) + String(format: "%9d", audience - total))
+        }
         return lines.joined(separator: "\n")
     }
 }

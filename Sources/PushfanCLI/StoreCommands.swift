@@ -1,4 +1,5 @@
 import Foundation
+import PushfanAPNs
 import PushfanCore
 import PushfanStore
 
@@ -20,8 +21,10 @@ struct AppsAddCommand: Command {
         summary: "Add an app (app key, APNs topic and credentials, send rate); prints its secret once",
         discussion: """
             Token auth: --team-id, --key-id and --key-file (the .p8 key). Certificate auth: --cert
-            (PEM, or PKCS#12 without --cert-key) and --cert-key. The secret is stored only as a
-            salted hash; keep the printed value, it cannot be shown again.
+            (PEM, or PKCS#12 without --cert-key) and --cert-key. The credentials are loaded and
+            checked before the app is stored: a .p8 key must be a readable P-256 (ES256) key, and
+            team and key ids Apple's 10 characters of A-Z and 0-9. The secret is stored only as
+            a salted hash; keep the printed value, it cannot be shown again.
             """,
         options: [
             .option("app", "KEY", "app key (required)"),
@@ -46,6 +49,18 @@ struct AppsAddCommand: Command {
             credentials = .certificate(certificateFile: certificate, keyFile: arguments.value("cert-key"))
         } else {
             throw UsageError("give --team-id/--key-id/--key-file (token auth) or --cert [--cert-key] (certificate auth)")
+        }
+        if case .token(let team, let key, _) = credentials {
+            for (flag, value) in [("--team-id", team), ("--key-id", key)] where !ProviderSigningKey.hasAppleIDShape(value) {
+                throw UsageError("\(flag) must be Apple's 10-character id of A-Z and 0-9 (like ABC123DEFG), got '\(value)'")
+            }
+        }
+        // Loaded now, so a wrong file fails here and not at the first send of a campaign.
+        do {
+            _ = try APNsCredentials.load(credentials)
+        } catch {
+            printError("pushfan apps add: the credentials cannot be used: \(error)")
+            return 1
         }
         let registration = AppRegistration(
             app: try arguments.required("app"), topic: try arguments.required("topic"), credentials: credentials,
@@ -183,6 +198,10 @@ struct DevicesImportCommand: Command {
         let descriptor = path == "-" ? 0 : open(path, O_RDONLY)
         guard descriptor >= 0 else { throw UsageError("cannot open \(path): \(String(cString: strerror(errno)))") }
         defer { if descriptor > 0 { close(descriptor) } }
+        var status = stat()
+        if fstat(descriptor, &status) == 0, (status.st_mode & S_IFMT) == S_IFDIR {
+            throw UsageError("\(path) is a directory; give a file of NDJSON or CSV lines")
+        }
 
         let store = try await StoreOptions.open(arguments, context)
         guard try await store.app(app) != nil else {
@@ -191,24 +210,30 @@ struct DevicesImportCommand: Command {
         }
         var parser = DeviceImportParser(format: format)
         var reader = LineReader(descriptor: descriptor)
+        let longest = reader.maxLineBytes
         var batch: [ValidatedDevice] = []
         batch.reserveCapacity(batchSize)
-        var lineNumber = 0, imported = 0, rejected = 0
+        var lineNumber = 0, imported = 0
+        var rejections = ImportRejections()
+        var headerRefused = false
         let progress = ProgressLine()
         let started = ContinuousClock.now
-        var pending: [(Int, String)] = []
         var writing: Task<Int, any Error>?
-        while reader.next({ bytes in
+        while !headerRefused, reader.next({ input in
             lineNumber += 1
+            guard case .text(let bytes) = input else {
+                rejections.add(line: lineNumber, reason: "longer than the limit of \(longest - 1) bytes")
+                headerRefused = parser.needsHeader
+                return
+            }
+            let beforeHeader = parser.needsHeader
             do {
                 if let device = try parser.parse(bytes: bytes) { batch.append(device) }
             } catch {
-                rejected += 1
-                pending.append((lineNumber, "\(error)"))
+                rejections.add(line: lineNumber, reason: "\(error)")
+                headerRefused = beforeHeader
             }
         }) {
-            for (number, reason) in pending where rejected <= 1000 { printError("line \(number): \(reason)") }
-            pending.removeAll()
             if batch.count >= batchSize {
                 // Parse the next batch while this one is written.
                 if let previous = writing { imported += try await previous.value }
@@ -216,17 +241,91 @@ struct DevicesImportCommand: Command {
                 writing = Task { try await store.importDevices(app: app, full) }
                 batch.removeAll(keepingCapacity: true)
                 let seconds = max((ContinuousClock.now - started).seconds, 0.001)
-                progress.show("imported \(imported) devices, \(rejected) bad lines (\(Int(Double(imported) / seconds))/s)")
+                progress.show("imported \(imported) devices, \(rejections.total) bad lines (\(Int(Double(imported) / seconds))/s)")
             }
         }
         if let previous = writing { imported += try await previous.value }
         if !batch.isEmpty { imported += try await store.importDevices(app: app, batch) }
         // Segment counts and expansions plan with statistics of the table as it is now.
-        try await store.refreshStatistics()
+        if imported > 0 { try await store.refreshStatistics() }
         progress.finish()
-        if rejected > 1000 { printError("... and \(rejected - 1000) more bad lines") }
-        print("imported \(imported) devices, rejected \(rejected) lines")
-        return rejected == 0 ? 0 : 1
+        for line in rejections.report(restImported: !headerRefused) { printError(line) }
+        if headerRefused {
+            printError("pushfan devices import: the CSV header on line \(lineNumber) was refused, so no line after it can be read; nothing was imported")
+            return 1
+        }
+        print("imported \(imported) devices, rejected \(rejections.total) lines")
+        return rejections.total == 0 ? 0 : 1
+    }
+}
+
+/// Bad lines of an import, grouped by what is wrong: thousands of lines with one mistake are
+/// one entry with its count and first line numbers, not thousands of lines of output.
+struct ImportRejections {
+    private struct Group {
+        var count = 0
+        var lines: [Int] = []
+        var example: String
+    }
+
+    private var groups: [String: Group] = [:]
+    private var order: [String] = []
+    private(set) var total = 0
+    /// Line numbers listed per group.
+    static let linesShown = 5
+    /// Groups listed; the rest are summed up.
+    static let groupsShown = 20
+
+    mutating func add(line: Int, reason: String) {
+        total += 1
+        let kind = Self.kind(of: reason)
+        if groups[kind] == nil {
+            groups[kind] = Group(example: reason)
+            order.append(kind)
+        }
+        groups[kind]!.count += 1
+        if groups[kind]!.lines.count < Self.linesShown { groups[kind]!.lines.append(line) }
+    }
+
+    /// A reason with its quoted values taken out, so `got 'a/b'` and `got 'c#d'` group together.
+    static func kind(of reason: String) -> String {
+        var kind = ""
+        var open: Character?
+        for character in reason {
+            if let quote = open {
+                if character == quote {
+                    kind.append(character)
+                    open = nil
+                }
+            } else {
+                kind.append(character)
+                if character == "'" || character == "\"" {
+                    open = character
+                    kind.append("…")
+                }
+            }
+        }
+        return kind
+    }
+
+    /// Most frequent first: `1000 lines (2, 5, 9, 11, 14, …): reason`, then a summary.
+    func report(restImported: Bool = true) -> [String] {
+        guard total > 0 else { return [] }
+        let ranked = order.enumerated().sorted { (groups[$0.element]!.count, -$0.offset) > (groups[$1.element]!.count, -$1.offset) }.map(\.element)
+        var lines: [String] = []
+        for kind in ranked.prefix(Self.groupsShown) {
+            let group = groups[kind]!
+            let numbers = group.lines.map(String.init).joined(separator: ", ") + (group.count > group.lines.count ? ", …" : "")
+            let noun = group.count == 1 ? "line" : "lines"
+            let example = kind == group.example ? "" : " (line \(group.lines[0]): \(group.example))"
+            lines.append("\(group.count) \(noun) (\(numbers)): \(group.count == 1 ? group.example : kind + example)")
+        }
+        if ranked.count > Self.groupsShown {
+            let rest = ranked.dropFirst(Self.groupsShown).reduce(0) { $0 + groups[$1]!.count }
+            lines.append("\(rest) more lines with \(ranked.count - Self.groupsShown) other reasons")
+        }
+        lines.append("\(total) bad \(total == 1 ? "line" : "lines") in \(groups.count) \(groups.count == 1 ? "kind" : "kinds")" + (restImported ? "; the rest was imported" : ""))
+        return lines
     }
 }
 

@@ -9,11 +9,15 @@ struct SubmitCommand: Command {
         summary: "Validate a campaign (JSON file, or - for standard input) and submit it",
         discussion: """
             The campaign is checked against the v1 schema (docs/messages.md) before anything is
-            sent; a bad file is reported with the field at fault and exit code 1. The record's
-            key is the campaign id, so submitting the same id again is one campaign.
-            With --wait, follows the campaign on the results topic (a progress bar on a
-            terminal, a line every two seconds otherwise) and prints the summary table when it
-            completes; exit 0 when completed, 1 when the campaign failed or --timeout passed.
+            sent: at most 512 KiB, and an options.expiration that has not passed yet; a bad
+            file is reported with the field at fault and exit code 1. The record's key is the
+            campaign id, so submitting the same campaign again is one campaign; a different
+            campaign under an id already taken is refused by the planner (a dead letter and a
+            failed event naming the conflict).
+            With --wait, follows this submission on the results topic (a progress bar on a
+            terminal, a line every two seconds otherwise; a pause for credentials is shown
+            with its reason) and prints the summary table when it completes; exit 0 when
+            completed, 1 when it failed or --timeout passed.
             """,
         positionals: ["FILE"],
         options: [
@@ -35,7 +39,8 @@ struct SubmitCommand: Command {
         }
         let campaign: Campaign
         do {
-            campaign = try MessageCodec.decode(Campaign.self, from: data)
+            campaign = try Campaign.decodeRecord(data)
+            try campaign.checkSubmittable(now: Date())
         } catch {
             printError("pushfan submit: \(path) is not a valid campaign: \(error)")
             return 1
@@ -55,8 +60,8 @@ struct SubmitCommand: Command {
         guard arguments.flag("wait") else { return 0 }
         let timeout = try arguments.double("timeout", default: 3600, range: 1...604_800)
         let watch = CampaignWatch(
-            campaignID: campaign.id, client: try KafkaOptions.client(arguments, context), topics: context.configuration.kafka.topics,
-            logger: context.logger)
+            campaignID: campaign.id, submission: CampaignEvent.Submission(partition: Int(report.partition), offset: report.offset),
+            client: try KafkaOptions.client(arguments, context), topics: context.configuration.kafka.topics, logger: context.logger)
         guard let last = try await watch.wait(timeout: .seconds(timeout)) else {
             printError("pushfan submit: no word from any worker about \(campaign.id) within \(Int(timeout)) s; is a worker running?")
             return 1
@@ -64,8 +69,10 @@ struct SubmitCommand: Command {
         print(CampaignWatch.summary(last))
         switch last.event {
         case .completed: return 0
-        case .failed: return 1
-        case .accepted, .progress:
+        case .failed:
+            printError("pushfan submit: \(campaign.id) failed: \(last.error ?? "no reason given")")
+            return 1
+        case .accepted, .progress, .paused:
             printError("pushfan submit: \(campaign.id) did not complete within \(Int(timeout)) s")
             return 1
         }

@@ -3,11 +3,21 @@ import Foundation
 /// Reads newline-separated records from a file descriptor in large chunks into one
 /// fixed buffer, handing each line out as raw bytes without copying it.
 struct LineReader: ~Copyable {
+    /// One line of input, without its newline.
+    enum Line {
+        case text(UnsafeRawBufferPointer)
+        /// Longer than the buffer: skipped whole, so one over-long line is one line.
+        case tooLong(bytes: Int)
+    }
+
     private let descriptor: Int32
     private let buffer: UnsafeMutableRawBufferPointer
     private var start = 0
     private var end = 0
     private var atEnd = false
+
+    /// The longest line handed out as text.
+    var maxLineBytes: Int { buffer.count }
 
     init(descriptor: Int32, chunkSize: Int = 1 << 20) {
         self.descriptor = descriptor
@@ -16,21 +26,24 @@ struct LineReader: ~Copyable {
 
     deinit { buffer.deallocate() }
 
-    /// Calls `body` with the next line (without its newline); false at end of input.
-    /// A line longer than the buffer is handed out in buffer-sized pieces.
-    mutating func next(_ body: (UnsafeRawBufferPointer) -> Void) -> Bool {
+    /// Calls `body` with the next line; false at end of input.
+    mutating func next(_ body: (Line) -> Void) -> Bool {
         while true {
             let base = buffer.baseAddress!
             if start < end, let hit = memchr(base + start, 0x0A, end - start) {
                 let newline = UnsafeRawPointer(hit) - UnsafeRawPointer(base)
-                body(UnsafeRawBufferPointer(start: base + start, count: newline - start))
+                body(.text(UnsafeRawBufferPointer(start: base + start, count: newline - start)))
                 start = newline + 1
                 return true
             }
-            if atEnd || (start == 0 && end == buffer.count) {
+            if atEnd {
                 guard start < end else { return false }
-                body(UnsafeRawBufferPointer(start: base + start, count: end - start))
+                body(.text(UnsafeRawBufferPointer(start: base + start, count: end - start)))
                 start = end
+                return true
+            }
+            if start == 0 && end == buffer.count {
+                body(.tooLong(bytes: skipLine()))
                 return true
             }
             // Move the partial line to the front and fill the rest.
@@ -39,8 +52,40 @@ struct LineReader: ~Copyable {
                 end -= start
                 start = 0
             }
-            let got = read(descriptor, base + end, buffer.count - end)
-            if got > 0 { end += got } else if got < 0 && errno == EINTR { continue } else { atEnd = true }
+            fill()
+        }
+    }
+
+    /// Reads past the rest of a line that fills the buffer; returns its whole length.
+    private mutating func skipLine() -> Int {
+        var skipped = 0
+        while true {
+            let base = buffer.baseAddress!
+            if start < end, let hit = memchr(base + start, 0x0A, end - start) {
+                let newline = UnsafeRawPointer(hit) - UnsafeRawPointer(base)
+                skipped += newline - start
+                start = newline + 1
+                return skipped
+            }
+            skipped += end - start
+            start = 0
+            end = 0
+            if atEnd { return skipped }
+            fill()
+        }
+    }
+
+    private mutating func fill() {
+        while true {
+            let got = read(descriptor, buffer.baseAddress! + end, buffer.count - end)
+            if got > 0 {
+                end += got
+            } else if got < 0 && errno == EINTR {
+                continue
+            } else {
+                atEnd = true
+            }
+            return
         }
     }
 }

@@ -91,6 +91,19 @@ package struct KafkaError: Error, CustomStringConvertible, Sendable, Equatable {
         }
     }
 
+    /// The record itself can never be written (larger than `message.max.bytes`, invalid):
+    /// unlike a transient error, trying it again cannot help.
+    package var isRecordRejected: Bool {
+        guard let code else { return false }
+        switch rd_kafka_resp_err_t(rawValue: code) {
+        case RD_KAFKA_RESP_ERR_MSG_SIZE_TOO_LARGE, RD_KAFKA_RESP_ERR_INVALID_MSG_SIZE, RD_KAFKA_RESP_ERR_INVALID_MSG,
+            RD_KAFKA_RESP_ERR_RECORD_LIST_TOO_LARGE, RD_KAFKA_RESP_ERR_INVALID_RECORD:
+            return true
+        default:
+            return false
+        }
+    }
+
     /// Translates a librdkafka return code; the one place where codes become errors.
     static func check(_ code: rd_kafka_resp_err_t, _ operation: String) throws(KafkaError) {
         if code != RD_KAFKA_RESP_ERR_NO_ERROR { throw KafkaError(operation: operation, code: code) }

@@ -9,6 +9,12 @@ package struct DeviceImportParser: Sendable {
     package let format: Format
     /// CSV columns from the header line; nil until it was read.
     private var columns: [String]?
+    /// Whether the first line has been seen: it may start with a UTF-8 byte order mark.
+    private var pastFirstLine = false
+
+    /// A CSV import whose header has not been read (or was refused): no later line can be
+    /// read, so an error now ends the import.
+    package var needsHeader: Bool { format == .csv && columns == nil }
 
     package static let csvColumns: Set<String> = ["device_id", "token", "environment", "locale", "timezone", "app_version", "os_version", "tags", "last_seen"]
 
@@ -17,8 +23,13 @@ package struct DeviceImportParser: Sendable {
     /// `parse` for a line given as bytes (without its newline), the import's fast path:
     /// NDJSON lines are read without making a `String` of the whole line first.
     package mutating func parse(bytes: UnsafeRawBufferPointer) throws(StoreError) -> ValidatedDevice? {
-        guard format == .ndjson else { return try parse(String(decoding: bytes, as: UTF8.self)) }
         var line = bytes
+        if !pastFirstLine {
+            pastFirstLine = true
+            // Spreadsheet exports often begin with a byte order mark; it is not data.
+            if line.starts(with: [0xEF, 0xBB, 0xBF]) { line = UnsafeRawBufferPointer(rebasing: line.dropFirst(3)) }
+        }
+        guard format == .ndjson else { return try parse(String(decoding: line, as: UTF8.self)) }
         if line.last == 0x0D { line = UnsafeRawBufferPointer(rebasing: line.dropLast()) }
         if line.allSatisfy({ $0 == 0x20 || $0 == 0x09 }) { return nil }
         return try Validation.device(DeviceJSONReader.registration(line))
@@ -26,7 +37,11 @@ package struct DeviceImportParser: Sendable {
 
     /// nil for lines that carry no device (blank lines, the CSV header).
     package mutating func parse(_ line: some StringProtocol) throws(StoreError) -> ValidatedDevice? {
-        let text = line.hasSuffix("\r") ? line.dropLast() : line[...]
+        var text = line.hasSuffix("\r") ? line.dropLast() : line[...]
+        if !pastFirstLine {
+            pastFirstLine = true
+            if text.hasPrefix("\u{FEFF}") { text = text.dropFirst() }
+        }
         // Byte check: iterating Characters of every line is measurably slow.
         if text.utf8.allSatisfy({ $0 == 0x20 || $0 == 0x09 }) { return nil }
         switch format {

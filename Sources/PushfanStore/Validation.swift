@@ -19,7 +19,6 @@ package struct ValidatedDevice: Sendable, Equatable {
 
 /// Input rules for the store; every refusal says what was wrong.
 package enum Validation {
-    static let maxDeviceIDLength = 256
     static let maxTagLength = 64
     static let maxTags = 64
     /// IANA zone names, read once: building a `TimeZone` per device is slow.
@@ -29,6 +28,20 @@ package enum Validation {
         guard (1...128).contains(app.utf8.count),
               app.unicodeScalars.allSatisfy({ $0.isASCII && (CharacterSet.alphanumerics.contains($0) || "._:-".unicodeScalars.contains($0)) })
         else { throw StoreError.invalidInput("app key must be 1-128 characters of A-Z a-z 0-9 . _ : -, got '\(app)'") }
+    }
+
+    /// The one rule for device ids, the same as for every id on the topics (docs/messages.md):
+    /// a device id is part of its result's Kafka key, where `/` and `#` separate ids.
+    package static func deviceID(_ id: String) throws(StoreError) {
+        guard Rules.isIdentifier(id) else {
+            throw StoreError.invalidInput(
+                "device id must be 1-\(Campaign.maxIdentifierLength) characters of A-Z a-z 0-9 . _ : - (it is part of result keys), got \(clip(id).debugDescription)")
+        }
+    }
+
+    /// Quoted input in a refusal stays short, whatever was sent.
+    static func clip(_ text: String) -> String {
+        text.count <= 40 ? text : String(text.prefix(40)) + "…"
     }
 
     package static func segmentName(_ name: String) throws(StoreError) {
@@ -84,9 +97,7 @@ package enum Validation {
 
     package static func device(_ registration: DeviceRegistration) throws(StoreError) -> ValidatedDevice {
         let id = registration.deviceID
-        guard (1...maxDeviceIDLength).contains(id.utf8.count), !hasControlCharacters(id) else {
-            throw StoreError.invalidInput("device id must be 1-\(maxDeviceIDLength) bytes without control characters")
-        }
+        try deviceID(id)
         let token = try token(registration.token)
         let locale = try registration.locale.map(locale)
         if let timezone = registration.timezone, !knownTimeZones.contains(timezone) {

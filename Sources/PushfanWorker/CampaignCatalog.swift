@@ -126,35 +126,77 @@ package final class CampaignCatalog: Sendable {
     }
 }
 
-/// Apps whose sends are paused after a credentials failure, until when.
+/// Apps whose credentials fail: their sends pause for a while, then are tried again; after
+/// `giveUpAfter` of failures with no success between, their devices stop waiting.
 package final class AppPauses: Sendable {
-    private let until = Mutex<[String: ContinuousClock.Instant]>([:])
+    private struct Episode {
+        /// The first failure since the app last sent successfully.
+        var since: ContinuousClock.Instant
+        var until: ContinuousClock.Instant
+        var reason: String
+        /// Campaigns told of this pause with a `paused` event.
+        var announced: Set<String> = []
+    }
+
+    private let episodes = Mutex<[String: Episode]>([:])
     private let logger: Logger
+    private let giveUpAfter: Duration
 
-    package init(logger: Logger) { self.logger = logger }
+    package init(logger: Logger, giveUpAfter: Duration = .seconds(900)) {
+        self.logger = logger
+        self.giveUpAfter = giveUpAfter
+    }
 
-    /// Pauses the app for `duration` and raises the alert (an error-level log line; one per pause).
-    package func pause(_ app: String, for duration: Duration, reason: String) {
-        let fresh = until.withLock { until -> Bool in
-            let end = ContinuousClock.now + duration
-            if let existing = until[app], existing > ContinuousClock.now { return false }
-            until[app] = end
-            return true
+    /// What a credentials failure means for one device of `campaign`.
+    package struct Verdict: Sendable, Equatable {
+        /// Credentials have failed for longer than the limit: the device ends `failed`.
+        package var giveUp: Bool
+        /// The campaign has not been told of this pause yet: produce its `paused` event.
+        package var announce: Bool
+    }
+
+    /// Pauses the app for `duration` (unless it is paused already) and raises the alert (an
+    /// error-level log line, one per pause).
+    package func pause(_ app: String, campaign: String, for duration: Duration, reason: String) -> Verdict {
+        let now = ContinuousClock.now
+        let (fresh, verdict) = episodes.withLock { episodes -> (Bool, Verdict) in
+            var episode = episodes[app] ?? Episode(since: now, until: now, reason: reason)
+            let fresh = episode.until <= now
+            if fresh {
+                episode.until = now + duration
+                episode.reason = reason
+                episode.announced = []
+            }
+            let announce = episode.announced.insert(campaign).inserted
+            episodes[app] = episode
+            return (fresh, Verdict(giveUp: now - episode.since >= giveUpAfter, announce: announce))
         }
         if fresh {
             logger.error("app.paused", ["app": app, "reason": reason, "pause_s": String(Int(duration.seconds))])
+        }
+        return verdict
+    }
+
+    /// The app sent successfully: a later failure starts a new episode.
+    package func recovered(_ app: String) {
+        _ = episodes.withLock { $0.removeValue(forKey: app) }
+    }
+
+    /// True while the app is paused and its credentials have failed for longer than the
+    /// limit: its devices end `failed` without another try until the pause is over.
+    package func hasGivenUp(_ app: String) -> Bool {
+        let now = ContinuousClock.now
+        return episodes.withLock { episodes in
+            guard let episode = episodes[app] else { return false }
+            return episode.until > now && now - episode.since >= giveUpAfter
         }
     }
 
     /// When the app may send again; nil when it is not paused.
     package func resumeAt(_ app: String) -> ContinuousClock.Instant? {
-        until.withLock { until in
-            guard let end = until[app] else { return nil }
-            if end <= ContinuousClock.now {
-                until.removeValue(forKey: app)
-                return nil
-            }
-            return end
+        episodes.withLock { episodes in
+            guard let episode = episodes[app], episode.until > ContinuousClock.now else { return nil }
+            return episode.until
         }
     }
 }

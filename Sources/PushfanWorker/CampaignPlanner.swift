@@ -30,6 +30,9 @@ package struct CampaignPlanner: Sendable {
         /// The app key, when the record was readable enough to have one.
         let app: String?
         let campaign: String?
+        /// The campaign exists (the record reused its id): after the `failed` answer to the
+        /// record, its real state is announced again, so the latest event stays true.
+        var restate: DeviceStore.CampaignRow? = nil
     }
 
     /// What became of one record.
@@ -46,38 +49,91 @@ package struct CampaignPlanner: Sendable {
         do {
             return try await plan(record)
         } catch let refusal as Refusal {
-            let letter = DeadLetterRecord(
-                topic: record.topic, partition: Int(record.partition), offset: record.offset, key: record.keyString,
-                error: refusal.code, reason: refusal.reason, originalBytes: record.value, at: epochMillis())
-            var tickets = [try await writer.deadLetter(letter)]
-            // A readable campaign that cannot run is also reported where its submitter waits.
-            if let campaign = refusal.campaign, let app = refusal.app {
-                tickets.append(try await writer.campaign(CampaignEvent(campaign: campaign, app: app, event: .failed, error: refusal.reason, at: epochMillis())))
-            }
-            guard await ResultsWriter.delivered(tickets) else { throw KafkaError.configuration("the dead letter could not be delivered") }
-            logger.warning("planner.dead_letter", ["campaign.id": refusal.campaign ?? "", "error": refusal.code, "reason": refusal.reason, "kafka.offset": String(record.offset)])
+            try await deadLetter(record, refusal)
             return .deadLettered(code: refusal.code)
         }
+    }
+
+    /// Produces the dead letter, then (for a readable campaign) the `failed` event its
+    /// submitter waits for. A dead letter Kafka refuses for itself (too large for the
+    /// topic) is sent again without the original's bytes; one refused even so is logged and
+    /// passed over: retrying a record that can never be written would hold up every
+    /// record after it.
+    private func deadLetter(_ record: KafkaRecord, _ refusal: Refusal) async throws {
+        var letter = ResultsWriter.deadLetter(for: record, code: refusal.code, reason: refusal.reason)
+        var failure = await ResultsWriter.firstFailure([try await writer.deadLetter(letter)])
+        if let error = failure, error.isRecordRejected {
+            logger.warning("planner.dead_letter_too_large", ["kafka.offset": String(record.offset), "error": error.description])
+            letter.original = ""
+            letter.originalSize = record.value.count
+            letter.originalSHA256 = ResultsWriter.sha256Hex(Array(record.value))
+            failure = await ResultsWriter.firstFailure([try await writer.deadLetter(letter)])
+        }
+        if let error = failure {
+            guard error.isRecordRejected else { throw error }
+            logger.error("planner.dead_letter_refused", [
+                "kafka.topic": record.topic, "kafka.partition": String(record.partition), "kafka.offset": String(record.offset),
+                "error": refusal.code, "reason": refusal.reason, "kafka.error": error.description,
+            ])
+        }
+        // A readable campaign that cannot run is also reported where its submitter waits.
+        if let campaign = refusal.campaign, let app = refusal.app {
+            var tickets = [try await writer.campaign(CampaignEvent(
+                campaign: campaign, app: app, event: .failed, error: refusal.reason, submission: Self.submission(of: record), at: epochMillis()))]
+            if let existing = refusal.restate { tickets.append(try await writer.campaign(try await currentState(of: existing, submission: nil))) }
+            if let error = await ResultsWriter.firstFailure(tickets) { throw error }
+        }
+        logger.warning("planner.dead_letter", ["campaign.id": refusal.campaign ?? "", "error": refusal.code, "reason": refusal.reason, "kafka.offset": String(record.offset)])
+    }
+
+    static func submission(of record: KafkaRecord) -> CampaignEvent.Submission {
+        CampaignEvent.Submission(partition: Int(record.partition), offset: record.offset)
+    }
+
+    /// The event that tells a campaign's state now: `completed` with its final counts, or
+    /// `progress` with the totals so far.
+    private func currentState(of existing: DeviceStore.CampaignRow, submission: CampaignEvent.Submission?) async throws -> CampaignEvent {
+        let finished = existing.status == CampaignStatus.completed
+        let counts = DeviceOutcome.counts(fromLedger: finished
+            ? try await store.outcomeCounts(campaign: existing.id) : try await store.progressCounts(campaign: existing.id))
+        return CampaignEvent(
+            campaign: existing.id, app: existing.app, event: finished ? .completed : .progress,
+            audience: finished ? counts.values.reduce(0, +) : existing.audience, outcomeCounts: counts, submission: submission, at: epochMillis())
     }
 
     private func plan(_ record: KafkaRecord) async throws -> Outcome {
         let campaign: Campaign
         do {
-            campaign = try MessageCodec.decode(Campaign.self, from: Data(record.value))
+            campaign = try Campaign.decodeRecord(record.value)
         } catch let failure {
             throw Refusal(code: failure.code, reason: failure.description, app: nil, campaign: nil)
         }
         func refuse(_ code: String, _ reason: String) -> Refusal { Refusal(code: code, reason: reason, app: campaign.app, campaign: campaign.id) }
 
+        // The id first: a record reusing a taken id is about that campaign, whatever else is
+        // wrong with it, and must not leave a `failed` event as its latest state.
+        if let existing = try await store.campaign(campaign.id) {
+            // The id is taken: the same campaign resent is acknowledged; a different one is
+            // refused, visibly, and never mistaken for the first.
+            if let stored = try await store.campaignDefinition(campaign.id),
+               let first = try? MessageCodec.decode(Campaign.self, from: Data(stored.utf8)), !campaign.isResubmission(of: first) {
+                var refusal = refuse(
+                    "conflicting_campaign",
+                    "campaign id \(campaign.id) is already taken by a different campaign (\(existing.status)); submit the new one under its own id")
+                refusal.restate = existing.status == CampaignStatus.planning ? nil : existing
+                throw refusal
+            }
+            if existing.status != CampaignStatus.planning {
+                logger.info("planner.duplicate", ["campaign.id": campaign.id, "campaign.status": existing.status])
+                let answer = try await currentState(of: existing, submission: Self.submission(of: record))
+                if let error = await ResultsWriter.firstFailure([try await writer.campaign(answer)]) { throw error }
+                return .duplicate(campaign: campaign.id)
+            }
+        }
         guard let app = try await store.app(campaign.app) else {
             throw refuse("unknown_app", "app \(campaign.app.debugDescription) is not registered (pushfan apps add)")
         }
         try checkPayloads(campaign, topic: app.topic, refuse: refuse)
-        if let existing = try await store.campaign(campaign.id), existing.status != CampaignStatus.planning {
-            logger.info("planner.duplicate", ["campaign.id": campaign.id, "campaign.status": existing.status])
-            return .duplicate(campaign: campaign.id)
-        }
-
         let audience = try await resolve(campaign, refuse: refuse)
         let ranges = try await shardRanges(campaign, audience: audience)
         let definition = String(decoding: MessageCodec.encode(campaign), as: UTF8.self)
@@ -101,8 +157,9 @@ package struct CampaignPlanner: Sendable {
                 topic: writer.topics.tasks, key: task.kafkaKey, value: MessageCodec.encode(task), partition: Int32((base + task.lane) % partitions)))
         }
         tickets.append(try await writer.producer.enqueue(batch))
-        tickets.append(try await writer.campaign(CampaignEvent(campaign: campaign.id, app: campaign.app, event: .accepted, audience: audience.count, at: epochMillis())))
-        guard await ResultsWriter.delivered(tickets) else { throw KafkaError.configuration("tasks of \(campaign.id) could not be delivered") }
+        tickets.append(try await writer.campaign(CampaignEvent(
+            campaign: campaign.id, app: campaign.app, event: .accepted, audience: audience.count, submission: Self.submission(of: record), at: epochMillis())))
+        if let error = await ResultsWriter.firstFailure(tickets) { throw error }
         _ = try await store.transitionCampaign(campaign.id, from: CampaignStatus.planning, to: CampaignStatus.running)
         logger.notice("planner.planned", ["campaign.id": campaign.id, "app": campaign.app, "audience": String(audience.count), "tasks": String(ranges.count)])
         return .planned(campaign: campaign.id, audience: audience.count, tasks: ranges.count)

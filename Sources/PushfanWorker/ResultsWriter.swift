@@ -1,5 +1,6 @@
 import Foundation
 import PushfanCore
+import PushfanCrypto
 import PushfanKafka
 import PushfanStore
 
@@ -35,11 +36,33 @@ package struct ResultsWriter: Sendable {
         try await producer.enqueue([ProducerRecord(topic: topics.deadletter, key: record.kafkaKey, value: MessageCodec.encode(record))])
     }
 
+    /// The dead letter of a record read from `record.topic`: its whole bytes, or a bounded
+    /// prefix with its size and SHA-256 when it is too large to carry.
+    package static func deadLetter(for record: KafkaRecord, code: String, reason: String) -> DeadLetterRecord {
+        DeadLetterRecord(
+            topic: record.topic, partition: Int(record.partition), offset: record.offset, key: record.keyString,
+            error: code, reason: reason, originalBytes: Array(record.value), at: epochMillis(),
+            sha256: sha256Hex)
+    }
+
+    /// SHA-256 in lowercase hex, as `sha256sum` prints it.
+    package static func sha256Hex(_ bytes: [UInt8]) -> String {
+        Crypto.sha256(bytes).map { String(format: "%02x", $0) }.joined()
+    }
+
     /// Waits for tickets; true when every record was delivered.
     package static func delivered(_ tickets: [DeliveryTicket]) async -> Bool {
-        var ok = true
-        for ticket in tickets where await !ticket.delivery().allDelivered { ok = false }
-        return ok
+        await firstFailure(tickets) == nil
+    }
+
+    /// Waits for tickets; nil when every record was delivered, else the first failure.
+    package static func firstFailure(_ tickets: [DeliveryTicket]) async -> KafkaError? {
+        var first: KafkaError?
+        for ticket in tickets {
+            let delivery = await ticket.delivery()
+            if first == nil, let failure = delivery.failures.first { first = failure.error }
+        }
+        return first
     }
 }
 

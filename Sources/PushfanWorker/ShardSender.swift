@@ -12,6 +12,7 @@ package struct SenderContext: Sendable {
     package let catalog: CampaignCatalog
     package let rates: RateLanes
     package let pauses: AppPauses
+    package let circuits: LaneCircuits
     package let progress: ProgressReporter
     package let settings: PushfanConfiguration.Worker
     package let retryPolicy: RetryPolicy
@@ -23,8 +24,8 @@ package struct SenderContext: Sendable {
 
     package init(
         workerID: String, store: DeviceStore, writer: ResultsWriter, catalog: CampaignCatalog, rates: RateLanes,
-        pauses: AppPauses, progress: ProgressReporter, settings: PushfanConfiguration.Worker, retryPolicy: RetryPolicy = RetryPolicy(),
-        logger: Logger
+        pauses: AppPauses, circuits: LaneCircuits, progress: ProgressReporter, settings: PushfanConfiguration.Worker,
+        retryPolicy: RetryPolicy = RetryPolicy(), logger: Logger
     ) {
         self.workerID = workerID
         self.store = store
@@ -32,6 +33,7 @@ package struct SenderContext: Sendable {
         self.catalog = catalog
         self.rates = rates
         self.pauses = pauses
+        self.circuits = circuits
         self.progress = progress
         self.settings = settings
         self.retryPolicy = retryPolicy
@@ -145,6 +147,8 @@ package struct ShardSender: Sendable {
         var retries: [Pending] = []
         var held: [DeviceTarget] = []
         var tickets: [DeliveryTicket] = []
+        /// Answers that were credentials failures, so far.
+        var credentialFailures = 0
         /// Payloads by device locale: built and checked once, not once per device.
         var payloads: [String: Result<APNsPreparedPayload, APNsRequestError>] = [:]
 
@@ -216,12 +220,15 @@ package struct ShardSender: Sendable {
         var finals = Finals()
         let campaign = plan.campaign
         var sendable: [Pending] = []
-        let nowDate = Date()
+        let expired = hasExpired(campaign)
+        let givenUp = context.pauses.hasGivenUp(task.app)
         for item in pending {
             if campaign.options.dryRun {
                 finals.add(item, campaign: task.campaign, state: .skipped, reason: "dry_run")
-            } else if let expiration = campaign.options.expiration, expiration > 0, Int64(nowDate.timeIntervalSince1970) > expiration {
-                finals.add(item, campaign: task.campaign, state: .expired, reason: "expired before sending")
+            } else if expired {
+                finals.add(item, campaign: task.campaign, state: .expired, reason: Self.expiredReason)
+            } else if givenUp {
+                finals.add(item, campaign: task.campaign, state: .failed, reason: Self.credentialsReason)
             } else {
                 sendable.append(item)
             }
@@ -238,56 +245,128 @@ package struct ShardSender: Sendable {
                 finals.add(item, campaign: task.campaign, state: .rejected, reason: error.code)
             }
         }
-        var handBackAfter = false
+        var unsent: [Pending] = []
         if !ready.isEmpty {
-            let (outcomes, unsent) = await transmit(ready, plan: plan)
-            for (item, result) in outcomes { try await classify(item, result, plan: plan, finals: &finals, state: &state) }
-            if !unsent.isEmpty {
-                // Cancelled between batches: these were never sent; give them back.
-                try await context.store.releaseClaims(campaign: task.campaign, owner: context.workerID, rowKeys: unsent.map(\.target.rowKey))
-                handBackAfter = true
+            let transmission = await transmit(ready, plan: plan)
+            var delivered = false
+            let pausesBefore = state.credentialFailures
+            for (item, result) in transmission.sent {
+                if case .response(.accepted) = result { delivered = true }
+                try await classify(item, result, plan: plan, finals: &finals, state: &state)
             }
+            // Credentials work again only if nothing in this round said otherwise.
+            if delivered && state.credentialFailures == pausesBefore { context.pauses.recovered(task.app) }
+            for item in transmission.expired { finals.add(item, campaign: task.campaign, state: .expired, reason: Self.expiredReason) }
+            for item in transmission.givenUp { finals.add(item, campaign: task.campaign, state: .failed, reason: Self.credentialsReason) }
+            unsent = transmission.unsent
         }
+        // Answers first: they are what a resend would cost.
         try await record(finals, state: &state)
         context.progress.touch(campaign: task.campaign, app: task.app)
-        if handBackAfter { throw CancellationError() }
+        if !unsent.isEmpty {
+            // Cancelled between batches: these were never sent; give them back.
+            try await context.store.releaseClaims(campaign: task.campaign, owner: context.workerID, rowKeys: unsent.map(\.target.rowKey))
+            throw CancellationError()
+        }
+    }
+
+    static let expiredReason = "expired before sending"
+    static let credentialsReason = "credentials"
+
+    /// True once the campaign's `apns-expiration` has passed: no request may start after it.
+    /// `0` means now or never, which APNs handles on its side.
+    private func hasExpired(_ campaign: Campaign) -> Bool {
+        guard let expiration = campaign.options.expiration, expiration > 0 else { return false }
+        return Date().timeIntervalSince1970 >= Double(expiration)
     }
 
     private func record(_ finals: Finals, state: inout TaskState) async throws {
         guard !finals.ledger.isEmpty else { return }
-        try await context.store.record(campaign: task.campaign, finals.ledger)
+        try await untilStored { try await context.store.record(campaign: task.campaign, finals.ledger) }
         if let ticket = try await context.writer.devices(finals.results) { state.tickets.append(ticket) }
     }
 
-    /// Sends in rate-sized batches, several in flight. Returns each sent item with its
-    /// result, and the items not sent because the task was cancelled.
-    private func transmit(_ ready: [(Pending, APNsNotification)], plan: CampaignPlan) async -> (sent: [(Pending, APNsSendResult)], unsent: [Pending]) {
+    /// Runs a store write again while the store is unavailable, until the task is stopped:
+    /// the APNs answers it records are in hand, and restarting the task would buy them again
+    /// with a second send.
+    @discardableResult
+    private func untilStored<T>(_ write: () async throws -> T) async throws -> T {
+        var delay = Duration.milliseconds(250)
+        while true {
+            do {
+                return try await write()
+            } catch let error as StoreError where error.isUnavailable {
+                context.logger.warning("task.store_retry", [
+                    "campaign.id": task.campaign, "task.shard": String(task.shard), "error": error.description, "retry_in_ms": String(delay.milliseconds),
+                ])
+                try await Task.sleep(for: delay)
+                delay = min(delay * 2, .seconds(5))
+            }
+        }
+    }
+
+    /// What became of the notifications handed to `transmit`.
+    struct Transmission {
+        var sent: [(Pending, APNsSendResult)] = []
+        /// Not sent: the task was cancelled.
+        var unsent: [Pending] = []
+        /// Not sent: the expiration passed first.
+        var expired: [Pending] = []
+        /// Not sent: the app's credentials have failed past the limit.
+        var givenUp: [Pending] = []
+    }
+
+    /// Sends in rate-sized batches, several in flight, while the lane's circuit lets it.
+    /// Each batch is checked against the expiration just before it starts.
+    private func transmit(_ ready: [(Pending, APNsNotification)], plan: CampaignPlan) async -> Transmission {
+        let lane = "\(task.app)#\(task.lane)"
         let laneRate = Double(plan.app.ratePerSecond) / Double(task.lanes)
-        let appBucket = context.rates.bucket("\(task.app)#\(task.lane)", rate: laneRate)
+        let appBucket = context.rates.bucket(lane, rate: laneRate)
         var campaignBucket: TokenBucket?
         if let rate = plan.campaign.options.rate, rate < plan.app.ratePerSecond {
             campaignBucket = context.rates.bucket("\(task.campaign)#\(task.lane)", rate: Double(rate) / Double(task.lanes))
         }
-        var sent: [(Pending, APNsSendResult)] = []
+        var transmission = Transmission()
         var index = 0
-        var stopped = false
+        var stop: WritableKeyPath<Transmission, [Pending]>?
         await withTaskGroup(of: [(Pending, APNsSendResult)].self) { group in
             var running = 0
             while index < ready.count {
                 do {
+                    if context.pauses.hasGivenUp(task.app) {
+                        stop = \.givenUp
+                        break
+                    }
                     if let resume = context.pauses.resumeAt(task.app) { try await Task.sleep(until: resume, clock: .continuous) }
                     var granted = ready.count - index
+                    switch context.circuits.admit(lane) {
+                    case .wait(let until):
+                        if hasExpired(plan.campaign) {
+                            stop = \.expired
+                            break
+                        }
+                        try await Task.sleep(until: until, clock: .continuous)
+                        continue
+                    case .send(let limit):
+                        if let limit { granted = min(granted, limit) }
+                    }
+                    if stop != nil { break }
                     if let campaignBucket { granted = try await campaignBucket.acquire(upTo: granted) }
                     granted = campaignBucket == nil ? try await appBucket.acquire(upTo: granted) : try await appBucket.acquire(exactly: granted)
+                    if running >= context.batchesInFlight, let done = await group.next() {
+                        transmission.sent += done
+                        running -= 1
+                    }
+                    if hasExpired(plan.campaign) {
+                        stop = \.expired
+                        break
+                    }
                     let chunk = Array(ready[index..<index + granted])
                     index += granted
                     // One client per environment; a chunk mixing them is split.
                     let groups = Dictionary(grouping: chunk, by: { $0.0.target.environment })
-                    if running >= context.batchesInFlight, let done = await group.next() {
-                        sent += done
-                        running -= 1
-                    }
                     let catalog = context.catalog
+                    let circuits = context.circuits
                     let app = plan.app
                     group.addTask {
                         var results: [(Pending, APNsSendResult)] = []
@@ -295,6 +374,7 @@ package struct ShardSender: Sendable {
                             do {
                                 let client = try catalog.client(for: app, environment: environment)
                                 let answers = await client.send(batch: members.map(\.1))
+                                circuits.record(lane, answers)
                                 for (member, answer) in zip(members, answers) { results.append((member.0, answer)) }
                             } catch {
                                 for member in members {
@@ -306,14 +386,14 @@ package struct ShardSender: Sendable {
                     }
                     running += 1
                 } catch {
-                    stopped = true
+                    stop = \.unsent
                     break
                 }
             }
-            for await done in group { sent += done }
+            for await done in group { transmission.sent += done }
         }
-        let unsent = stopped ? ready[index...].map(\.0) : []
-        return (sent, unsent)
+        if let stop { transmission[keyPath: stop] = ready[index...].map(\.0) }
+        return transmission
     }
 
     /// Turns one APNs answer into a final outcome, a retry, or an app pause.
@@ -330,20 +410,20 @@ package struct ShardSender: Sendable {
             switch reason.disposition(status: status) {
             case .invalidateToken:
                 finals.add(item, campaign: task.campaign, state: .invalidToken, status: status, reason: reason.rawValue)
-                try await applyTokenHygiene(item.target, app: plan.app.app, status: status, reason: reason, timestamp: timestamp)
+                try await untilStored { try await applyTokenHygiene(item.target, app: plan.app.app, status: status, reason: reason, timestamp: timestamp) }
                 return
             case .fixRequest, .doNotRetry:
                 finals.add(item, campaign: task.campaign, state: .rejected, status: status, reason: reason.rawValue)
                 return
             case .credentialsProblem:
-                pauseForCredentials(&item, reason: "APNs answered \(status) \(reason.rawValue)", state: &state)
+                try await pauseForCredentials(item, reason: "APNs answered \(status) \(reason.rawValue)", finals: &finals, state: &state)
                 return
             default:
                 break
             }
         case .failed(let failure):
             if failure.cause == .credentialsUnavailable {
-                pauseForCredentials(&item, reason: failure.description, state: &state)
+                try await pauseForCredentials(item, reason: failure.description, finals: &finals, state: &state)
                 return
             }
             if failure.cause == .senderClosed {
@@ -367,10 +447,26 @@ package struct ShardSender: Sendable {
         }
     }
 
-    private func pauseForCredentials(_ item: inout Pending, reason: String, state: inout TaskState) {
-        // Not the device's fault: the attempt does not count, and the device waits with its app.
+    /// Not the device's fault: the attempt does not count, and the device waits with its
+    /// app, unless the credentials have failed past the limit. The campaign's submitter is
+    /// told of the pause with a `paused` event.
+    private func pauseForCredentials(_ item: Pending, reason: String, finals: inout Finals, state: inout TaskState) async throws {
+        var item = item
         item.attempts -= 1
-        context.pauses.pause(task.app, for: context.credentialsPause, reason: reason)
+        state.credentialFailures += 1
+        let verdict = context.pauses.pause(task.app, campaign: task.campaign, for: context.credentialsPause, reason: reason)
+        // Advisory, like progress: it must never cost the answers in hand, so a store or
+        // Kafka problem only skips it.
+        if verdict.announce, let counts = try? await context.store.progressCounts(campaign: task.campaign) {
+            let audience = try? await context.store.campaign(task.campaign)?.audience
+            _ = try? await context.writer.campaign(CampaignEvent(
+                campaign: task.campaign, app: task.app, event: .paused, audience: audience ?? nil, outcomeCounts: DeviceOutcome.counts(fromLedger: counts),
+                error: "the app's APNs credentials fail (\(reason)); sends resume by themselves once they work", at: epochMillis()))
+        }
+        if verdict.giveUp {
+            finals.add(item, campaign: task.campaign, state: .failed, reason: Self.credentialsReason)
+            return
+        }
         item.notBefore = ContinuousClock.now + context.credentialsPause
         state.retries.append(item)
     }

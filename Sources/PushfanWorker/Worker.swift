@@ -44,7 +44,7 @@ package final class Worker: Sendable {
     private let plannerConsumer: KafkaConsumer?
     private let senderConsumer: KafkaConsumer?
     private let scheduler: TaskScheduler?
-    private let stopping = Atomic<Bool>(false)
+    private let stopping = StopSignal()
     private let plannerJoined = Atomic<Bool>(false)
     private let senderJoined = Atomic<Bool>(false)
     private let shutdown = Mutex<Task<Void, Never>?>(nil)
@@ -89,16 +89,15 @@ package final class Worker: Sendable {
             let context = SenderContext(
                 workerID: options.workerID, store: store, writer: writer,
                 catalog: CampaignCatalog(store: store, clients: clients, endpointOverride: options.endpointOverride),
-                rates: RateLanes(), pauses: AppPauses(logger: logger),
+                rates: RateLanes(), pauses: AppPauses(logger: logger, giveUpAfter: .seconds(options.settings.credentialsGiveUpSeconds)),
+                circuits: LaneCircuits(logger: logger),
                 progress: ProgressReporter(store: store, writer: writer, interval: .milliseconds(options.settings.progressIntervalMs), logger: logger),
                 settings: options.settings, retryPolicy: options.retryPolicy, logger: logger)
             let writer = self.writer
             let scheduler = TaskScheduler(
                 consumer: consumer, logger: logger, makeSender: { ShardSender(context: context, task: $0) },
                 deadLetter: { record, code, reason in
-                    let letter = DeadLetterRecord(
-                        topic: record.topic, partition: Int(record.partition), offset: record.offset, key: record.keyString,
-                        error: code, reason: reason, originalBytes: record.value, at: epochMillis())
+                    let letter = ResultsWriter.deadLetter(for: record, code: code, reason: reason)
                     if let ticket = try? await writer.deadLetter(letter) { _ = await ResultsWriter.delivered([ticket]) }
                     logger.warning("sender.dead_letter", ["error": code, "reason": reason])
                 })
@@ -145,7 +144,7 @@ package final class Worker: Sendable {
     }
 
     private func shutDown() async {
-        stopping.store(true, ordering: .relaxed)
+        stopping.raise()
         let bound = Duration.seconds(options.settings.shutdownTimeoutSeconds)
         let started = ContinuousClock.now
         logger.notice("worker.stopping", ["worker.id": options.workerID])
@@ -174,7 +173,7 @@ package final class Worker: Sendable {
             }
             for record in records {
                 var delay = Duration.milliseconds(500)
-                while !stopping.load(ordering: .relaxed) {
+                while !stopping.isRaised {
                     do {
                         _ = try await planner.handle(record)
                         try? consumer.storeOffset(record)
@@ -182,11 +181,11 @@ package final class Worker: Sendable {
                     } catch {
                         // The store or Kafka is unavailable: the record waits, nothing is lost.
                         logger.warning("planner.retry", ["kafka.offset": String(record.offset), "error": "\(error)", "retry_in_ms": String(delay.milliseconds)])
-                        try? await Task.sleep(for: delay)
+                        await stopping.sleep(for: delay)
                         delay = min(delay * 2, .seconds(30))
                     }
                 }
-                if stopping.load(ordering: .relaxed) { break }
+                if stopping.isRaised { break }
             }
         }
     }

@@ -34,7 +34,11 @@ import Testing
             try await CommandLineTool.run(TestBinaries.pushfan, arguments + ["--database", database])
         }
 
-        let added = try await pushfan(["apps", "add", "--app", "shop", "--topic", "com.example.shop", "--cert", "/dev/null"])
+        let key = directory + "/key.p8"
+        _ = try await CommandLineTool.run("openssl", ["genpkey", "-algorithm", "EC", "-pkeyopt", "ec_paramgen_curve:P-256", "-out", key])
+        let added = try await pushfan([
+            "apps", "add", "--app", "shop", "--topic", "com.example.shop", "--team-id", "TEAM000001", "--key-id", "KEY0000001", "--key-file", key,
+        ])
         #expect(added.status == 0, "\(added.error)")
         let count = 2500
         var lines: [String] = []
@@ -50,8 +54,8 @@ import Testing
         let imported = try await pushfan(["devices", "import", "--app", "shop", file])
         #expect(imported.status == 1, "one or more lines were rejected")
         #expect(imported.output.contains("imported \(count) devices, rejected 2 lines"), "\(imported.output)")
-        #expect(imported.error.contains("line 12: ") && imported.error.contains("hexadecimal"), "\(imported.error)")
-        #expect(imported.error.contains("line 2003: not a JSON object"), "\(imported.error)")
+        #expect(imported.error.contains("1 line (12): ") && imported.error.contains("hexadecimal"), "\(imported.error)")
+        #expect(imported.error.contains("1 line (2003): not a JSON object"), "\(imported.error)")
 
         // Shards of 300: eight full ones and one with the last 100 devices.
         let expanded = try await pushfan(["devices", "expand", "--app", "shop", "--shard-size", "300", "--page", "70"])

@@ -57,6 +57,8 @@ struct KafkaInteropTests {
         #expect(record.keyString == "spring-sale-2026")
         let campaign = try MessageCodec.decode(Campaign.self, from: record.value)
         #expect(campaign.id == "spring-sale-2026")
+        // Valid whenever it is run: no expiration that could have passed.
+        try campaign.checkSubmittable(now: Date())
         #expect(campaign.notification.content?.text(forLocale: "de_CH")?.title != campaign.notification.content?.text(forLocale: nil)?.title)
     }
 

@@ -94,8 +94,8 @@ final class Pipeline: @unchecked Sendable {
     }
 
     @discardableResult
-    func startWorker(_ id: String, lease: Int = 4, extra: [String] = []) throws -> ManagedProcess {
-        var arguments = ["worker", "--id", id, "--database", database, "--url", sim.url, "--lease", String(lease), "--log-level", "info"]
+    func startWorker(_ id: String, lease: Int = 4, database: String? = nil, extra: [String] = []) throws -> ManagedProcess {
+        var arguments = ["worker", "--id", id, "--database", database ?? self.database, "--url", sim.url, "--lease", String(lease), "--log-level", "info"]
         if let caFile = sim.caFile { arguments += ["--ca-file", caFile] }
         let worker = try ManagedProcess(TestBinaries.pushfan, arguments + kafkaArguments + extra, name: "worker-\(id)")
         workers[id] = worker

@@ -171,7 +171,10 @@ struct WorkerPipelineTests {
         try await pipeline.submit(Pipeline.campaign("listed", app: "shop", audience: #"{"devices":["shop-1","shop-5","shop-7","nobody"]}"#))
         try await pipeline.submit(Pipeline.campaign("named", app: "shop", audience: #"{"named":"germans"}"#))
         try await pipeline.submit(Pipeline.campaign("rehearsal", app: "shop", audience: #"{"segment":"locale = fr_FR"}"#, options: #"{"dry_run":true}"#))
-        try await pipeline.submit(Pipeline.campaign("too-late", app: "shop", audience: #"{"segment":"locale = en_US"}"#, options: #"{"expiration":1000000000}"#))
+        // `pushfan submit` refuses an expiration already past; a producer that skips the check
+        // gets exact accounting: every device expired, none sent.
+        try await pipeline.produceRaw(
+            [Pipeline.campaign("too-late", app: "shop", audience: #"{"segment":"locale = en_US"}"#, options: #"{"expiration":1000000000}"#)], key: "too-late")
 
         let listed = try await pipeline.results(of: "listed")
         #expect(listed.events.first { $0.event == .accepted }?.audience == 3, "an unknown id is not part of the audience")

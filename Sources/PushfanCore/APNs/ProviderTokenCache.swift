@@ -35,6 +35,12 @@ package struct ProviderSigningKey: Sendable {
         package let keyID: String
     }
 
+    /// Apple's shape for team and key ids: exactly 10 characters of A-Z and 0-9. Checked
+    /// where credentials are registered; the signer itself accepts any short alphanumeric id.
+    package static func hasAppleIDShape(_ id: String) -> Bool {
+        id.utf8.count == 10 && id.utf8.allSatisfy { (0x30...0x39).contains($0) || (0x41...0x5A).contains($0) }
+    }
+
     private static func checkID(_ id: String, what: String) throws(APNsRequestError) {
         guard (1...64).contains(id.utf8.count),
               id.utf8.allSatisfy({ (0x30...0x39).contains($0) || (0x41...0x5A).contains($0) || (0x61...0x7A).contains($0) })

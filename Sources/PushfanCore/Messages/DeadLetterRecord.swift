@@ -21,8 +21,15 @@ package struct DeadLetterRecord: VersionedMessage, Hashable {
     package var error: String
     /// What is wrong, for people: the field and the problem.
     package var reason: String
-    /// The original record value, base64 (standard alphabet, padded).
+    /// The original record value, base64 (standard alphabet, padded); only its first
+    /// `maxOriginalBytes` when `truncated`.
     package var original: String
+    /// The whole original's size in bytes and SHA-256 (lowercase hex), set when `original`
+    /// holds only a prefix: the dead letter itself must fit in a Kafka message.
+    package var originalSize: Int?
+    package var originalSHA256: String?
+    /// `original` is a prefix of the record, not all of it.
+    package var truncated: Bool { originalSize != nil }
     /// When the record was dead-lettered, in milliseconds since the epoch.
     package var at: Int64
 
@@ -40,7 +47,31 @@ package struct DeadLetterRecord: VersionedMessage, Hashable {
         self.at = at
     }
 
-    /// From the original value bytes, which are stored base64-encoded.
+    /// Largest original kept whole: `Campaign.maxRecordBytes`, so any campaign the planner
+    /// may accept is kept exactly.
+    package static let maxOriginalBytes = Campaign.maxRecordBytes
+    /// What is kept of a larger original: enough to see its id, app and shape.
+    package static let truncatedPrefixBytes = 64 * 1024
+
+    /// From the original value bytes, which are stored base64-encoded. An original over
+    /// `maxOriginalBytes` keeps its first `truncatedPrefixBytes`, with its size and the
+    /// SHA-256 that `sha256` computes (Core has no hashing of its own).
+    package init(
+        topic: String, partition: Int, offset: Int64, key: String?,
+        error: String, reason: String, originalBytes: [UInt8], at: Int64, sha256: ([UInt8]) -> String
+    ) {
+        let whole = originalBytes.count <= Self.maxOriginalBytes
+        let kept = whole ? originalBytes[...] : originalBytes.prefix(Self.truncatedPrefixBytes)
+        self.init(
+            topic: topic, partition: partition, offset: offset, key: key, error: error, reason: reason,
+            original: Data(kept).base64EncodedString(), at: at)
+        if !whole {
+            originalSize = originalBytes.count
+            originalSHA256 = sha256(originalBytes)
+        }
+    }
+
+    /// From original value bytes that are known to be small (tests, tools).
     package init(
         topic: String, partition: Int, offset: Int64, key: String?,
         error: String, reason: String, originalBytes: some Sequence<UInt8>, at: Int64
@@ -71,6 +102,7 @@ package struct DeadLetterRecord: VersionedMessage, Hashable {
 
     private enum CodingKeys: String, CodingKey {
         case v, topic, partition, offset, key, error, reason, original, at
+        case originalSize = "original_size", originalSHA256 = "original_sha256"
     }
 
     package init(from decoder: any Decoder) throws {
@@ -82,6 +114,8 @@ package struct DeadLetterRecord: VersionedMessage, Hashable {
         error = try container.field(.error)
         reason = try container.field(.reason)
         original = try container.field(.original)
+        originalSize = try container.optionalField(.originalSize)
+        originalSHA256 = try container.optionalField(.originalSHA256)
         at = try container.field(.at)
     }
 
@@ -96,6 +130,8 @@ package struct DeadLetterRecord: VersionedMessage, Hashable {
         try container.encode(error, forKey: .error)
         try container.encode(reason, forKey: .reason)
         try container.encode(original, forKey: .original)
+        try container.encodeIfPresent(originalSize, forKey: .originalSize)
+        try container.encodeIfPresent(originalSHA256, forKey: .originalSHA256)
         try container.encode(at, forKey: .at)
     }
 
@@ -116,6 +152,10 @@ package struct DeadLetterRecord: VersionedMessage, Hashable {
         }
         guard originalBytes() != nil else {
             throw .invalidField("original", "must be the original bytes in base64")
+        }
+        if let originalSize { try Rules.nonNegative(originalSize, field: "original_size") }
+        if let digest = originalSHA256, digest.utf8.count != 64 || !digest.utf8.allSatisfy({ ($0 >= 0x30 && $0 <= 0x39) || ($0 >= 0x61 && $0 <= 0x66) }) {
+            throw .invalidField("original_sha256", "must be 64 lowercase hex digits")
         }
         try Rules.nonNegative(at, field: "at")
     }

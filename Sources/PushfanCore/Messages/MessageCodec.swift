@@ -22,6 +22,9 @@ package struct MessageDecodingError: Error, CustomStringConvertible, Equatable {
         /// Well-formed, but a value breaks a rule (length, range, allowed set,
         /// combination of fields).
         case invalidField = "invalid_field"
+        /// The record is larger than its type allows (`Campaign.maxRecordBytes`); it is
+        /// refused before it is parsed.
+        case recordTooLarge = "record_too_large"
     }
 
     private let kind: Code
@@ -71,8 +74,12 @@ package struct MessageDecodingError: Error, CustomStringConvertible, Equatable {
         invalidField(JSONPath.render(path), reason)
     }
 
+    package static func recordTooLarge(_ reason: String) -> MessageDecodingError {
+        MessageDecodingError(.recordTooLarge, field: "", reason: reason)
+    }
+
     /// Every code this error can carry, for documentation and metric pre-registration.
-    package static let allCodes: [String] = ["not_json", "wrong_schema", "unsupported_version", "invalid_field"]
+    package static let allCodes: [String] = ["not_json", "wrong_schema", "unsupported_version", "invalid_field", "record_too_large"]
 }
 
 // MARK: - Protocol

@@ -199,8 +199,12 @@ package struct CampaignEvent: Codable, Sendable, Hashable {
         case progress
         /// Every device has its final outcome.
         case completed
-        /// The campaign could not run (unknown app, bad segment...); see `error`.
+        /// The campaign could not run (unknown app, bad segment...), or the record named by
+        /// `submission` was refused (an id reused for another campaign); see `error`.
         case failed
+        /// Sends are on hold and resume by themselves; `error` says why (the app's APNs
+        /// credentials fail). Devices keep waiting; none is lost.
+        case paused
 
         package init(from decoder: any Decoder) throws {
             self = try StringEnum.decode(Self.self, from: decoder, what: "campaign event")
@@ -216,14 +220,29 @@ package struct CampaignEvent: Codable, Sendable, Hashable {
     package var audience: Int?
     /// Devices per outcome so far, keyed by `DeviceOutcome` raw values.
     package var counts: [String: Int]
-    /// What went wrong, for `failed`.
+    /// What went wrong, for `failed` and `paused`.
     package var error: String?
+    /// The campaigns-topic record this event answers, on the planner's events; a submitter
+    /// waits for the event naming its own record, so older events of the id are not taken
+    /// for its answer.
+    package var submission: Submission?
     /// When the event happened, in milliseconds since the epoch.
     package var at: Int64
 
+    /// Where a campaign record was written: its partition and offset on the campaigns topic.
+    package struct Submission: Codable, Sendable, Hashable {
+        package var partition: Int
+        package var offset: Int64
+
+        package init(partition: Int, offset: Int64) {
+            self.partition = partition
+            self.offset = offset
+        }
+    }
+
     package init(
         campaign: String, app: String, event: Event, audience: Int? = nil,
-        counts: [String: Int] = [:], error: String? = nil, at: Int64
+        counts: [String: Int] = [:], error: String? = nil, submission: Submission? = nil, at: Int64
     ) {
         self.campaign = campaign
         self.app = app
@@ -231,17 +250,18 @@ package struct CampaignEvent: Codable, Sendable, Hashable {
         self.audience = audience
         self.counts = counts
         self.error = error
+        self.submission = submission
         self.at = at
     }
 
     /// Builds `counts` from outcome-keyed totals.
     package init(
         campaign: String, app: String, event: Event, audience: Int? = nil,
-        outcomeCounts: [DeviceOutcome: Int], error: String? = nil, at: Int64
+        outcomeCounts: [DeviceOutcome: Int], error: String? = nil, submission: Submission? = nil, at: Int64
     ) {
         var counts: [String: Int] = [:]
         for (outcome, count) in outcomeCounts { counts[outcome.rawValue] = count }
-        self.init(campaign: campaign, app: app, event: event, audience: audience, counts: counts, error: error, at: at)
+        self.init(campaign: campaign, app: app, event: event, audience: audience, counts: counts, error: error, submission: submission, at: at)
     }
 
     /// The count for one outcome; 0 when absent.
@@ -254,7 +274,7 @@ package struct CampaignEvent: Codable, Sendable, Hashable {
     package var kafkaKey: String { campaign }
 
     private enum CodingKeys: String, CodingKey {
-        case v, type, campaign, app, event, audience, counts, error, at
+        case v, type, campaign, app, event, audience, counts, error, submission, at
     }
 
     package init(from decoder: any Decoder) throws {
@@ -265,6 +285,7 @@ package struct CampaignEvent: Codable, Sendable, Hashable {
         audience = try container.optionalField(.audience)
         counts = try container.optionalField(.counts) ?? [:]
         error = try container.optionalField(.error)
+        submission = try container.optionalField(.submission)
         at = try container.field(.at)
     }
 
@@ -279,6 +300,7 @@ package struct CampaignEvent: Codable, Sendable, Hashable {
         try container.encodeIfPresent(audience, forKey: .audience)
         try container.encode(counts, forKey: .counts)
         try container.encodeIfPresent(error, forKey: .error)
+        try container.encodeIfPresent(submission, forKey: .submission)
         try container.encode(at, forKey: .at)
     }
 
@@ -293,6 +315,10 @@ package struct CampaignEvent: Codable, Sendable, Hashable {
                 throw .invalidField(field, "is not an outcome; expected one of: \(allowed)")
             }
             try Rules.nonNegative(counts[key] ?? 0, field: field)
+        }
+        if let submission {
+            try Rules.nonNegative(submission.partition, field: "submission.partition")
+            try Rules.nonNegative(submission.offset, field: "submission.offset")
         }
         try Rules.nonNegative(at, field: "at")
     }

@@ -69,13 +69,16 @@ package struct PushfanConfiguration: Codable, Sendable, Equatable {
         /// How long an app's sends pause after a credentials failure (403 from APNs, a key
         /// that cannot be loaded) before they are tried again.
         package var credentialsPauseSeconds: Int = 30
+        /// How long an app's credentials may keep failing before its campaigns stop waiting:
+        /// their unsent devices end `failed` with reason `credentials`.
+        package var credentialsGiveUpSeconds: Int = 900
 
         package init() {}
 
         enum CodingKeys: String, CodingKey {
             case lanes, shardSize = "shard_size", pageSize = "page_size", leaseSeconds = "lease_s"
             case shutdownTimeoutSeconds = "shutdown_timeout_s", progressIntervalMs = "progress_interval_ms"
-            case credentialsPauseSeconds = "credentials_pause_s"
+            case credentialsPauseSeconds = "credentials_pause_s", credentialsGiveUpSeconds = "credentials_give_up_s"
         }
 
         package init(from decoder: any Decoder) throws {
@@ -88,6 +91,7 @@ package struct PushfanConfiguration: Codable, Sendable, Equatable {
             shutdownTimeoutSeconds = try c.decodeIfPresent(Int.self, forKey: .shutdownTimeoutSeconds) ?? defaults.shutdownTimeoutSeconds
             progressIntervalMs = try c.decodeIfPresent(Int.self, forKey: .progressIntervalMs) ?? defaults.progressIntervalMs
             credentialsPauseSeconds = try c.decodeIfPresent(Int.self, forKey: .credentialsPauseSeconds) ?? defaults.credentialsPauseSeconds
+            credentialsGiveUpSeconds = try c.decodeIfPresent(Int.self, forKey: .credentialsGiveUpSeconds) ?? defaults.credentialsGiveUpSeconds
         }
 
         /// Refuses values that cannot work, naming the key.
@@ -102,6 +106,7 @@ package struct PushfanConfiguration: Codable, Sendable, Equatable {
             try check(shutdownTimeoutSeconds, "shutdown_timeout_s", 1...600)
             try check(progressIntervalMs, "progress_interval_ms", 100...600_000)
             try check(credentialsPauseSeconds, "credentials_pause_s", 1...3_600)
+            try check(credentialsGiveUpSeconds, "credentials_give_up_s", 1...604_800)
         }
     }
 

@@ -22,6 +22,7 @@ final class SQLiteConnection: SQLConnection {
         self.busyTimeout = busyTimeout
         self.busyRetries = busyRetries
         _ = Self.configured
+        Self.createPrivately(path)
         let flags = SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX
         let rc = sqlite3_open_v2(path, &database, flags, nil)
         guard rc == SQLITE_OK, database != nil else {
@@ -41,6 +42,15 @@ final class SQLiteConnection: SQLConnection {
             return 1
         }, UnsafeMutableRawPointer(bitPattern: steps))
         try executeScript("PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL; PRAGMA foreign_keys=ON; PRAGMA temp_store=MEMORY;")
+    }
+
+    /// A new database file is made readable by its owner only (0600): it holds every device
+    /// token and live provider tokens. SQLite gives its -wal and -shm files the database
+    /// file's mode. An existing file keeps the mode its operator chose.
+    private static func createPrivately(_ path: String) {
+        guard path != ":memory:", !path.hasPrefix("file:") else { return }
+        let descriptor = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o600)
+        if descriptor >= 0 { close(descriptor) }
     }
 
     /// Process-wide settings, applied once before the first connection opens.

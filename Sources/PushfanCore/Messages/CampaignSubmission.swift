@@ -1,0 +1,43 @@
+import Foundation
+
+/// The rules a campaign record meets on its way in (`pushfan submit`, the planner, the API):
+/// a bounded size, checked before parsing, and, at submission, an expiration still ahead.
+extension Campaign {
+    /// Largest campaign record, in bytes. The planner refuses a larger record without parsing
+    /// it, so its dead letter (the bytes in base64, a third larger) stays well inside Kafka's
+    /// default 1 MB message limit; an explicit audience of 10,000 ids of up to 40 characters
+    /// fits. A notification itself is at most 4 or 5 KB per locale.
+    package static let maxRecordBytes = 512 * 1024
+
+    /// Decodes a campaign record, refusing one over `maxRecordBytes` before it is parsed.
+    package static func decodeRecord(_ bytes: some Collection<UInt8>) throws(MessageDecodingError) -> Campaign {
+        guard bytes.count <= maxRecordBytes else {
+            throw .recordTooLarge(
+                "the campaign record is \(bytes.count) bytes; at most \(maxRecordBytes) are allowed (keep notification.data small, use a segment for large audiences)")
+        }
+        return try MessageCodec.decode(Campaign.self, from: Data(bytes))
+    }
+
+    /// Refuses an expiration that has already passed at submission: every device would end
+    /// `expired` without a send. `0` (now or never) and no expiration are always fine.
+    package func checkSubmittable(now: Date) throws(MessageDecodingError) {
+        guard let expiration = options.expiration, expiration > 0 else { return }
+        let nowSeconds = now.timeIntervalSince1970
+        guard Double(expiration) > nowSeconds else {
+            let when = ISO8601DateFormatter().string(from: Date(timeIntervalSince1970: Double(expiration)))
+            throw .invalidField(
+                "options.expiration",
+                "\(expiration) (\(when)) has already passed; leave it out to let the sender choose, or give a time ahead")
+        }
+    }
+
+    /// True when `other` is the same campaign resent (it may carry another `submitted_at`):
+    /// a producer retrying after a timeout, not a different campaign reusing the id.
+    package func isResubmission(of other: Campaign) -> Bool {
+        var mine = self
+        var theirs = other
+        mine.submittedAt = nil
+        theirs.submittedAt = nil
+        return mine == theirs
+    }
+}
