@@ -76,7 +76,10 @@ package struct SendCircuit: Sendable, Equatable {
     }
 
     /// Records the answers of one batch: `failures` server failures among `total` answers.
-    package mutating func record(failures: Int, total: Int, now: ContinuousClock.Instant) {
+    /// `probe` tells a batch admitted as the probe (`.send(limit:)` with a limit) from one
+    /// admitted while closed: only the probe's answers decide a probe, however late the
+    /// batches sent before the circuit opened answer.
+    package mutating func record(failures: Int, total: Int, probe: Bool = false, now: ContinuousClock.Instant) {
         guard total > 0 else { return }
         switch state {
         case .closed(var recent):
@@ -89,6 +92,7 @@ package struct SendCircuit: Sendable, Equatable {
                 state = .closed(recent: recent)
             }
         case .probing(_, let wait):
+            guard probe else { return }
             if Double(failures) < settings.failureShare * Double(total) {
                 state = .closed(recent: [])
             } else {
@@ -100,13 +104,19 @@ package struct SendCircuit: Sendable, Equatable {
         }
     }
 
+    /// Answers that are neither success nor failure of the server: nothing was sent.
+    package static func saysNothingAboutTheServer(_ result: APNsSendResult) -> Bool {
+        if case .failed(let failure) = result { return failure.cause == .senderClosed || failure.cause == .credentialsUnavailable }
+        return false
+    }
+
     /// Whether an answer tells of trouble at the server rather than with the notification:
     /// 5xx and connections that failed. 429 is about one token, not the server.
     package static func isServerFailure(_ result: APNsSendResult) -> Bool {
         switch result {
         case .response(.accepted): return false
         case .response(.rejected(let status, _, _)): return status >= 500
-        case .failed(let failure): return failure.cause != .senderClosed && failure.cause != .credentialsUnavailable
+        case .failed(let failure): return !saysNothingAboutTheServer(.failed(failure))
         }
     }
 }
@@ -130,12 +140,14 @@ package final class LaneCircuits: Sendable {
         }
     }
 
-    package func record(_ key: String, _ results: [APNsSendResult]) {
-        let failures = results.count(where: SendCircuit.isServerFailure)
+    package func record(_ key: String, _ results: [APNsSendResult], probe: Bool) {
+        // A closing sender or missing credentials says nothing about the server.
+        let counted = results.filter { !SendCircuit.saysNothingAboutTheServer($0) }
+        let failures = counted.count(where: SendCircuit.isServerFailure)
         let (was, now) = circuits.withLock { circuits -> (Bool, Bool) in
             var circuit = circuits[key] ?? SendCircuit(settings: settings)
             let was = circuit.isOpen
-            circuit.record(failures: failures, total: results.count, now: .now)
+            circuit.record(failures: failures, total: counted.count, probe: probe, now: .now)
             circuits[key] = circuit
             return (was, circuit.isOpen)
         }

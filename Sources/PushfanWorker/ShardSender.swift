@@ -339,6 +339,7 @@ package struct ShardSender: Sendable {
                     }
                     if let resume = context.pauses.resumeAt(task.app) { try await Task.sleep(until: resume, clock: .continuous) }
                     var granted = ready.count - index
+                    var probe = false
                     switch context.circuits.admit(lane) {
                     case .wait(let until):
                         if hasExpired(plan.campaign) {
@@ -348,7 +349,10 @@ package struct ShardSender: Sendable {
                         try await Task.sleep(until: until, clock: .continuous)
                         continue
                     case .send(let limit):
-                        if let limit { granted = min(granted, limit) }
+                        if let limit {
+                            granted = min(granted, limit)
+                            probe = true
+                        }
                     }
                     if stop != nil { break }
                     if let campaignBucket { granted = try await campaignBucket.acquire(upTo: granted) }
@@ -368,13 +372,14 @@ package struct ShardSender: Sendable {
                     let catalog = context.catalog
                     let circuits = context.circuits
                     let app = plan.app
+                    let isProbe = probe
                     group.addTask {
                         var results: [(Pending, APNsSendResult)] = []
                         for (environment, members) in groups {
                             do {
                                 let client = try catalog.client(for: app, environment: environment)
                                 let answers = await client.send(batch: members.map(\.1))
-                                circuits.record(lane, answers)
+                                circuits.record(lane, answers, probe: isProbe)
                                 for (member, answer) in zip(members, answers) { results.append((member.0, answer)) }
                             } catch {
                                 for member in members {

@@ -37,7 +37,10 @@ import PushfanCore
             Issue.record("a second batch went out during the probe")
             return
         }
-        circuit.record(failures: 1, total: 5, now: start + .milliseconds(1_100))
+        // A batch sent before the circuit opened answers late: it does not decide the probe.
+        circuit.record(failures: 0, total: 25, now: start + .milliseconds(1_050))
+        #expect(circuit.isOpen)
+        circuit.record(failures: 1, total: 5, probe: true, now: start + .milliseconds(1_100))
         #expect(!circuit.isOpen)
         #expect(circuit.admit(now: start + .milliseconds(1_100)) == .send(limit: nil))
     }
@@ -56,7 +59,7 @@ import PushfanCore
             waits.append(until - now)
             now = until
             #expect(circuit.admit(now: now) == .send(limit: 5))
-            circuit.record(failures: 5, total: 5, now: now)
+            circuit.record(failures: 5, total: 5, probe: true, now: now)
         }
         #expect(waits == [.seconds(1), .seconds(2), .seconds(4), .seconds(8), .seconds(15), .seconds(15), .seconds(15)])
     }
