@@ -68,7 +68,7 @@ struct DemoCommand: Command {
         let database = "sqlite:" + directory.appendingPathComponent("devices.db").path
         step("filling a SQLite device store with \(deviceCount) synthetic devices of app \(campaign.app)")
         let store = try await DeviceStore.open(database, logger: context.logger)
-        _ = try await store.addApp(AppRegistration(
+        _ = try await store.apps.add(AppRegistration(
             app: campaign.app, topic: "com.example.shop", credentials: .token(teamID: "DEMOTEAM01", keyID: "DEMOKEY001", keyFile: keyFile),
             ratePerSecond: rate))
         let imported = ContinuousClock.now
@@ -137,13 +137,13 @@ struct DemoCommand: Command {
         }
         step("campaign completed in \(formatted(elapsed)) (\(Int(Double(last.finished) / max(elapsed.seconds, 0.001)))/s at an app limit of \(rate)/s)")
         print(CampaignWatch.summary(last))
-        let reasons = try await store.outcomeReasons(campaign: campaign.id).filter { $0.state != .delivered }
+        let reasons = try await store.ledger.outcomeReasons(campaign: campaign.id).filter { $0.state != .delivered }
         if !reasons.isEmpty {
             detail("why not delivered (from the ledger): " + reasons.map { "\($0.state.rawValue) \($0.reason ?? "-") \($0.count)" }.joined(separator: ", "))
         }
         let stats = simulator.stats()
         detail("the simulator accepted \(stats.distinctTokensAccepted) distinct tokens with \(stats.duplicateAcceptances) duplicates out of \(stats.requests) requests")
-        let invalidated = try await store.count(app: campaign.app, segment: nil)
+        let invalidated = try await store.audience.count(app: campaign.app, segment: nil)
         detail("token hygiene: \(deviceCount - invalidated) devices invalidated (410 and BadDeviceToken), \(invalidated) still active")
         print("""
 
@@ -176,7 +176,7 @@ struct DemoCommand: Command {
             registration.appVersion = "2.\(index % 12)"
             batch.append(try Validation.device(registration))
             if batch.count == 5000 || index == count - 1 {
-                _ = try await store.importDevices(app: app, batch)
+                _ = try await store.devices.importDevices(app: app, batch)
                 batch.removeAll(keepingCapacity: true)
                 progress.show("  \(index + 1)/\(count) devices")
             }
@@ -186,11 +186,11 @@ struct DemoCommand: Command {
 
     private static func expectedAudience(_ campaign: Campaign, store: DeviceStore) async throws -> Int {
         switch campaign.audience {
-        case .segment(let text): return try await store.count(app: campaign.app, segment: try SegmentParser.parse(text))
+        case .segment(let text): return try await store.audience.count(app: campaign.app, segment: try SegmentParser.parse(text))
         case .named(let name):
-            guard let text = try await store.segment(app: campaign.app, name: name) else { throw UsageError("no saved segment \(name)") }
-            return try await store.count(app: campaign.app, segment: try SegmentParser.parse(text))
-        case .devices(let ids): return try await store.rowKeys(app: campaign.app, deviceIDs: ids).count
+            guard let text = try await store.audience.savedSegment(app: campaign.app, name: name) else { throw UsageError("no saved segment \(name)") }
+            return try await store.audience.count(app: campaign.app, segment: try SegmentParser.parse(text))
+        case .devices(let ids): return try await store.audience.rowKeys(app: campaign.app, deviceIDs: ids).count
         }
     }
 

@@ -67,7 +67,7 @@ struct AppsAddCommand: Command {
             environment: try APNsEnvironment(parsing: arguments.value("environment") ?? "production"),
             ratePerSecond: try arguments.int("rate", default: 1000, range: 1...1_000_000))
         let store = try await StoreOptions.open(arguments, context)
-        let secret = try await store.addApp(registration)
+        let secret = try await store.apps.add(registration)
         print("app \(registration.app) added (topic \(registration.topic), \(registration.ratePerSecond)/s)")
         print("secret: \(secret)")
         print("This secret is shown once and stored only as a salted hash.")
@@ -110,7 +110,7 @@ struct DevicesRegisterCommand: Command {
         }
         let app = try arguments.required("app")
         let store = try await StoreOptions.open(arguments, context)
-        let result = try await store.register(app: app, registration)
+        let result = try await store.devices.register(app: app, registration)
         print("device \(registration.deviceID) \(result.created ? "registered" : "updated") (row \(result.rowKey))")
         if !result.tokenMovedFrom.isEmpty { print("token moved from device \(result.tokenMovedFrom.joined(separator: ", "))") }
         return 0
@@ -126,7 +126,7 @@ struct DevicesUnregisterCommand: Command {
     static func run(_ arguments: ParsedArguments, _ context: CommandContext) async throws -> Int32 {
         let store = try await StoreOptions.open(arguments, context)
         let deviceID = try arguments.required("device-id")
-        guard try await store.unregister(app: try arguments.required("app"), deviceID: deviceID) else {
+        guard try await store.devices.unregister(app: try arguments.required("app"), deviceID: deviceID) else {
             printError("pushfan devices unregister: no device \(deviceID)")
             return 1
         }
@@ -149,7 +149,7 @@ struct DevicesListCommand: Command {
         let store = try await StoreOptions.open(arguments, context)
         let limit = try arguments.int("limit", default: 20, range: 1...100_000)
         let after = try arguments.value("after").map { _ throws(UsageError) in Int64(try arguments.int("after", default: 0)) }
-        let devices = try await store.devices(app: try arguments.required("app"), after: after, limit: limit)
+        let devices = try await store.devices.list(app: try arguments.required("app"), after: after, limit: limit)
         print(["row", "device id", "token", "env", "locale", "app", "status", "tags"].joined(separator: "\t"))
         for device in devices {
             print([
@@ -204,7 +204,7 @@ struct DevicesImportCommand: Command {
         }
 
         let store = try await StoreOptions.open(arguments, context)
-        guard try await store.app(app) != nil else {
+        guard try await store.apps.get(app) != nil else {
             printError("pushfan devices import: unknown app '\(app)'; add it with `pushfan apps add`")
             return 1
         }
@@ -238,16 +238,16 @@ struct DevicesImportCommand: Command {
                 // Parse the next batch while this one is written.
                 if let previous = writing { imported += try await previous.value }
                 let full = batch
-                writing = Task { try await store.importDevices(app: app, full) }
+                writing = Task { try await store.devices.importDevices(app: app, full) }
                 batch.removeAll(keepingCapacity: true)
                 let seconds = max((ContinuousClock.now - started).seconds, 0.001)
                 progress.show("imported \(imported) devices, \(rejections.total) bad lines (\(Int(Double(imported) / seconds))/s)")
             }
         }
         if let previous = writing { imported += try await previous.value }
-        if !batch.isEmpty { imported += try await store.importDevices(app: app, batch) }
+        if !batch.isEmpty { imported += try await store.devices.importDevices(app: app, batch) }
         // Segment counts and expansions plan with statistics of the table as it is now.
-        if imported > 0 { try await store.refreshStatistics() }
+        if imported > 0 { try await store.devices.refreshStatistics() }
         progress.finish()
         for line in rejections.report(restImported: !headerRefused) { printError(line) }
         if headerRefused {
@@ -334,7 +334,7 @@ enum SegmentInput {
     static func expression(_ arguments: ParsedArguments, _ store: DeviceStore, app: String) async throws -> SegmentExpression? {
         var text = arguments.positionals.first
         if let name = arguments.value("name") {
-            guard let saved = try await store.segment(app: app, name: name) else { throw UsageError("no saved segment '\(name)' for app \(app)") }
+            guard let saved = try await store.audience.savedSegment(app: app, name: name) else { throw UsageError("no saved segment '\(name)' for app \(app)") }
             text = saved
         }
         guard let text, text.trimmingCharacters(in: .whitespaces) != "all" else { return nil }
@@ -357,7 +357,7 @@ struct SegmentsCountCommand: Command {
         let app = try arguments.required("app")
         let store = try await StoreOptions.open(arguments, context)
         let expression = try await SegmentInput.expression(arguments, store, app: app)
-        print(try await store.count(app: app, segment: expression))
+        print(try await store.audience.count(app: app, segment: expression))
         return 0
     }
 }
@@ -377,7 +377,7 @@ struct SegmentsSampleCommand: Command {
         let store = try await StoreOptions.open(arguments, context)
         let expression = try await SegmentInput.expression(arguments, store, app: app)
         let limit = try arguments.int("limit", default: 10, range: 1...10_000)
-        let devices = try await store.page(app: app, segment: expression, shard: ShardRange(after: nil, through: nil), cursor: nil, limit: limit)
+        let devices = try await store.audience.page(app: app, segment: expression, shard: ShardRange(after: nil, through: nil), cursor: nil, limit: limit)
         for device in devices {
             print([String(device.rowKey), device.deviceID, device.environment.rawValue, device.locale ?? "-"].joined(separator: "\t"))
         }
@@ -396,7 +396,7 @@ struct SegmentsSaveCommand: Command {
         let app = try arguments.required("app")
         let name = try arguments.required("name")
         let store = try await StoreOptions.open(arguments, context)
-        try await store.saveSegment(app: app, name: name, expression: arguments.positionals[0])
+        try await store.audience.saveSegment(app: app, name: name, expression: arguments.positionals[0])
         print("segment \(name) saved for app \(app)")
         return 0
     }
@@ -434,7 +434,7 @@ struct DevicesExpandCommand: Command {
         try await withThrowingTaskGroup(of: (devices: Int, checksum: Int64)?.self) { group in
             group.addTask {
                 do {
-                    _ = try await store.shards(app: app, size: shardSize) { foundShard.yield($0) }
+                    _ = try await store.audience.shards(app: app, size: shardSize) { foundShard.yield($0) }
                     foundShard.finish()
                 } catch {
                     foundShard.finish(throwing: error)
@@ -446,7 +446,7 @@ struct DevicesExpandCommand: Command {
                 var checksum: Int64 = 0
                 var cursor: Int64?
                 while true {
-                    let page = try await store.page(app: app, segment: expression, shard: shard, cursor: cursor, limit: pageSize)
+                    let page = try await store.audience.page(app: app, segment: expression, shard: shard, cursor: cursor, limit: pageSize)
                     devices += page.count
                     // Touch what the pipeline would use, so the work is not optimised away.
                     for target in page { checksum &+= target.rowKey &+ Int64(target.token.utf8.count) }

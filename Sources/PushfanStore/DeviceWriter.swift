@@ -4,7 +4,7 @@ import PushfanCore
 /// token follows the device that registers it last, re-registration revives a device, tags
 /// are replaced. Each backend writes in its fastest way (SQLite: statements prepared once
 /// with values bound per row; PostgreSQL: COPY into a staging table, then set-based SQL),
-/// with the same rules.
+/// with the same rules; `SQLBackend.upsert` picks the backend's writer.
 enum DeviceWriter {
     /// What was written: the device count, row keys (when asked for) and, per device, the
     /// device ids its token was taken from.
@@ -12,18 +12,6 @@ enum DeviceWriter {
         var rowKeys: [String: Int64] = [:]
         var movedFrom: [String: [String]] = [:]
         var count = 0
-    }
-
-    /// Writes `unique` (validated, and through `lastWins`) inside the caller's transaction.
-    static func upsert(_ connection: any SQLConnection, app: String, devices unique: [ValidatedDevice], now: Int64, returningRowKeys: Bool) throws(StoreError) -> Written {
-        switch connection {
-        case let sqlite as SQLiteConnection:
-            return try SQLiteDeviceWriter.upsert(sqlite, app: app, devices: unique, now: now, returningRowKeys: returningRowKeys)
-        case let postgres as PostgresConnection:
-            return try PostgresDeviceWriter.upsert(postgres, app: app, devices: unique, now: now, returningRowKeys: returningRowKeys)
-        default:
-            throw StoreError.database("no device writer for \(type(of: connection))")
-        }
     }
 
     private struct TokenKey: Hashable {

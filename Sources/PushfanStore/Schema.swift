@@ -181,17 +181,14 @@ enum Schema {
     /// Brings the database to the newest version; returns the versions applied now.
     /// Concurrent starters are serialised by the write transaction (SQLite) or an
     /// advisory lock (PostgreSQL), so each migration runs once.
-    static func migrate(_ connection: SQLConnection, now: Int64) throws(StoreError) -> [Int] {
+    static func migrate(_ connection: SQLConnection, _ backend: any SQLBackend, now: Int64) throws(StoreError) -> [Int] {
         try connection.executeScript("CREATE TABLE IF NOT EXISTS schema_migrations (version INTEGER PRIMARY KEY, applied_at BIGINT NOT NULL)")
         return try connection.transaction { () throws(StoreError) -> [Int] in
-            if connection.dialect == .postgres {
-                // An arbitrary constant naming "Pushfan migrations".
-                try connection.execute("SELECT pg_advisory_xact_lock(7316504)")
-            }
+            try backend.lockMigrations(connection)
             let applied = Set(try connection.queryAll("SELECT version FROM schema_migrations") { Int($0.int(0) ?? 0) })
             var newlyApplied: [Int] = []
             for migration in migrations where !applied.contains(migration.version) {
-                try connection.executeScript(connection.dialect == .sqlite ? migration.sqlite : migration.postgres)
+                try connection.executeScript(backend.script(of: migration))
                 try connection.execute("INSERT INTO schema_migrations (version, applied_at) VALUES (\(migration.version), \(now))")
                 newlyApplied.append(migration.version)
             }

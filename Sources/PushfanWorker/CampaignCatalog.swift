@@ -75,19 +75,19 @@ package final class CampaignCatalog: Sendable {
 
     package func plan(campaign id: String) async throws -> CampaignPlan {
         if let cached = plans.withLock({ $0[id] }), ContinuousClock.now - cached.loaded < appRefresh { return cached.plan }
-        guard let definition = try await store.campaignDefinition(id) else { throw CatalogError.unknownCampaign(id) }
+        guard let definition = try await store.campaigns.definition(id) else { throw CatalogError.unknownCampaign(id) }
         let campaign: Campaign
         do { campaign = try MessageCodec.decode(Campaign.self, from: Data(definition.utf8)) } catch {
             throw CatalogError.invalidCampaign("stored campaign \(id) does not read: \(error)")
         }
-        guard let app = try await store.app(campaign.app) else { throw CatalogError.unknownApp(campaign.app) }
+        guard let app = try await store.apps.get(campaign.app) else { throw CatalogError.unknownApp(campaign.app) }
         var segment: SegmentExpression?
         var deviceIDs: Set<String>?
         do {
             switch campaign.audience {
             case .segment(let text): segment = try SegmentParser.parse(text)
             case .named(let name):
-                guard let text = try await store.segment(app: campaign.app, name: name) else {
+                guard let text = try await store.audience.savedSegment(app: campaign.app, name: name) else {
                     throw CatalogError.invalidCampaign("saved segment \(name) of app \(campaign.app) is gone")
                 }
                 segment = try SegmentParser.parse(text)

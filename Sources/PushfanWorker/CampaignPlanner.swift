@@ -32,7 +32,7 @@ package struct CampaignPlanner: Sendable {
         let campaign: String?
         /// The campaign exists (the record reused its id): after the `failed` answer to the
         /// record, its real state is announced again, so the latest event stays true.
-        var restate: DeviceStore.CampaignRow? = nil
+        var restate: CampaignRegistry.Row? = nil
     }
 
     /// What became of one record.
@@ -92,10 +92,10 @@ package struct CampaignPlanner: Sendable {
 
     /// The event that tells a campaign's state now: `completed` with its final counts, or
     /// `progress` with the totals so far.
-    private func currentState(of existing: DeviceStore.CampaignRow, submission: CampaignEvent.Submission?) async throws -> CampaignEvent {
-        let finished = existing.status == CampaignStatus.completed
+    private func currentState(of existing: CampaignRegistry.Row, submission: CampaignEvent.Submission?) async throws -> CampaignEvent {
+        let finished = existing.status == .completed
         let counts = DeviceOutcome.counts(fromLedger: finished
-            ? try await store.outcomeCounts(campaign: existing.id) : try await store.progressCounts(campaign: existing.id))
+            ? try await store.ledger.outcomeCounts(campaign: existing.id) : try await store.ledger.progressCounts(campaign: existing.id))
         return CampaignEvent(
             campaign: existing.id, app: existing.app, event: finished ? .completed : .progress,
             audience: finished ? counts.values.reduce(0, +) : existing.audience, outcomeCounts: counts, submission: submission, at: epochMillis())
@@ -112,34 +112,34 @@ package struct CampaignPlanner: Sendable {
 
         // The id first: a record reusing a taken id is about that campaign, whatever else is
         // wrong with it, and must not leave a `failed` event as its latest state.
-        if let existing = try await store.campaign(campaign.id) {
+        if let existing = try await store.campaigns.get(campaign.id) {
             // The id is taken: the same campaign resent is acknowledged; a different one is
             // refused, visibly, and never mistaken for the first.
-            if let stored = try await store.campaignDefinition(campaign.id),
+            if let stored = try await store.campaigns.definition(campaign.id),
                let first = try? MessageCodec.decode(Campaign.self, from: Data(stored.utf8)), !campaign.isResubmission(of: first) {
                 var refusal = refuse(
                     "conflicting_campaign",
-                    "campaign id \(campaign.id) is already taken by a different campaign (\(existing.status)); submit the new one under its own id")
-                refusal.restate = existing.status == CampaignStatus.planning ? nil : existing
+                    "campaign id \(campaign.id) is already taken by a different campaign (\(existing.status.rawValue)); submit the new one under its own id")
+                refusal.restate = existing.status == .planning ? nil : existing
                 throw refusal
             }
-            if existing.status != CampaignStatus.planning {
-                logger.info("planner.duplicate", ["campaign.id": campaign.id, "campaign.status": existing.status])
+            if existing.status != .planning {
+                logger.info("planner.duplicate", ["campaign.id": campaign.id, "campaign.status": existing.status.rawValue])
                 let answer = try await currentState(of: existing, submission: Self.submission(of: record))
                 if let error = await ResultsWriter.firstFailure([try await writer.campaign(answer)]) { throw error }
                 return .duplicate(campaign: campaign.id)
             }
         }
-        guard let app = try await store.app(campaign.app) else {
+        guard let app = try await store.apps.get(campaign.app) else {
             throw refuse("unknown_app", "app \(campaign.app.debugDescription) is not registered (pushfan apps add)")
         }
         try checkPayloads(campaign, topic: app.topic, refuse: refuse)
         let audience = try await resolve(campaign, refuse: refuse)
         let ranges = try await shardRanges(campaign, audience: audience)
         let definition = String(decoding: MessageCodec.encode(campaign), as: UTF8.self)
-        _ = try await store.recordCampaign(
+        _ = try await store.campaigns.record(
             id: campaign.id, app: campaign.app, audience: audience.count, shards: ranges.count, definition: definition,
-            status: CampaignStatus.planning)
+            status: .planning)
 
         // Each lane gets a partition of its own (while there are enough), at an offset that
         // depends on the app, so lanes spread over the workers (round-robin assignment)
@@ -160,7 +160,7 @@ package struct CampaignPlanner: Sendable {
         tickets.append(try await writer.campaign(CampaignEvent(
             campaign: campaign.id, app: campaign.app, event: .accepted, audience: audience.count, submission: Self.submission(of: record), at: epochMillis())))
         if let error = await ResultsWriter.firstFailure(tickets) { throw error }
-        _ = try await store.transitionCampaign(campaign.id, from: CampaignStatus.planning, to: CampaignStatus.running)
+        _ = try await store.campaigns.transition(campaign.id, from: .planning, to: .running)
         logger.notice("planner.planned", ["campaign.id": campaign.id, "app": campaign.app, "audience": String(audience.count), "tasks": String(ranges.count)])
         return .planned(campaign: campaign.id, audience: audience.count, tasks: ranges.count)
     }
@@ -194,18 +194,18 @@ package struct CampaignPlanner: Sendable {
             do { segment = try SegmentParser.parse(text) } catch {
                 throw refuse("invalid_segment", "audience.segment: \(error)")
             }
-            return Audience(segment: segment, count: try await store.count(app: campaign.app, segment: segment))
+            return Audience(segment: segment, count: try await store.audience.count(app: campaign.app, segment: segment))
         case .named(let name):
-            guard let text = try await store.segment(app: campaign.app, name: name) else {
+            guard let text = try await store.audience.savedSegment(app: campaign.app, name: name) else {
                 throw refuse("unknown_segment", "audience.named: app \(campaign.app) has no saved segment \(name.debugDescription)")
             }
             let segment: SegmentExpression
             do { segment = try SegmentParser.parse(text) } catch {
                 throw refuse("invalid_segment", "saved segment \(name): \(error)")
             }
-            return Audience(segment: segment, count: try await store.count(app: campaign.app, segment: segment))
+            return Audience(segment: segment, count: try await store.audience.count(app: campaign.app, segment: segment))
         case .devices(let ids):
-            let keys = try await store.rowKeys(app: campaign.app, deviceIDs: ids)
+            let keys = try await store.audience.rowKeys(app: campaign.app, deviceIDs: ids)
             return Audience(rowKeys: keys, count: keys.count)
         }
     }
@@ -233,21 +233,11 @@ package struct CampaignPlanner: Sendable {
             }
             return ranges
         }
-        let total = try await store.count(app: campaign.app, segment: nil)
+        let total = try await store.audience.count(app: campaign.app, segment: nil)
         let size = max(1, min(settings.shardSize, (total + spread - 1) / spread))
-        let shards = try await store.shards(app: campaign.app, size: size)
+        let shards = try await store.audience.shards(app: campaign.app, size: size)
         // Shards cover all the app's devices; the segment's share is spread evenly.
         let estimate = total == 0 ? 0 : Int((Double(audience.count) / Double(total) * Double(size)).rounded(.up))
         return shards.map { PlannedRange(after: $0.after, through: $0.through, estimate: estimate) }
     }
-}
-
-/// Values of the campaign row's `status`.
-package enum CampaignStatus {
-    /// Being split into tasks; re-planned if its planner crashed.
-    package static let planning = "planning"
-    /// Tasks are on the topic; senders are working.
-    package static let running = "running"
-    /// Every task finished; the completed event was produced.
-    package static let completed = "completed"
 }

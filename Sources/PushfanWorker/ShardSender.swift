@@ -19,6 +19,8 @@ package struct SenderContext: Sendable {
     package let logger: Logger
     /// How long an app pauses after a credentials failure.
     package var credentialsPause: Duration { .seconds(settings.credentialsPauseSeconds) }
+    /// Turns each APNs answer into what happens to its device.
+    package var decider: DeliveryDecider { DeliveryDecider(retryPolicy: retryPolicy) }
     /// Batches of one task in flight to APNs at once.
     package var batchesInFlight = 8
 
@@ -122,7 +124,7 @@ package struct ShardSender: Sendable {
         var exhausted = false
         while !exhausted {
             try Task.checkCancellation()
-            var page = try await context.store.page(
+            var page = try await context.store.audience.page(
                 app: task.app, segment: plan.segment, shard: shard, cursor: cursor, limit: context.settings.pageSize)
             exhausted = page.count < context.settings.pageSize
             cursor = page.last?.rowKey
@@ -165,7 +167,7 @@ package struct ShardSender: Sendable {
     /// result produced again from the ledger (the previous owner may have crashed before
     /// producing it); devices another live worker holds are kept to claim again later.
     private func claimAndSend(_ targets: [DeviceTarget], plan: CampaignPlan, state: inout TaskState) async throws {
-        let claim = try await context.store.claim(
+        let claim = try await context.store.ledger.claim(
             campaign: task.campaign, targets: targets, owner: context.workerID, lease: .seconds(context.settings.leaseSeconds))
         let now = ContinuousClock.now
         // The usual case: every device of the page is newly ours.
@@ -177,7 +179,7 @@ package struct ShardSender: Sendable {
         var finalKeys = Set<Int64>()
         if claim.alreadyFinal > 0, let low = targets.map(\.rowKey).min(), let high = targets.map(\.rowKey).max() {
             let wanted = Set(targets.map(\.rowKey))
-            let entries = try await context.store.finished(campaign: task.campaign, after: low - 1, through: high).filter { wanted.contains($0.rowKey) }
+            let entries = try await context.store.ledger.finished(campaign: task.campaign, after: low - 1, through: high).filter { wanted.contains($0.rowKey) }
             finalKeys = Set(entries.map(\.rowKey))
             let now = epochMillis()
             let results = entries.map { entry in
@@ -205,7 +207,7 @@ package struct ShardSender: Sendable {
             }
             state.retries.removeAll { $0.notBefore <= now }
             // Claim again: renews the lease, and tells if another worker took a device over.
-            let claim = try await context.store.claim(
+            let claim = try await context.store.ledger.claim(
                 campaign: task.campaign, targets: due.map(\.target), owner: context.workerID, lease: .seconds(context.settings.leaseSeconds))
             let owned = Set(claim.toSend.map(\.rowKey))
             try await send(due.filter { owned.contains($0.target.rowKey) }, plan: plan, state: &state)
@@ -265,7 +267,7 @@ package struct ShardSender: Sendable {
         context.progress.touch(campaign: task.campaign, app: task.app)
         if !unsent.isEmpty {
             // Cancelled between batches: these were never sent; give them back.
-            try await context.store.releaseClaims(campaign: task.campaign, owner: context.workerID, rowKeys: unsent.map(\.target.rowKey))
+            try await context.store.ledger.release(campaign: task.campaign, owner: context.workerID, rowKeys: unsent.map(\.target.rowKey))
             throw CancellationError()
         }
     }
@@ -282,7 +284,7 @@ package struct ShardSender: Sendable {
 
     private func record(_ finals: Finals, state: inout TaskState) async throws {
         guard !finals.ledger.isEmpty else { return }
-        try await untilStored { try await context.store.record(campaign: task.campaign, finals.ledger) }
+        try await untilStored { try await context.store.ledger.record(campaign: task.campaign, finals.ledger) }
         if let ticket = try await context.writer.devices(finals.results) { state.tickets.append(ticket) }
     }
 
@@ -401,54 +403,32 @@ package struct ShardSender: Sendable {
         return transmission
     }
 
-    /// Turns one APNs answer into a final outcome, a retry, or an app pause.
+    /// Performs what the decider makes of one APNs answer: a final outcome (with token
+    /// hygiene), a retry, the app's pause, or a hand-back.
     private func classify(_ item: Pending, _ result: APNsSendResult, plan: CampaignPlan, finals: inout Finals, state: inout TaskState) async throws {
         var item = item
         let now = Date()
         item.attempts += 1
-        if item.firstAttemptAt == nil { item.firstAttemptAt = now }
-        switch result {
-        case .response(.accepted(let apnsID, _)):
-            finals.add(item, campaign: task.campaign, state: .delivered, status: 200, apnsID: apnsID)
-            return
-        case .response(.rejected(let status, let reason, let timestamp)):
-            switch reason.disposition(status: status) {
-            case .invalidateToken:
-                finals.add(item, campaign: task.campaign, state: .invalidToken, status: status, reason: reason.rawValue)
-                try await untilStored { try await applyTokenHygiene(item.target, app: plan.app.app, status: status, reason: reason, timestamp: timestamp) }
-                return
-            case .fixRequest, .doNotRetry:
-                finals.add(item, campaign: task.campaign, state: .rejected, status: status, reason: reason.rawValue)
-                return
-            case .credentialsProblem:
-                try await pauseForCredentials(item, reason: "APNs answered \(status) \(reason.rawValue)", finals: &finals, state: &state)
-                return
-            default:
-                break
-            }
-        case .failed(let failure):
-            if failure.cause == .credentialsUnavailable {
-                try await pauseForCredentials(item, reason: failure.description, finals: &finals, state: &state)
-                return
-            }
-            if failure.cause == .senderClosed {
-                // Shutting down: never sent; it stays claimed for the next owner.
-                item.attempts -= 1
-                state.retries.append(item)
-                return
-            }
-        }
-        let decision = context.retryPolicy.decide(
-            result, attempt: item.attempts, now: now, expiration: APNsNotification.Expiration(epochSeconds: plan.campaign.options.expiration),
-            firstAttemptAt: item.firstAttemptAt ?? now)
+        let firstAttemptAt = item.firstAttemptAt ?? now
+        item.firstAttemptAt = firstAttemptAt
+        let decision = context.decider.decide(
+            result, attempt: item.attempts, expiration: APNsNotification.Expiration(epochSeconds: plan.campaign.options.expiration),
+            firstAttemptAt: firstAttemptAt, now: now)
         switch decision {
+        case .final(let final):
+            finals.add(item, campaign: task.campaign, state: final.state, status: final.status, reason: final.reason, apnsID: final.apnsID)
+            if let hygiene = final.hygiene {
+                try await untilStored { try await applyTokenHygiene(item.target, app: plan.app.app, hygiene, reason: final.reason ?? "") }
+            }
         case .retry(let after):
             item.notBefore = ContinuousClock.now + after
             state.retries.append(item)
-        case .expired:
-            finals.add(item, campaign: task.campaign, state: .expired, status: Self.status(of: result), reason: Self.reason(of: result))
-        case .giveUp, .done:
-            finals.add(item, campaign: task.campaign, state: .failed, status: Self.status(of: result), reason: Self.reason(of: result))
+        case .pauseApp(let reason):
+            try await pauseForCredentials(item, reason: reason, finals: &finals, state: &state)
+        case .handBack:
+            // Shutting down: never sent; it stays claimed for the next owner.
+            item.attempts -= 1
+            state.retries.append(item)
         }
     }
 
@@ -462,8 +442,8 @@ package struct ShardSender: Sendable {
         let verdict = context.pauses.pause(task.app, campaign: task.campaign, for: context.credentialsPause, reason: reason)
         // Advisory, like progress: it must never cost the answers in hand, so a store or
         // Kafka problem only skips it.
-        if verdict.announce, let counts = try? await context.store.progressCounts(campaign: task.campaign) {
-            let audience = try? await context.store.campaign(task.campaign)?.audience
+        if verdict.announce, let counts = try? await context.store.ledger.progressCounts(campaign: task.campaign) {
+            let audience = try? await context.store.campaigns.get(task.campaign)?.audience
             _ = try? await context.writer.campaign(CampaignEvent(
                 campaign: task.campaign, app: task.app, event: .paused, audience: audience ?? nil, outcomeCounts: DeviceOutcome.counts(fromLedger: counts),
                 error: "the app's APNs credentials fail (\(reason)); sends resume by themselves once they work", at: epochMillis()))
@@ -476,34 +456,23 @@ package struct ShardSender: Sendable {
         state.retries.append(item)
     }
 
-    /// 410 invalidates the device unless it registered again after APNs' timestamp; a token
-    /// APNs calls bad or not for the topic is invalidated in that environment.
-    private func applyTokenHygiene(_ target: DeviceTarget, app: String, status: Int, reason: APNsReason, timestamp: Date?) async throws {
-        if status == 410 {
+    /// Marks a token APNs called bad: 410 invalidates the device unless it registered again
+    /// after APNs' timestamp; a token APNs calls bad or not for the topic is invalidated in
+    /// that environment.
+    private func applyTokenHygiene(_ target: DeviceTarget, app: String, _ hygiene: DeliveryDecider.TokenHygiene, reason: String) async throws {
+        switch hygiene {
+        case .unregistered(let timestamp):
             let at = timestamp.map { epochMillis($0) } ?? epochMillis()
-            _ = try await context.store.applyUnregistered(app: app, environment: target.environment, token: target.token, at: at, reason: reason.rawValue)
-        } else {
-            _ = try await context.store.invalidate(app: app, environment: target.environment, token: target.token, reason: reason.rawValue)
-        }
-    }
-
-    private static func status(of result: APNsSendResult) -> Int? {
-        if case .response(.rejected(let status, _, _)) = result { return status }
-        return nil
-    }
-
-    private static func reason(of result: APNsSendResult) -> String {
-        switch result {
-        case .response(.rejected(_, let reason, _)): return reason.rawValue.isEmpty ? "unspecified" : reason.rawValue
-        case .response(.accepted): return ""
-        case .failed(let failure): return failure.cause.rawValue
+            _ = try await context.store.devices.applyUnregistered(app: app, environment: target.environment, token: target.token, at: at, reason: reason)
+        case .invalidate:
+            _ = try await context.store.devices.invalidate(app: app, environment: target.environment, token: target.token, reason: reason)
         }
     }
 
     /// Gives back what this task holds and stops.
     private func handBack(_ state: inout TaskState) async throws -> TaskEnd {
         let keys = state.retries.map(\.target.rowKey)
-        try await context.store.releaseClaims(campaign: task.campaign, owner: context.workerID, rowKeys: keys)
+        try await context.store.ledger.release(campaign: task.campaign, owner: context.workerID, rowKeys: keys)
         _ = await ResultsWriter.delivered(state.tickets)
         return .handedBack
     }
@@ -511,12 +480,12 @@ package struct ShardSender: Sendable {
     /// Marks the task finished; the worker that finishes a campaign's last task announces
     /// its completion (again, if this task is being re-processed after a crash).
     private func finish(plan: CampaignPlan) async throws {
-        let finished = try await context.store.finishTask(campaign: task.campaign, shard: task.shard)
+        let finished = try await context.store.campaigns.finishTask(campaign: task.campaign, shard: task.shard)
         guard finished >= task.shards else { return }
-        let changed = try await context.store.transitionCampaign(task.campaign, from: CampaignStatus.running, to: CampaignStatus.completed)
-        let status = try await context.store.campaign(task.campaign)?.status
-        guard changed || status == CampaignStatus.completed else { return }
-        let counts = try await context.store.outcomeCounts(campaign: task.campaign)
+        let changed = try await context.store.campaigns.transition(task.campaign, from: .running, to: .completed)
+        let status = try await context.store.campaigns.get(task.campaign)?.status
+        guard changed || status == .completed else { return }
+        let counts = try await context.store.ledger.outcomeCounts(campaign: task.campaign)
         let byOutcome = DeviceOutcome.counts(fromLedger: counts)
         let total = byOutcome.values.reduce(0, +)
         let event = CampaignEvent(campaign: task.campaign, app: task.app, event: .completed, audience: total, outcomeCounts: byOutcome, at: epochMillis())

@@ -61,7 +61,7 @@ package final class Worker: Sendable {
         // refuses a key's token changing more often than every 20 minutes.
         let sharedTokens = ProviderTokenCache(exchange: { signed, key in
             do {
-                let current = try store.exchangeProviderToken(
+                let current = try store.providerTokens.exchange(
                     teamID: key.teamID, keyID: key.keyID, jwt: signed.jwt, issuedAt: signed.issuedAtClaim, replaceAfter: 40 * 60)
                 if current.jwt == signed.jwt { return signed }
                 return ProviderToken(jwt: current.jwt, for: key) ?? signed

@@ -18,23 +18,23 @@ struct DeviceStoreTests {
         // Opening again applies nothing and keeps the data.
         let second = try await DeviceStore.open(url, logger: quietLogger)
         #expect(try await second.migrate() == [])
-        #expect(try await second.app("shop-ios") != nil)
+        #expect(try await second.apps.get("shop-ios") != nil)
     }
 
     @Test(arguments: Backend.enabled)
     func appsKeepOnlyAHashOfTheSecret(_ backend: Backend) async throws {
         let store = try await backend.openFresh()
-        let secret = try await store.addApp(AppRegistration(app: "news", topic: "com.example.news", credentials: .certificate(certificateFile: "/c.pem", keyFile: "/k.pem"), environment: .sandbox, ratePerSecond: 250))
+        let secret = try await store.apps.add(AppRegistration(app: "news", topic: "com.example.news", credentials: .certificate(certificateFile: "/c.pem", keyFile: "/k.pem"), environment: .sandbox, ratePerSecond: 250))
         #expect(secret.count == 64)
-        #expect(try await store.verifySecret(app: "news", secret: secret))
-        #expect(try await !store.verifySecret(app: "news", secret: String(secret.reversed())))
-        let app = try #require(try await store.app("news"))
+        #expect(try await store.apps.verifySecret(app: "news", secret: secret))
+        #expect(try await !store.apps.verifySecret(app: "news", secret: String(secret.reversed())))
+        let app = try #require(try await store.apps.get("news"))
         #expect(app.credentials == .certificate(certificateFile: "/c.pem", keyFile: "/k.pem"))
         #expect(app.environment == .sandbox && app.ratePerSecond == 250)
         await #expect(throws: StoreError.conflict("app news already exists")) {
-            _ = try await store.addApp(AppRegistration(app: "news", topic: "com.example.news", credentials: .certificate(certificateFile: "/c.pem", keyFile: nil)))
+            _ = try await store.apps.add(AppRegistration(app: "news", topic: "com.example.news", credentials: .certificate(certificateFile: "/c.pem", keyFile: nil)))
         }
-        await #expect { _ = try await store.addApp(AppRegistration(app: "bad key!", topic: "t", credentials: .certificate(certificateFile: "c", keyFile: nil))) } throws: {
+        await #expect { _ = try await store.apps.add(AppRegistration(app: "bad key!", topic: "t", credentials: .certificate(certificateFile: "c", keyFile: nil))) } throws: {
             "\($0)".contains("app key must be")
         }
     }
@@ -47,16 +47,16 @@ struct DeviceStoreTests {
         registration.locale = "de-de"
         registration.tags = ["sports", "sports", "news"]
         registration.attributes = ["plan": .string("pro")]
-        let first = try await store.register(app: "shop-ios", registration)
+        let first = try await store.devices.register(app: "shop-ios", registration)
         #expect(first.created)
-        let second = try await store.register(app: "shop-ios", registration)
+        let second = try await store.devices.register(app: "shop-ios", registration)
         #expect(!second.created && second.rowKey == first.rowKey)
-        let device = try #require(try await store.device(app: "shop-ios", deviceID: "phone-1"))
+        let device = try #require(try await store.devices.get(app: "shop-ios", deviceID: "phone-1"))
         #expect(device.token == "abcdef" + String(repeating: "0", count: 58))
         #expect(device.locale == "de_DE")
         #expect(device.tags == ["news", "sports"])
         #expect(device.attributes == ["plan": .string("pro")])
-        #expect(try await store.count(app: "shop-ios", segment: nil) == 1)
+        #expect(try await store.audience.count(app: "shop-ios", segment: nil) == 1)
     }
 
     @Test(arguments: Backend.enabled)
@@ -64,15 +64,15 @@ struct DeviceStoreTests {
         let store = try await backend.openFresh()
         try await store.addTestApp()
         let token = Synthetic.token(7)
-        _ = try await store.register(app: "shop-ios", DeviceRegistration(deviceID: "old-install", token: token))
-        let moved = try await store.register(app: "shop-ios", DeviceRegistration(deviceID: "new-install", token: token))
+        _ = try await store.devices.register(app: "shop-ios", DeviceRegistration(deviceID: "old-install", token: token))
+        let moved = try await store.devices.register(app: "shop-ios", DeviceRegistration(deviceID: "new-install", token: token))
         #expect(moved.tokenMovedFrom == ["old-install"])
-        #expect(try await store.device(app: "shop-ios", deviceID: "old-install") == nil)
-        #expect(try await store.count(app: "shop-ios", segment: nil) == 1)
+        #expect(try await store.devices.get(app: "shop-ios", deviceID: "old-install") == nil)
+        #expect(try await store.audience.count(app: "shop-ios", segment: nil) == 1)
         // The same token in the other environment is a different registration.
         var sandbox = DeviceRegistration(deviceID: "debug-build", token: token)
         sandbox.environment = .sandbox
-        #expect(try await store.register(app: "shop-ios", sandbox).tokenMovedFrom.isEmpty)
+        #expect(try await store.devices.register(app: "shop-ios", sandbox).tokenMovedFrom.isEmpty)
     }
 
     @Test(arguments: Backend.enabled)
@@ -91,15 +91,15 @@ struct DeviceStoreTests {
         ]
         for (registration, message) in cases {
             await #expect {
-                _ = try await store.register(app: "shop-ios", registration)
+                _ = try await store.devices.register(app: "shop-ios", registration)
             } throws: { error in
                 (error as? StoreError)?.code == .invalidInput && "\(error)".contains(message)
             }
         }
         await #expect(throws: StoreError.notFound("unknown app 'nope'; add it with `pushfan apps add`")) {
-            _ = try await store.register(app: "nope", DeviceRegistration(deviceID: "a", token: Synthetic.token(1)))
+            _ = try await store.devices.register(app: "nope", DeviceRegistration(deviceID: "a", token: Synthetic.token(1)))
         }
-        #expect(try await store.count(app: "shop-ios", segment: nil) == 0)
+        #expect(try await store.audience.count(app: "shop-ios", segment: nil) == 0)
     }
 
     @Test(arguments: Backend.enabled)
@@ -122,8 +122,8 @@ struct DeviceStoreTests {
         }
         #expect(bad.map(\.0) == [2, 3, 5])
         #expect(bad[0].1.contains("hexadecimal") && bad[1].1.contains("not a JSON object") && bad[2].1.contains("production or sandbox"))
-        #expect(try await store.importDevices(app: "shop-ios", good) == 2)
-        #expect(try await store.count(app: "shop-ios", segment: nil) == 2)
+        #expect(try await store.devices.importDevices(app: "shop-ios", good) == 2)
+        #expect(try await store.audience.count(app: "shop-ios", segment: nil) == 2)
 
         var csv = DeviceImportParser(format: .csv)
         #expect(try csv.parse("device_id,token,locale,tags,attr.visits") == nil)
@@ -208,7 +208,7 @@ struct DeviceStoreTests {
     func bulkImportFollowsTheRegistrationRules(_ backend: Backend) async throws {
         let store = try await backend.openFresh()
         try await store.addTestApp()
-        _ = try await store.register(app: "shop-ios", DeviceRegistration(deviceID: "old", token: Synthetic.token(1)))
+        _ = try await store.devices.register(app: "shop-ios", DeviceRegistration(deviceID: "old", token: Synthetic.token(1)))
         var tagged = DeviceRegistration(deviceID: "twice", token: Synthetic.token(2))
         tagged.tags = ["first"]
         var again = DeviceRegistration(deviceID: "twice", token: Synthetic.token(3))
@@ -217,17 +217,17 @@ struct DeviceStoreTests {
             DeviceRegistration(deviceID: "new", token: Synthetic.token(1)),  // takes the token from "old"
             tagged, again,  // the last line for a device wins
         ].map(Validation.device)
-        #expect(try await store.importDevices(app: "shop-ios", batch) == 2)
-        #expect(try await store.device(app: "shop-ios", deviceID: "old") == nil)
-        #expect(try await store.device(app: "shop-ios", deviceID: "new")?.token == Synthetic.token(1))
-        let twice = try #require(try await store.device(app: "shop-ios", deviceID: "twice"))
+        #expect(try await store.devices.importDevices(app: "shop-ios", batch) == 2)
+        #expect(try await store.devices.get(app: "shop-ios", deviceID: "old") == nil)
+        #expect(try await store.devices.get(app: "shop-ios", deviceID: "new")?.token == Synthetic.token(1))
+        let twice = try #require(try await store.devices.get(app: "shop-ios", deviceID: "twice"))
         #expect(twice.token == Synthetic.token(3) && twice.tags == ["second", "third"])
         // Re-importing updates in place and revives an invalidated device.
-        #expect(try await store.invalidate(app: "shop-ios", environment: .production, token: Synthetic.token(3), reason: "BadDeviceToken"))
-        #expect(try await store.importDevices(app: "shop-ios", [try Validation.device(DeviceRegistration(deviceID: "twice", token: Synthetic.token(3)))]) == 1)
-        let revived = try #require(try await store.device(app: "shop-ios", deviceID: "twice"))
+        #expect(try await store.devices.invalidate(app: "shop-ios", environment: .production, token: Synthetic.token(3), reason: "BadDeviceToken"))
+        #expect(try await store.devices.importDevices(app: "shop-ios", [try Validation.device(DeviceRegistration(deviceID: "twice", token: Synthetic.token(3)))]) == 1)
+        let revived = try #require(try await store.devices.get(app: "shop-ios", deviceID: "twice"))
         #expect(revived.rowKey == twice.rowKey && revived.status == .active && revived.tags.isEmpty)
-        #expect(try await store.count(app: "shop-ios", segment: nil) == 2)
+        #expect(try await store.audience.count(app: "shop-ios", segment: nil) == 2)
     }
 
     /// A batch large enough to be written in parts at once (PostgreSQL) ends as if written
@@ -247,19 +247,19 @@ struct DeviceStoreTests {
         })
         var tagged = DeviceRegistration(deviceID: first, token: Synthetic.token(100_000))
         tagged.tags = ["old"]
-        _ = try await store.register(app: "shop-ios", tagged)
-        _ = try await store.register(app: "shop-ios", DeviceRegistration(deviceID: second, token: Synthetic.token(100_001)))
+        _ = try await store.devices.register(app: "shop-ios", tagged)
+        _ = try await store.devices.register(app: "shop-ios", DeviceRegistration(deviceID: second, token: Synthetic.token(100_001)))
 
-        var batch = (0..<(2 * DeviceStore.smallestParallelPart + 200)).map { DeviceRegistration(deviceID: "bulk-\($0)", token: Synthetic.token($0)) }
+        var batch = (0..<(2 * DeviceDirectory.smallestParallelPart + 200)).map { DeviceRegistration(deviceID: "bulk-\($0)", token: Synthetic.token($0)) }
         batch.append(DeviceRegistration(deviceID: first, token: Synthetic.token(100_001)))
         batch.append(DeviceRegistration(deviceID: second, token: Synthetic.token(100_000)))
-        #expect(try await store.importDevices(app: "shop-ios", batch.map(Validation.device)) == batch.count)
+        #expect(try await store.devices.importDevices(app: "shop-ios", batch.map(Validation.device)) == batch.count)
 
-        #expect(try await store.device(app: "shop-ios", deviceID: first)?.token == Synthetic.token(100_001))
-        #expect(try await store.device(app: "shop-ios", deviceID: second)?.token == Synthetic.token(100_000))
-        #expect(try await store.count(app: "shop-ios", segment: nil) == batch.count)
+        #expect(try await store.devices.get(app: "shop-ios", deviceID: first)?.token == Synthetic.token(100_001))
+        #expect(try await store.devices.get(app: "shop-ios", deviceID: second)?.token == Synthetic.token(100_000))
+        #expect(try await store.audience.count(app: "shop-ios", segment: nil) == batch.count)
         #expect(try backend.rawCount(url, "SELECT count(*) FROM device_tags") == 0)
-        let bulk = try #require(try await store.device(app: "shop-ios", deviceID: "bulk-700"))
+        let bulk = try #require(try await store.devices.get(app: "shop-ios", deviceID: "bulk-700"))
         #expect(bulk.token == Synthetic.token(700) && bulk.status == .active)
     }
 
@@ -273,7 +273,7 @@ struct DeviceStoreTests {
         try await store.addTestApp()
         var owner = DeviceRegistration(deviceID: "owner", token: Synthetic.token(1))
         owner.tags = ["stale"]
-        _ = try await store.register(app: "shop-ios", owner)
+        _ = try await store.devices.register(app: "shop-ios", owner)
         // Device ids are plain (`A-Za-z0-9._:-`); free text is in versions, tags and attributes.
         var odd = DeviceRegistration(deviceID: "odd-1", token: Synthetic.token(2))
         odd.tags = ["a,b", #"quo"te"#, #"back\slash"#, "{braces}", "NULL", "space d"]
@@ -281,16 +281,16 @@ struct DeviceStoreTests {
         odd.appVersion = #"2.1 beta \ "quoted""#
         var taker = DeviceRegistration(deviceID: "taker", token: Synthetic.token(1))
         taker.tags = ["fresh"]
-        #expect(try await store.importDevices(app: "shop-ios", [odd, taker].map(Validation.device)) == 2)
+        #expect(try await store.devices.importDevices(app: "shop-ios", [odd, taker].map(Validation.device)) == 2)
 
-        let stored = try #require(try await store.device(app: "shop-ios", deviceID: odd.deviceID))
+        let stored = try #require(try await store.devices.get(app: "shop-ios", deviceID: odd.deviceID))
         #expect(Set(stored.tags) == Set(odd.tags))
         #expect(stored.attributes == odd.attributes)
         #expect(stored.appVersion == odd.appVersion)
-        #expect(try await store.device(app: "shop-ios", deviceID: "owner") == nil)
-        #expect(try await store.count(app: "shop-ios", segment: SegmentParser.parse("tag:stale")) == 0)
-        #expect(try await store.count(app: "shop-ios", segment: SegmentParser.parse("tag:fresh")) == 1)
-        #expect(try await store.count(app: "shop-ios", segment: SegmentParser.parse(#"tag:"quo\"te""#)) == 1)
+        #expect(try await store.devices.get(app: "shop-ios", deviceID: "owner") == nil)
+        #expect(try await store.audience.count(app: "shop-ios", segment: SegmentParser.parse("tag:stale")) == 0)
+        #expect(try await store.audience.count(app: "shop-ios", segment: SegmentParser.parse("tag:fresh")) == 1)
+        #expect(try await store.audience.count(app: "shop-ios", segment: SegmentParser.parse(#"tag:"quo\"te""#)) == 1)
         #expect(try backend.rawCount(url, "SELECT count(*) FROM device_tags") == odd.tags.count + 1)
     }
 
@@ -302,8 +302,8 @@ struct DeviceStoreTests {
         try await store.addTestApp()
         let devices = Synthetic.devices(count: 300, now: now)
         let validated = try devices.map { try Validation.device($0.registration) }
-        #expect(try await store.importDevices(app: "shop-ios", validated) == 300)
-        let rowKeys = Dictionary(uniqueKeysWithValues: try await store.devices(app: "shop-ios", limit: 1000).map { ($0.deviceID, $0.rowKey) })
+        #expect(try await store.devices.importDevices(app: "shop-ios", validated) == 300)
+        let rowKeys = Dictionary(uniqueKeysWithValues: try await store.devices.list(app: "shop-ios", limit: 1000).map { ($0.deviceID, $0.rowKey) })
 
         let expressions = [
             "tag:sports", "not tag:sports", "tag:sports and tag:news", "tag:vip or tag:beta",
@@ -320,13 +320,13 @@ struct DeviceStoreTests {
         for text in expressions {
             let expression = try SegmentParser.parse(text)
             let expected = Set(devices.filter { SegmentEvaluator.matches(expression, device: $0.reference, now: now) }.map { rowKeys[$0.registration.deviceID]! })
-            #expect(try await store.count(app: "shop-ios", segment: expression, now: now) == expected.count, "count of \(text)")
+            #expect(try await store.audience.count(app: "shop-ios", segment: expression, now: now) == expected.count, "count of \(text)")
             let expanded = try await store.expandAll(app: "shop-ios", segment: expression, shardSize: 37, pageSize: 10, now: now)
             #expect(expanded.count == Set(expanded.map(\.rowKey)).count, "a device appeared twice for \(text)")
             #expect(Set(expanded.map(\.rowKey)) == expected, "expansion of \(text)")
             #expect(expanded.map(\.rowKey) == expanded.map(\.rowKey).sorted(), "keyset order for \(text)")
         }
-        let shards = try await store.shards(app: "shop-ios", size: 37)
+        let shards = try await store.audience.shards(app: "shop-ios", size: 37)
         #expect(shards.count == 9)  // ceil(300 / 37)
         #expect(shards.first?.after == nil && shards.last?.through == nil)
     }
@@ -335,30 +335,30 @@ struct DeviceStoreTests {
     func injectionAttemptsAreRefusedAndTheTablesStayIntact(_ backend: Backend) async throws {
         let store = try await backend.openFresh()
         try await store.addTestApp()
-        _ = try await store.importDevices(app: "shop-ios", try Synthetic.devices(count: 20, now: now).map { try Validation.device($0.registration) })
+        _ = try await store.devices.importDevices(app: "shop-ios", try Synthetic.devices(count: 20, now: now).map { try Validation.device($0.registration) })
         let attempts = [
             "' OR 1=1 --", "; DROP TABLE devices", "locale = \u{201C}de\u{201D}", "tag:a\u{0}", String(repeating: "(", count: 10_000) + "tag:a",
             "locale = x; DROP TABLE devices", "attr.plan' OR '1'='1 = x",
         ]
         for text in attempts {
             #expect(throws: SegmentError.self, "\(text.prefix(40)) should not parse") { try SegmentParser.parse(text) }
-            await #expect(throws: StoreError.self) { try await store.saveSegment(app: "shop-ios", name: "evil", expression: text) }
+            await #expect(throws: StoreError.self) { try await store.audience.saveSegment(app: "shop-ios", name: "evil", expression: text) }
         }
         // Values that look like SQL are only ever data.
         let quoted = try SegmentParser.parse(#"locale = "x' OR '1'='1" or attr.plan = "'; DROP TABLE devices; --""#)
-        #expect(try await store.count(app: "shop-ios", segment: quoted) == 0)
-        #expect(try await store.count(app: "shop-ios", segment: nil) == 20)
-        #expect(try await store.segment(app: "shop-ios", name: "evil") == nil)
+        #expect(try await store.audience.count(app: "shop-ios", segment: quoted) == 0)
+        #expect(try await store.audience.count(app: "shop-ios", segment: nil) == 20)
+        #expect(try await store.audience.savedSegment(app: "shop-ios", name: "evil") == nil)
     }
 
     @Test(arguments: Backend.enabled)
     func namedSegmentsAreSavedAndReplaced(_ backend: Backend) async throws {
         let store = try await backend.openFresh()
         try await store.addTestApp()
-        try await store.saveSegment(app: "shop-ios", name: "germans", expression: "locale = de_DE")
-        try await store.saveSegment(app: "shop-ios", name: "germans", expression: "locale in (de_DE, de_AT)")
-        #expect(try await store.segment(app: "shop-ios", name: "germans") == "locale in (de_DE, de_AT)")
-        await #expect { try await store.saveSegment(app: "shop-ios", name: "bad name", expression: "tag:a") } throws: { "\($0)".contains("segment name") }
+        try await store.audience.saveSegment(app: "shop-ios", name: "germans", expression: "locale = de_DE")
+        try await store.audience.saveSegment(app: "shop-ios", name: "germans", expression: "locale in (de_DE, de_AT)")
+        #expect(try await store.audience.savedSegment(app: "shop-ios", name: "germans") == "locale in (de_DE, de_AT)")
+        await #expect { try await store.audience.saveSegment(app: "shop-ios", name: "bad name", expression: "tag:a") } throws: { "\($0)".contains("segment name") }
     }
 
     @Test(arguments: Backend.enabled)
@@ -367,25 +367,25 @@ struct DeviceStoreTests {
         try await store.addTestApp()
         var registration = DeviceRegistration(deviceID: "p", token: Synthetic.token(5))
         registration.seenAt = 2_000
-        _ = try await store.register(app: "shop-ios", registration)
+        _ = try await store.devices.register(app: "shop-ios", registration)
         // APNs says the token went stale at t=1000, before the device registered again at 2000.
-        #expect(try await !store.applyUnregistered(app: "shop-ios", environment: .production, token: Synthetic.token(5), at: 1_000))
-        #expect(try await store.count(app: "shop-ios", segment: nil) == 1)
-        #expect(try await store.applyUnregistered(app: "shop-ios", environment: .production, token: Synthetic.token(5).uppercased(), at: 3_000))
-        let device = try #require(try await store.device(app: "shop-ios", deviceID: "p"))
+        #expect(try await !store.devices.applyUnregistered(app: "shop-ios", environment: .production, token: Synthetic.token(5), at: 1_000))
+        #expect(try await store.audience.count(app: "shop-ios", segment: nil) == 1)
+        #expect(try await store.devices.applyUnregistered(app: "shop-ios", environment: .production, token: Synthetic.token(5).uppercased(), at: 3_000))
+        let device = try #require(try await store.devices.get(app: "shop-ios", deviceID: "p"))
         #expect(device.status == .invalid && device.invalidReason == "Unregistered" && device.invalidAt == 3_000)
-        #expect(try await store.count(app: "shop-ios", segment: nil) == 0)
-        #expect(try await store.page(app: "shop-ios", segment: nil, shard: ShardRange(after: nil, through: nil), cursor: nil, limit: 10).isEmpty)
+        #expect(try await store.audience.count(app: "shop-ios", segment: nil) == 0)
+        #expect(try await store.audience.page(app: "shop-ios", segment: nil, shard: ShardRange(after: nil, through: nil), cursor: nil, limit: 10).isEmpty)
 
         // BadDeviceToken is recorded per environment: the sandbox registration is untouched.
         var sandbox = DeviceRegistration(deviceID: "q", token: Synthetic.token(6))
         sandbox.environment = .sandbox
-        _ = try await store.register(app: "shop-ios", sandbox)
-        #expect(try await !store.invalidate(app: "shop-ios", environment: .production, token: Synthetic.token(6), reason: "BadDeviceToken"))
-        #expect(try await store.invalidate(app: "shop-ios", environment: .sandbox, token: Synthetic.token(6), reason: "BadDeviceToken"))
+        _ = try await store.devices.register(app: "shop-ios", sandbox)
+        #expect(try await !store.devices.invalidate(app: "shop-ios", environment: .production, token: Synthetic.token(6), reason: "BadDeviceToken"))
+        #expect(try await store.devices.invalidate(app: "shop-ios", environment: .sandbox, token: Synthetic.token(6), reason: "BadDeviceToken"))
         // Registering again revives the device.
-        _ = try await store.register(app: "shop-ios", sandbox)
-        #expect(try await store.count(app: "shop-ios", segment: nil) == 1)
+        _ = try await store.devices.register(app: "shop-ios", sandbox)
+        #expect(try await store.audience.count(app: "shop-ios", segment: nil) == 1)
     }
 
     @Test(arguments: Backend.enabled)
@@ -393,37 +393,37 @@ struct DeviceStoreTests {
         let url = try backend.freshDatabase()
         let store = try await DeviceStore.open(url, logger: quietLogger)
         try await store.addTestApp()
-        _ = try await store.importDevices(app: "shop-ios", try Synthetic.devices(count: 200, now: now).map { try Validation.device($0.registration) })
-        let targets = try await store.page(app: "shop-ios", segment: nil, shard: ShardRange(after: nil, through: nil), cursor: nil, limit: 200)
-        #expect(try await store.recordCampaign(id: "c1", app: "shop-ios", audience: 200, shards: 1))
-        #expect(try await !store.recordCampaign(id: "c1", app: "shop-ios", audience: 200, shards: 1))
+        _ = try await store.devices.importDevices(app: "shop-ios", try Synthetic.devices(count: 200, now: now).map { try Validation.device($0.registration) })
+        let targets = try await store.audience.page(app: "shop-ios", segment: nil, shard: ShardRange(after: nil, through: nil), cursor: nil, limit: 200)
+        #expect(try await store.campaigns.record(id: "c1", app: "shop-ios", audience: 200, shards: 1))
+        #expect(try await !store.campaigns.record(id: "c1", app: "shop-ios", audience: 200, shards: 1))
 
         // Two processes (two connections) claim the same page at once: each device has one owner.
         let other = try await DeviceStore.open(url, logger: quietLogger)
-        async let a = store.claim(campaign: "c1", targets: targets, owner: "worker-a", now: now)
-        async let b = other.claim(campaign: "c1", targets: targets, owner: "worker-b", now: now)
+        async let a = store.ledger.claim(campaign: "c1", targets: targets, owner: "worker-a", now: now)
+        async let b = other.ledger.claim(campaign: "c1", targets: targets, owner: "worker-b", now: now)
         let (claimA, claimB) = try await (a, b)
         #expect(claimA.toSend.count + claimB.toSend.count == 200)
         #expect(Set(claimA.toSend.map(\.rowKey)).isDisjoint(with: claimB.toSend.map(\.rowKey)))
 
         // Outcomes for half; the first final outcome wins.
         let half = Array((claimA.toSend.isEmpty ? claimB.toSend : claimA.toSend).prefix(100))
-        let recorded = try await store.record(campaign: "c1", half.map { LedgerOutcome(rowKey: $0.rowKey, state: .delivered, apnsID: "id-\($0.rowKey)") })
+        let recorded = try await store.ledger.record(campaign: "c1", half.map { LedgerOutcome(rowKey: $0.rowKey, state: .delivered, apnsID: "id-\($0.rowKey)") })
         #expect(recorded == half.count)
-        #expect(try await store.record(campaign: "c1", half.map { LedgerOutcome(rowKey: $0.rowKey, state: .failed) }) == 0)
+        #expect(try await store.ledger.record(campaign: "c1", half.map { LedgerOutcome(rowKey: $0.rowKey, state: .failed) }) == 0)
 
         // Re-processing the page after a crash: finished devices are not claimed again; the rest
         // are held by the other owner until its lease runs out, then taken over.
-        let again = try await store.claim(campaign: "c1", targets: targets, owner: "worker-c", now: now + 1_000)
+        let again = try await store.ledger.claim(campaign: "c1", targets: targets, owner: "worker-c", now: now + 1_000)
         #expect(again.alreadyFinal == half.count)
         #expect(again.toSend.count + again.heldElsewhere == 200 - half.count)
-        let takeover = try await store.claim(campaign: "c1", targets: targets, owner: "worker-c", now: now + 120_000)
+        let takeover = try await store.ledger.claim(campaign: "c1", targets: targets, owner: "worker-c", now: now + 120_000)
         #expect(takeover.toSend.count == 200 - half.count)
         #expect(takeover.alreadyFinal == half.count)
-        #expect(try await store.unfinished(campaign: "c1").count == 200 - half.count)
-        let counts = try await store.outcomeCounts(campaign: "c1")
+        #expect(try await store.ledger.unfinished(campaign: "c1").count == 200 - half.count)
+        let counts = try await store.ledger.outcomeCounts(campaign: "c1")
         #expect(counts[.delivered] == half.count && counts[.claimed] == 200 - half.count)
-        let finished = try await store.finished(campaign: "c1", after: nil, limit: 1000)
+        let finished = try await store.ledger.finished(campaign: "c1", after: nil, limit: 1000)
         #expect(finished.count == half.count && finished.allSatisfy { $0.state == .delivered && $0.apnsID == "id-\($0.rowKey)" })
     }
 
@@ -434,10 +434,10 @@ struct DeviceStoreTests {
         let other = try await DeviceStore.open(url, logger: quietLogger)
         try await store.addTestApp()
         for round in 0..<20 {
-            _ = try await store.recordCampaign(id: "race-\(round)", app: "shop-ios", audience: 2, shards: 2)
+            _ = try await store.campaigns.record(id: "race-\(round)", app: "shop-ios", audience: 2, shards: 2)
             // Two workers finish the campaign's two shards at the same moment.
-            async let first = store.finishTask(campaign: "race-\(round)", shard: 0)
-            async let second = other.finishTask(campaign: "race-\(round)", shard: 1)
+            async let first = store.campaigns.finishTask(campaign: "race-\(round)", shard: 0)
+            async let second = other.campaigns.finishTask(campaign: "race-\(round)", shard: 1)
             let counts = try await [first, second]
             #expect(counts.max() == 2, "round \(round): both finishers saw \(counts)")
         }
@@ -447,63 +447,67 @@ struct DeviceStoreTests {
     func providerTokensAreSharedAndReplacedOnlyWhenOld(_ backend: Backend) async throws {
         let store = try await backend.openFresh()
         let t0: Int64 = 1_790_000_000
-        #expect(try store.exchangeProviderToken(teamID: "T1", keyID: "K1", jwt: "a", issuedAt: t0, replaceAfter: 2400) == ("a", t0))
+        #expect(try store.providerTokens.exchange(teamID: "T1", keyID: "K1", jwt: "a", issuedAt: t0, replaceAfter: 2400) == ("a", t0))
         // A worker that comes 10 minutes later gets the stored token, not its own.
-        #expect(try store.exchangeProviderToken(teamID: "T1", keyID: "K1", jwt: "b", issuedAt: t0 + 600, replaceAfter: 2400) == ("a", t0))
+        #expect(try store.providerTokens.exchange(teamID: "T1", keyID: "K1", jwt: "b", issuedAt: t0 + 600, replaceAfter: 2400) == ("a", t0))
         // Another key is separate.
-        #expect(try store.exchangeProviderToken(teamID: "T1", keyID: "K2", jwt: "c", issuedAt: t0 + 600, replaceAfter: 2400) == ("c", t0 + 600))
+        #expect(try store.providerTokens.exchange(teamID: "T1", keyID: "K2", jwt: "c", issuedAt: t0 + 600, replaceAfter: 2400) == ("c", t0 + 600))
         // 40 minutes on, the offered token replaces the stored one for everyone.
-        #expect(try store.exchangeProviderToken(teamID: "T1", keyID: "K1", jwt: "d", issuedAt: t0 + 2400, replaceAfter: 2400) == ("d", t0 + 2400))
-        #expect(try store.exchangeProviderToken(teamID: "T1", keyID: "K1", jwt: "e", issuedAt: t0 + 2500, replaceAfter: 2400) == ("d", t0 + 2400))
+        #expect(try store.providerTokens.exchange(teamID: "T1", keyID: "K1", jwt: "d", issuedAt: t0 + 2400, replaceAfter: 2400) == ("d", t0 + 2400))
+        #expect(try store.providerTokens.exchange(teamID: "T1", keyID: "K1", jwt: "e", issuedAt: t0 + 2500, replaceAfter: 2400) == ("d", t0 + 2400))
     }
 
     @Test(arguments: Backend.enabled)
     func workerLedgerOperations(_ backend: Backend) async throws {
         let store = try await backend.openFresh()
         try await store.addTestApp()
-        _ = try await store.importDevices(app: "shop-ios", try Synthetic.devices(count: 50, now: now).map { try Validation.device($0.registration) })
-        let targets = try await store.page(app: "shop-ios", segment: nil, shard: ShardRange(after: nil, through: nil), cursor: nil, limit: 50)
+        _ = try await store.devices.importDevices(app: "shop-ios", try Synthetic.devices(count: 50, now: now).map { try Validation.device($0.registration) })
+        let targets = try await store.audience.page(app: "shop-ios", segment: nil, shard: ShardRange(after: nil, through: nil), cursor: nil, limit: 50)
 
         // The campaign row keeps the definition; its status changes for exactly one caller.
-        #expect(try await store.recordCampaign(id: "c2", app: "shop-ios", audience: 50, shards: 2, definition: #"{"v":1}"#, status: "planning"))
-        #expect(try await store.campaignDefinition("c2") == #"{"v":1}"#)
-        #expect(try await store.campaignDefinition("nope") == nil)
-        #expect(try await store.transitionCampaign("c2", from: "planning", to: "running"))
-        #expect(try await !store.transitionCampaign("c2", from: "planning", to: "running"))
-        #expect(try await store.campaign("c2")?.status == "running")
+        #expect(try await store.campaigns.record(id: "c2", app: "shop-ios", audience: 50, shards: 2, definition: #"{"v":1}"#, status: .planning))
+        #expect(try await store.campaigns.definition("c2") == #"{"v":1}"#)
+        #expect(try await store.campaigns.definition("nope") == nil)
+        #expect(try await store.campaigns.transition("c2", from: .planning, to: .running))
+        #expect(try await !store.campaigns.transition("c2", from: .planning, to: .running))
+        #expect(try await store.campaigns.get("c2")?.status == .running)
+        // A step the lifecycle does not allow never reaches the database.
+        await #expect(throws: StoreError.invalidInput("a campaign cannot go from completed to running")) {
+            _ = try await store.campaigns.transition("c2", from: .completed, to: .running)
+        }
 
         // Finished shards count once each, however often a task is re-processed.
-        #expect(try await store.finishTask(campaign: "c2", shard: 0) == 1)
-        #expect(try await store.finishTask(campaign: "c2", shard: 0) == 1)
-        #expect(try await store.finishTask(campaign: "c2", shard: 1) == 2)
+        #expect(try await store.campaigns.finishTask(campaign: "c2", shard: 0) == 1)
+        #expect(try await store.campaigns.finishTask(campaign: "c2", shard: 0) == 1)
+        #expect(try await store.campaigns.finishTask(campaign: "c2", shard: 1) == 2)
 
         // A released claim is taken over at once, without waiting for its lease.
-        let claim = try await store.claim(campaign: "c2", targets: targets, owner: "worker-a", lease: .seconds(600), now: now)
+        let claim = try await store.ledger.claim(campaign: "c2", targets: targets, owner: "worker-a", lease: .seconds(600), now: now)
         #expect(claim.toSend.count == 50)
         let keys = targets.map(\.rowKey)
-        try await store.releaseClaims(campaign: "c2", owner: "worker-b", rowKeys: keys)  // not b's: no effect
-        #expect(try await store.claim(campaign: "c2", targets: targets, owner: "worker-b", now: now + 1).heldElsewhere == 50)
-        try await store.releaseClaims(campaign: "c2", owner: "worker-a", rowKeys: Array(keys.prefix(20)))
-        let takeover = try await store.claim(campaign: "c2", targets: targets, owner: "worker-b", now: now + 2)
+        try await store.ledger.release(campaign: "c2", owner: "worker-b", rowKeys: keys)  // not b's: no effect
+        #expect(try await store.ledger.claim(campaign: "c2", targets: targets, owner: "worker-b", now: now + 1).heldElsewhere == 50)
+        try await store.ledger.release(campaign: "c2", owner: "worker-a", rowKeys: Array(keys.prefix(20)))
+        let takeover = try await store.ledger.claim(campaign: "c2", targets: targets, owner: "worker-b", now: now + 2)
         #expect(takeover.toSend.map(\.rowKey) == Array(keys.prefix(20)))
         #expect(takeover.heldElsewhere == 30)
 
         // Final entries of a row-key range, for re-emitting results.
-        try await store.record(campaign: "c2", keys.prefix(10).map { LedgerOutcome(rowKey: $0, state: .invalidToken, attempts: 2, status: 410, reason: "Unregistered") })
-        let range = try await store.finished(campaign: "c2", after: keys[4], through: keys[20])
+        try await store.ledger.record(campaign: "c2", keys.prefix(10).map { LedgerOutcome(rowKey: $0, state: .invalidToken, attempts: 2, status: 410, reason: "Unregistered") })
+        let range = try await store.ledger.finished(campaign: "c2", after: keys[4], through: keys[20])
         #expect(range.map(\.rowKey) == Array(keys[5..<10]))
         #expect(range.allSatisfy { $0.state == .invalidToken && $0.status == 410 && $0.reason == "Unregistered" && $0.attempts == 2 })
 
         // Running totals count each device once, whatever is recorded again.
-        try await store.record(campaign: "c2", keys.prefix(12).map { LedgerOutcome(rowKey: $0, state: .delivered) })
-        #expect(try await store.progressCounts(campaign: "c2") == [.invalidToken: 10, .delivered: 2])
-        let counted = try await store.outcomeCounts(campaign: "c2")
+        try await store.ledger.record(campaign: "c2", keys.prefix(12).map { LedgerOutcome(rowKey: $0, state: .delivered) })
+        #expect(try await store.ledger.progressCounts(campaign: "c2") == [.invalidToken: 10, .delivered: 2])
+        let counted = try await store.ledger.outcomeCounts(campaign: "c2")
         #expect(counted[.invalidToken] == 10 && counted[.delivered] == 2)
 
         // An explicit audience: only active devices of this app, sorted.
         let ids = targets.suffix(5).map(\.deviceID) + ["no-such-device"]
-        #expect(try await store.rowKeys(app: "shop-ios", deviceIDs: ids.reversed()) == Array(keys.suffix(5)))
-        #expect(try await store.rowKeys(app: "other-app", deviceIDs: ids) == [])
+        #expect(try await store.audience.rowKeys(app: "shop-ios", deviceIDs: ids.reversed()) == Array(keys.suffix(5)))
+        #expect(try await store.audience.rowKeys(app: "other-app", deviceIDs: ids) == [])
     }
 
     @Test func aSecondProcessHoldingTheSQLiteWriteLockMeansUnavailable() async throws {
@@ -515,7 +519,7 @@ struct DeviceStoreTests {
         holder.send("BEGIN IMMEDIATE; INSERT INTO segments VALUES ('x', 'y', 'z', 0); SELECT 'locked';")
         #expect(await holder.waitForOutput { $0.contains("locked") } != nil)
         await #expect {
-            _ = try await store.register(app: "shop-ios", DeviceRegistration(deviceID: "a", token: Synthetic.token(1)))
+            _ = try await store.devices.register(app: "shop-ios", DeviceRegistration(deviceID: "a", token: Synthetic.token(1)))
         } throws: { error in
             guard let error = error as? StoreError else { return false }
             return error.isUnavailable && error.description.contains("locked")
@@ -523,7 +527,7 @@ struct DeviceStoreTests {
         holder.send("ROLLBACK;")
         holder.closeInput()
         _ = await holder.waitForExit()
-        #expect(try await store.register(app: "shop-ios", DeviceRegistration(deviceID: "a", token: Synthetic.token(1))).created)
+        #expect(try await store.devices.register(app: "shop-ios", DeviceRegistration(deviceID: "a", token: Synthetic.token(1))).created)
     }
 
     /// Stops and restarts a PostgreSQL server of its own (not the one the other tests share).
@@ -548,14 +552,14 @@ struct DeviceStoreTests {
 
         let store = try await DeviceStore.open(url, logger: quietLogger)
         try await store.addTestApp()
-        _ = try await store.importDevices(app: "shop-ios", try Synthetic.devices(count: 100, now: now).map { try Validation.device($0.registration) })
+        _ = try await store.devices.importDevices(app: "shop-ios", try Synthetic.devices(count: 100, now: now).map { try Validation.device($0.registration) })
         let all = ShardRange(after: nil, through: nil)
-        let first = try await store.page(app: "shop-ios", segment: nil, shard: all, cursor: nil, limit: 40)
+        let first = try await store.audience.page(app: "shop-ios", segment: nil, shard: all, cursor: nil, limit: 40)
         #expect(first.count == 40)
 
         try await run("\(control) stop -m fast -w")
         await #expect {
-            _ = try await store.page(app: "shop-ios", segment: nil, shard: all, cursor: first.last?.rowKey, limit: 40)
+            _ = try await store.audience.page(app: "shop-ios", segment: nil, shard: all, cursor: first.last?.rowKey, limit: 40)
         } throws: { error in
             (error as? StoreError)?.isUnavailable == true
         }
@@ -564,7 +568,7 @@ struct DeviceStoreTests {
         var seen = first
         var cursor = first.last?.rowKey
         while true {
-            let page = try await store.page(app: "shop-ios", segment: nil, shard: all, cursor: cursor, limit: 40)
+            let page = try await store.audience.page(app: "shop-ios", segment: nil, shard: all, cursor: cursor, limit: 40)
             seen += page
             guard let last = page.last else { break }
             cursor = last.rowKey

@@ -13,7 +13,7 @@ import Testing
         try await store.addTestApp()
         for bad in ["a/b", "x#1", "with space", "", String(repeating: "d", count: 129), "é"] {
             await #expect {
-                _ = try await store.register(app: "shop-ios", DeviceRegistration(deviceID: bad, token: Synthetic.token(1)))
+                _ = try await store.devices.register(app: "shop-ios", DeviceRegistration(deviceID: bad, token: Synthetic.token(1)))
             } throws: { error in
                 "\(error)".contains("device id must be 1-128 characters of A-Z a-z 0-9 . _ : -")
             }
@@ -22,7 +22,7 @@ import Testing
         }
         // Every id the store takes is one a result record can carry.
         let good = "Device_1.a:b-" + String(repeating: "z", count: 115)
-        _ = try await store.register(app: "shop-ios", DeviceRegistration(deviceID: good, token: Synthetic.token(2)))
+        _ = try await store.devices.register(app: "shop-ios", DeviceRegistration(deviceID: good, token: Synthetic.token(2)))
         let result = DeviceResult(campaign: "c", device: good, outcome: .delivered, attempts: 1, at: 1_773_993_600_000)
         #expect(try MessageCodec.decode(ResultRecord.self, from: result.encodedJSON()) == .device(result))
     }

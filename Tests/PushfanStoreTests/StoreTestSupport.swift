@@ -103,16 +103,16 @@ enum Synthetic {
 extension DeviceStore {
     /// Registers a test app with token credentials.
     func addTestApp(_ app: String = "shop-ios", rate: Int = 1000) async throws {
-        _ = try await addApp(AppRegistration(app: app, topic: "com.example.shop", credentials: .token(teamID: "TEAM123456", keyID: "KEY1234567", keyFile: "/keys/k.p8"), ratePerSecond: rate))
+        _ = try await apps.add(AppRegistration(app: app, topic: "com.example.shop", credentials: .token(teamID: "TEAM123456", keyID: "KEY1234567", keyFile: "/keys/k.p8"), ratePerSecond: rate))
     }
 
     /// Every matching device through shards and pages, as the pipeline reads them.
     func expandAll(app: String, segment: SegmentExpression?, shardSize: Int, pageSize: Int, now: Int64) async throws -> [DeviceTarget] {
         var all: [DeviceTarget] = []
-        for shard in try await shards(app: app, size: shardSize) {
+        for shard in try await audience.shards(app: app, size: shardSize) {
             var cursor: Int64?
             while true {
-                let page = try await page(app: app, segment: segment, shard: shard, cursor: cursor, limit: pageSize, now: now)
+                let page = try await audience.page(app: app, segment: segment, shard: shard, cursor: cursor, limit: pageSize, now: now)
                 all += page
                 guard page.count == pageSize, let last = page.last else { break }
                 cursor = last.rowKey

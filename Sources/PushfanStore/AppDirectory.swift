@@ -1,0 +1,68 @@
+import PushfanCore
+import PushfanCrypto
+
+/// Apps and their credentials: the app key, APNs topic, credentials reference, send rate
+/// and the app's secret (stored only as a salted hash).
+package struct AppDirectory: Sendable {
+    let executor: StoreExecutor
+
+    /// Adds an app and returns its secret, which is shown once and stored only hashed.
+    package func add(_ registration: AppRegistration) async throws(StoreError) -> String {
+        try Validation.appKey(registration.app)
+        guard !registration.topic.isEmpty, registration.topic.allSatisfy({ $0.isLetter || $0.isNumber || $0 == "." || $0 == "-" || $0 == "_" }) else {
+            throw StoreError.invalidInput("topic must be a bundle id like com.example.app, got '\(registration.topic)'")
+        }
+        guard (1...1_000_000).contains(registration.ratePerSecond) else {
+            throw StoreError.invalidInput("rate must be between 1 and 1000000 per second, got \(registration.ratePerSecond)")
+        }
+        let secret = SecretHash.generateSecret()
+        let hashed = SecretHash(secret: secret)
+        let (team, key, keyFile, certFile, certKey): (String?, String?, String?, String?, String?) =
+            switch registration.credentials {
+            case .token(let teamID, let keyID, let file): (teamID, keyID, file, nil, nil)
+            case .certificate(let certificate, let keyPath): (nil, nil, nil, certificate, keyPath)
+            }
+        let now = DeviceStore.now()
+        let inserted = try await executor.run { connection throws(StoreError) in
+            try connection.execute("""
+                INSERT INTO apps (app, secret_salt, secret_hash, topic, team_id, key_id, key_file, cert_file, cert_key_file, environment, rate_per_second, created_at)
+                VALUES (\(registration.app), \(hashed.salt), \(hashed.hash), \(registration.topic), \(.optional(team)), \(.optional(key)), \(.optional(keyFile)),
+                        \(.optional(certFile)), \(.optional(certKey)), \(registration.environment.rawValue), \(registration.ratePerSecond), \(now))
+                ON CONFLICT (app) DO NOTHING
+                """)
+        }
+        guard inserted == 1 else { throw StoreError.conflict("app \(registration.app) already exists") }
+        return secret
+    }
+
+    /// The app with this key; nil when there is none.
+    package func get(_ key: String) async throws(StoreError) -> AppRecord? {
+        try await executor.run { connection throws(StoreError) in
+            try connection.queryOne("""
+                SELECT app, topic, team_id, key_id, key_file, cert_file, cert_key_file, environment, rate_per_second, created_at
+                FROM apps WHERE app = \(key)
+                """) { row in
+                let credentials: APNsCredentialsReference =
+                    if let team = row.text(2), let keyID = row.text(3), let file = row.text(4) {
+                        .token(teamID: team, keyID: keyID, keyFile: file)
+                    } else {
+                        .certificate(certificateFile: row.text(5) ?? "", keyFile: row.text(6))
+                    }
+                return AppRecord(
+                    app: row.text(0) ?? "", topic: row.text(1) ?? "", credentials: credentials,
+                    environment: APNsEnvironment(rawValue: row.text(7) ?? "") ?? .production,
+                    ratePerSecond: Int(row.int(8) ?? 0), createdAt: row.int(9) ?? 0)
+            }
+        }
+    }
+
+    /// Checks an app's secret in constant time.
+    package func verifySecret(app: String, secret: String) async throws(StoreError) -> Bool {
+        let stored = try await executor.run { connection throws(StoreError) in
+            try connection.queryOne("SELECT secret_salt, secret_hash FROM apps WHERE app = \(app)") { row in
+                SecretHash(salt: row.text(0) ?? "", hash: row.text(1) ?? "")
+            }
+        }
+        return stored?.matches(secret) ?? false
+    }
+}

@@ -1,0 +1,119 @@
+import PushfanCore
+
+/// Who a campaign reaches: saved segments, counts, the shards of an app's devices and the
+/// pages of one shard, and the row keys of an explicit device list.
+package struct AudienceReader: Sendable {
+    let executor: StoreExecutor
+
+    /// Saves (or replaces) a named segment after checking that it parses.
+    package func saveSegment(app: String, name: String, expression: String) async throws(StoreError) {
+        try Validation.segmentName(name)
+        do { _ = try SegmentParser.parse(expression) } catch { throw StoreError.invalidInput("segment \(name): \(error)") }
+        let now = DeviceStore.now()
+        try await executor.run { connection throws(StoreError) in
+            try StoreExecutor.requireApp(connection, app)
+            try connection.execute("""
+                INSERT INTO segments (app, name, expression, created_at) VALUES (\(app), \(name), \(expression), \(now))
+                ON CONFLICT (app, name) DO UPDATE SET expression = excluded.expression, created_at = excluded.created_at
+                """)
+        }
+    }
+
+    /// The expression of a saved segment; nil when the app has none of that name.
+    package func savedSegment(app: String, name: String) async throws(StoreError) -> String? {
+        try await executor.run { connection throws(StoreError) in
+            try connection.queryOne("SELECT expression FROM segments WHERE app = \(app) AND name = \(name)") { $0.text(0) }.flatMap { $0 }
+        }
+    }
+
+    /// Active devices of the app matching the segment (all active devices for nil).
+    package func count(app: String, segment: SegmentExpression?, now: Int64 = DeviceStore.now()) async throws(StoreError) -> Int {
+        try await executor.run { connection throws(StoreError) in
+            let count: Int64?? = try connection.queryOne("SELECT COUNT(*) FROM devices d WHERE d.app = \(app) AND d.status = 'active'" + Self.filter(segment, now: now)) { $0.int(0) }
+            return Int((count ?? nil) ?? 0)
+        }
+    }
+
+    /// Splits the app's devices into contiguous row-key ranges of about `size` devices.
+    /// Cost: one query per shard that walks `size` entries of the app's row-key index
+    /// (`OFFSET`; index-only once PostgreSQL has vacuumed the table), no segment evaluation.
+    /// `found` sees each shard as soon as its boundary is known, so a caller can start on it
+    /// while the rest are looked for.
+    package func shards(app: String, size: Int, found: (ShardRange) -> Void = { _ in }) async throws(StoreError) -> [ShardRange] {
+        guard size > 0 else { throw StoreError.invalidInput("shard size must be positive") }
+        var shards: [ShardRange] = []
+        var after: Int64?
+        // One call per boundary rather than one for all: on a large app the whole walk takes
+        // a while (0.2 s at 1M devices), and other calls on the same connection (a sender's
+        // page in the same worker, or the scan of a shard already found) need not wait for
+        // all of it.
+        while true {
+            let lower = after
+            let boundary = try await executor.run { connection throws(StoreError) in
+                try connection.queryOne("""
+                    SELECT row_key FROM devices WHERE app = \(app) AND row_key > \(lower ?? Int64.min)
+                    ORDER BY row_key LIMIT 1 OFFSET \(size - 1)
+                    """) { $0.int(0) } ?? nil
+            }
+            guard let boundary else { break }
+            shards.append(ShardRange(after: after, through: boundary))
+            found(shards[shards.count - 1])
+            after = boundary
+        }
+        let lower = after
+        let more = try await executor.run { connection throws(StoreError) in
+            try connection.queryOne("SELECT 1 FROM devices WHERE app = \(app) AND row_key > \(lower ?? Int64.min) LIMIT 1") { $0.int(0) } != nil
+        }
+        if more || shards.isEmpty {
+            shards.append(ShardRange(after: after, through: nil))
+            found(shards[shards.count - 1])
+        }
+        return shards
+    }
+
+    /// One page of a shard: active matching devices with row key above `cursor` (and the
+    /// shard's lower bound), in row-key order. Pass the last row key as the next cursor.
+    package func page(
+        app: String, segment: SegmentExpression?, shard: ShardRange, cursor: Int64?, limit: Int, now: Int64 = DeviceStore.now()
+    ) async throws(StoreError) -> [DeviceTarget] {
+        let lower = max(cursor ?? Int64.min, shard.after ?? Int64.min)
+        return try await executor.run { connection throws(StoreError) in
+            var statement: SQLStatement = """
+                SELECT d.row_key, d.device_id, d.token, d.environment, d.locale FROM devices d
+                WHERE d.app = \(app) AND d.status = 'active' AND d.row_key > \(lower)
+                """
+            if let through = shard.through { statement = statement + " AND d.row_key <= \(through)" }
+            statement = statement + Self.filter(segment, now: now) + " ORDER BY d.row_key LIMIT \(limit)"
+            var targets: [DeviceTarget] = []
+            targets.reserveCapacity(limit)
+            try connection.query(statement) { row throws(StoreError) in targets.append(Self.target(row)) }
+            return targets
+        }
+    }
+
+    /// Row keys of the app's active devices among these device ids (an explicit audience).
+    package func rowKeys(app: String, deviceIDs: [String]) async throws(StoreError) -> [Int64] {
+        var keys: [Int64] = []
+        let backend = executor.backend
+        for chunk in StoreExecutor.chunks(deviceIDs) {
+            let ids = Array(chunk)
+            keys += try await executor.run { connection throws(StoreError) in
+                try connection.queryAll(
+                    "SELECT row_key FROM devices WHERE app = \(app) AND status = 'active' AND device_id"
+                        + backend.isIn(ids.map { .text($0) }, type: "text")) { $0.int(0) ?? 0 }
+            }
+        }
+        return keys.sorted()
+    }
+
+    private static func filter(_ segment: SegmentExpression?, now: Int64) -> SQLStatement {
+        guard let segment else { return "" }
+        return " AND \(segment: segment, now: now)"
+    }
+
+    private static func target(_ row: any SQLRow) -> DeviceTarget {
+        DeviceTarget(
+            rowKey: row.int(0) ?? 0, deviceID: row.text(1) ?? "", token: row.text(2) ?? "",
+            environment: row.text(3, equals: "sandbox") ? .sandbox : .production, locale: row.text(4))
+    }
+}

@@ -1,0 +1,192 @@
+import PushfanCore
+
+/// The delivery ledger: one row per (campaign, device). A row is either claimed (leased to
+/// the worker sending it) or final with its outcome, and a final row is never overwritten,
+/// which is what makes each device end with exactly one outcome through crashes.
+package struct DeliveryLedger: Sendable {
+    let executor: StoreExecutor
+
+    /// The result of claiming a page.
+    package struct Claim: Sendable, Equatable {
+        /// Devices this owner must send now: newly claimed, already its own, or taken over
+        /// from an owner whose lease ran out.
+        package let toSend: [DeviceTarget]
+        /// Devices of the page with a final outcome already (nothing to do).
+        package let alreadyFinal: Int
+        /// Devices claimed by another owner whose lease has not run out (retry later).
+        package let heldElsewhere: Int
+    }
+
+    /// Claims a page's devices for a campaign: insert-if-absent, so re-processing a page
+    /// after a crash never claims a device that already has its final outcome. A claim is
+    /// leased to `owner`; after `lease` another owner may take it over.
+    package func claim(
+        campaign: String, targets: [DeviceTarget], owner: String, lease: Duration = .seconds(60), now: Int64 = DeviceStore.now()
+    ) async throws(StoreError) -> Claim {
+        guard let low = targets.map(\.rowKey).min(), let high = targets.map(\.rowKey).max() else {
+            return Claim(toSend: [], alreadyFinal: 0, heldElsewhere: 0)
+        }
+        let leaseUntil = now + lease.milliseconds
+        let backend = executor.backend
+        return try await executor.run { connection throws(StoreError) in
+            try connection.transaction { () throws(StoreError) -> Claim in
+                var inserted = 0
+                // Set-based: one statement per chunk, not one per device (the worker's hot path).
+                for chunk in StoreExecutor.chunks(targets) {
+                    var insert: SQLStatement = "INSERT INTO deliveries (campaign, row_key, device_id, state, attempts, claimed_by, lease_until, claimed_at)"
+                    insert.append(backend.claimRows(campaign: campaign, chunk, owner: owner, leaseUntil: leaseUntil, now: now))
+                    insert.append(" ON CONFLICT (campaign, row_key) DO NOTHING")
+                    inserted += try connection.execute(insert)
+                }
+                // The usual case, a page seen for the first time: every device is new and ours.
+                if inserted == targets.count { return Claim(toSend: targets, alreadyFinal: 0, heldElsewhere: 0) }
+                try connection.execute("""
+                    UPDATE deliveries SET claimed_by = \(owner), lease_until = \(leaseUntil)
+                    WHERE campaign = \(campaign) AND row_key >= \(low) AND row_key <= \(high) AND state = 'claimed'
+                      AND (claimed_by = \(owner) OR lease_until < \(now))
+                    """)
+                var mine = Set<Int64>()
+                var final = 0, elsewhere = 0
+                let wanted = Set(targets.map(\.rowKey))
+                try connection.query("""
+                    SELECT row_key, state, claimed_by FROM deliveries
+                    WHERE campaign = \(campaign) AND row_key >= \(low) AND row_key <= \(high)
+                    """) { row throws(StoreError) in
+                    let key = row.int(0) ?? 0
+                    guard wanted.contains(key) else { return }
+                    if row.text(1) != LedgerState.claimed.rawValue {
+                        final += 1
+                    } else if row.text(2) == owner {
+                        mine.insert(key)
+                    } else {
+                        elsewhere += 1
+                    }
+                }
+                return Claim(toSend: targets.filter { mine.contains($0.rowKey) }, alreadyFinal: final, heldElsewhere: elsewhere)
+            }
+        }
+    }
+
+    /// Records final outcomes of claimed devices. A device that already has a final outcome
+    /// keeps it (the first outcome wins); returns how many rows were finalised now.
+    @discardableResult
+    package func record(campaign: String, _ outcomes: [LedgerOutcome], now: Int64 = DeviceStore.now()) async throws(StoreError) -> Int {
+        let backend = executor.backend
+        return try await executor.run { connection throws(StoreError) in
+            try connection.transaction { () throws(StoreError) -> Int in
+                var total = 0
+                // Per state, so the rows that really changed can be added to the running totals.
+                for (state, outcomes) in Dictionary(grouping: outcomes.filter(\.state.isFinal), by: \.state) {
+                    let changed = try Self.finalize(connection, backend, campaign: campaign, outcomes, now: now)
+                    if changed > 0 {
+                        try connection.execute("""
+                            INSERT INTO campaign_counts (campaign, state, count) VALUES (\(campaign), \(state.rawValue), \(changed))
+                            ON CONFLICT (campaign, state) DO UPDATE SET count = campaign_counts.count + excluded.count
+                            """)
+                    }
+                    total += changed
+                }
+                return total
+            }
+        }
+    }
+
+    /// Sets final outcomes of claimed rows; returns how many changed. One `UPDATE … FROM`
+    /// per chunk (SQLite 3.33+ and PostgreSQL both have it).
+    private static func finalize(
+        _ connection: any SQLConnection, _ backend: any SQLBackend, campaign: String, _ final: [LedgerOutcome], now: Int64
+    ) throws(StoreError) -> Int {
+        var changed = 0
+        for chunk in StoreExecutor.chunks(final) {
+            var update: SQLStatement = """
+                UPDATE deliveries SET state = v.s, attempts = v.a, apns_id = v.i, status = v.st, reason = v.re, finished_at = \(now) FROM
+                """
+            update.append(backend.outcomeRows(chunk))
+            update.append(" WHERE deliveries.campaign = \(campaign) AND deliveries.row_key = v.r AND deliveries.state = 'claimed'")
+            changed += try connection.execute(update)
+        }
+        return changed
+    }
+
+    /// Gives back claims this owner holds but did not finish (a graceful hand-over), so the
+    /// next owner takes them at once instead of waiting for the lease to run out.
+    package func release(campaign: String, owner: String, rowKeys: [Int64]) async throws(StoreError) {
+        guard !rowKeys.isEmpty else { return }
+        _ = try await executor.run { connection throws(StoreError) in
+            try connection.transaction { () throws(StoreError) -> Int in
+                var released = 0
+                for key in rowKeys {
+                    released += try connection.execute("""
+                        UPDATE deliveries SET lease_until = 0
+                        WHERE campaign = \(campaign) AND row_key = \(key) AND state = 'claimed' AND claimed_by = \(owner)
+                        """)
+                }
+                return released
+            }
+        }
+    }
+
+    /// Final outcomes so far per state, from the running totals `record` keeps: constant
+    /// cost however large the campaign (`outcomeCounts` counts the ledger itself).
+    package func progressCounts(campaign: String) async throws(StoreError) -> [LedgerState: Int] {
+        try await stateCounts("SELECT state, count FROM campaign_counts WHERE campaign = \(campaign)")
+    }
+
+    /// Ledger rows per state for a campaign.
+    package func outcomeCounts(campaign: String) async throws(StoreError) -> [LedgerState: Int] {
+        try await stateCounts("SELECT state, COUNT(*) FROM deliveries WHERE campaign = \(campaign) GROUP BY state")
+    }
+
+    /// Claimed devices without a final outcome, for recovery after a crash.
+    package func unfinished(campaign: String, limit: Int = 1000) async throws(StoreError) -> [LedgerEntry] {
+        try await entries("SELECT row_key, device_id, state, attempts, apns_id, status, reason FROM deliveries WHERE campaign = \(campaign) AND state = 'claimed' ORDER BY row_key LIMIT \(limit)")
+    }
+
+    /// Final entries with row keys in `(after, through]`, for re-emitting results.
+    package func finished(campaign: String, after: Int64, through: Int64) async throws(StoreError) -> [LedgerEntry] {
+        try await entries("""
+            SELECT row_key, device_id, state, attempts, apns_id, status, reason FROM deliveries
+            WHERE campaign = \(campaign) AND state <> 'claimed' AND row_key > \(after) AND row_key <= \(through) ORDER BY row_key
+            """)
+    }
+
+    /// Final entries after `cursor`, for re-emitting results from the ledger.
+    package func finished(campaign: String, after cursor: Int64?, limit: Int = 1000) async throws(StoreError) -> [LedgerEntry] {
+        try await entries("""
+            SELECT row_key, device_id, state, attempts, apns_id, status, reason FROM deliveries
+            WHERE campaign = \(campaign) AND state <> 'claimed' AND row_key > \(cursor ?? Int64.min) ORDER BY row_key LIMIT \(limit)
+            """)
+    }
+
+    /// Final ledger rows per (state, reason) for a campaign, most frequent first: why
+    /// devices were rejected, invalid or failed.
+    package func outcomeReasons(campaign: String) async throws(StoreError) -> [(state: LedgerState, reason: String?, count: Int)] {
+        try await executor.run { connection throws(StoreError) in
+            try connection.queryAll("""
+                SELECT state, reason, COUNT(*) FROM deliveries WHERE campaign = \(campaign) AND state <> 'claimed'
+                GROUP BY state, reason ORDER BY COUNT(*) DESC
+                """) { row in (LedgerState(rawValue: row.text(0) ?? "") ?? .failed, row.text(1), Int(row.int(2) ?? 0)) }
+        }
+    }
+
+    private func entries(_ statement: SQLStatement) async throws(StoreError) -> [LedgerEntry] {
+        try await executor.run { connection throws(StoreError) in
+            try connection.queryAll(statement) { row in
+                LedgerEntry(
+                    rowKey: row.int(0) ?? 0, deviceID: row.text(1) ?? "", state: LedgerState(rawValue: row.text(2) ?? "") ?? .claimed,
+                    attempts: Int(row.int(3) ?? 0), apnsID: row.text(4), status: row.int(5).map { Int($0) }, reason: row.text(6))
+            }
+        }
+    }
+
+    /// Rows of (state, count) as a dictionary.
+    private func stateCounts(_ statement: SQLStatement) async throws(StoreError) -> [LedgerState: Int] {
+        try await executor.run { connection throws(StoreError) in
+            var counts: [LedgerState: Int] = [:]
+            try connection.query(statement) { row throws(StoreError) in
+                if let state = LedgerState(rawValue: row.text(0) ?? "") { counts[state] = Int(row.int(1) ?? 0) }
+            }
+            return counts
+        }
+    }
+}

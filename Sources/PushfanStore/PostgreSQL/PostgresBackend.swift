@@ -1,0 +1,68 @@
+import PushfanCore
+
+/// PostgreSQL's side of every dialect difference: whole columns travel as one array
+/// parameter each (`unnest($1::bigint[], …)`, `= ANY($1::text[])`), which the server
+/// parses and plans far faster than long `VALUES` or `IN` lists.
+struct PostgresBackend: SQLBackend {
+    let url: String
+    let logger: Logger
+
+    func connect() throws(StoreError) -> any SQLConnection { try PostgresConnection(url: url, logger: logger) }
+
+    var importsInParallel: Bool { true }
+
+    func upsert(_ connection: any SQLConnection, app: String, devices: [ValidatedDevice], now: Int64, returningRowKeys: Bool) throws(StoreError) -> DeviceWriter.Written {
+        guard let postgres = connection as? PostgresConnection else { throw StoreError.database("a PostgreSQL backend was given \(type(of: connection))") }
+        return try PostgresDeviceWriter.upsert(postgres, app: app, devices: devices, now: now, returningRowKeys: returningRowKeys)
+    }
+
+    func isIn(_ values: [SQLValue], type: String) -> SQLStatement {
+        let texts: [String?] = values.map { value in
+            switch value {
+            case .null: nil
+            case .integer(let number): String(number)
+            case .real(let number): String(number)
+            case .text(let text): text
+            }
+        }
+        return " = ANY(\(SQLValue.text(PostgresArray.literal(texts)))::\(raw: type)[])"
+    }
+
+    /// Under READ COMMITTED two tasks finishing at once would each miss the other's row and
+    /// neither would see the campaign complete: the campaign row makes them take turns.
+    func lockCampaign(_ connection: any SQLConnection, _ campaign: String) throws(StoreError) {
+        try connection.execute("SELECT 1 FROM campaigns WHERE id = \(campaign) FOR UPDATE")
+    }
+
+    func claimRows(campaign: String, _ targets: ArraySlice<DeviceTarget>, owner: String, leaseUntil: Int64, now: Int64) -> SQLStatement {
+        """
+         SELECT \(campaign), u.r, u.d, 'claimed', 0, \(owner), \(leaseUntil), \(now)
+        FROM unnest(\(PostgresArray.literal(targets.map { String($0.rowKey) }))::bigint[], \(PostgresArray.literal(targets.map(\.deviceID)))::text[]) AS u(r, d)
+        """
+    }
+
+    func outcomeRows(_ outcomes: ArraySlice<LedgerOutcome>) -> SQLStatement {
+        """
+         unnest(\(PostgresArray.literal(outcomes.map { String($0.rowKey) }))::bigint[], \(PostgresArray.literal(outcomes.map(\.state.rawValue)))::text[],
+                \(PostgresArray.literal(outcomes.map { String($0.attempts) }))::integer[], \(PostgresArray.literal(outcomes.map(\.apnsID)))::text[],
+                \(PostgresArray.literal(outcomes.map { $0.status.map(String.init) }))::integer[], \(PostgresArray.literal(outcomes.map(\.reason)))::text[])
+            AS v(r, s, a, i, st, re)
+        """
+    }
+
+    func lockMigrations(_ connection: any SQLConnection) throws(StoreError) {
+        // An arbitrary constant naming "Pushfan migrations".
+        try connection.execute("SELECT pg_advisory_xact_lock(7316504)")
+    }
+
+    func script(of migration: Schema.Migration) -> String { migration.postgres }
+
+    /// Also a vacuum, which marks the new pages all-visible so that computing shard
+    /// boundaries is an index-only scan (measured at 1M devices: expansion 556k/s before,
+    /// 706k/s after; the vacuum took 1.5 s). VACUUM refuses to run in a transaction block,
+    /// which a multi-statement script is: one call per table.
+    func refreshStatistics(_ connection: any SQLConnection) throws(StoreError) {
+        try connection.executeScript("VACUUM (ANALYZE) devices")
+        try connection.executeScript("VACUUM (ANALYZE) device_tags")
+    }
+}

@@ -1,0 +1,41 @@
+import PushfanCore
+
+/// Everything that differs between SQLite and PostgreSQL, behind one type per dialect
+/// (`SQLiteBackend`, `PostgresBackend`): the concerns above write one statement for both
+/// and ask the backend only where the dialects part ways. No `dialect ==` test and no
+/// downcast of a connection happens anywhere else.
+protocol SQLBackend: Sendable {
+    /// Opens one connection.
+    func connect() throws(StoreError) -> any SQLConnection
+
+    /// Whether a large import is split over every connection at once (PostgreSQL: the work
+    /// is the server's, one core per connection) or kept on the first (SQLite: one writer,
+    /// and one page cache kept warm).
+    var importsInParallel: Bool { get }
+
+    /// The device writer built for this backend's bulk path (see `DeviceWriter`).
+    func upsert(_ connection: any SQLConnection, app: String, devices: [ValidatedDevice], now: Int64, returningRowKeys: Bool) throws(StoreError) -> DeviceWriter.Written
+
+    /// ` IN (v1, v2, ...)` or its equivalent for one column.
+    func isIn(_ values: [SQLValue], type: String) -> SQLStatement
+
+    /// Inside a transaction: makes finishers of one campaign take turns on its row.
+    func lockCampaign(_ connection: any SQLConnection, _ campaign: String) throws(StoreError)
+
+    /// The row source of a claim insert: `(campaign, row_key, device_id, 'claimed', 0,
+    /// owner, lease_until, claimed_at)` for each target.
+    func claimRows(campaign: String, _ targets: ArraySlice<DeviceTarget>, owner: String, leaseUntil: Int64, now: Int64) -> SQLStatement
+
+    /// A relation `v(r, s, a, i, st, re)` of outcomes (row key, state, attempts, apns id,
+    /// status, reason) for `UPDATE … FROM`.
+    func outcomeRows(_ outcomes: ArraySlice<LedgerOutcome>) -> SQLStatement
+
+    /// Inside the migration transaction: makes concurrent starters take turns.
+    func lockMigrations(_ connection: any SQLConnection) throws(StoreError)
+
+    /// A migration's SQL for this dialect.
+    func script(of migration: Schema.Migration) -> String
+
+    /// Fresh planner statistics after a bulk import.
+    func refreshStatistics(_ connection: any SQLConnection) throws(StoreError)
+}

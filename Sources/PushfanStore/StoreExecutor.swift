@@ -1,0 +1,85 @@
+import Dispatch
+import PushfanCore
+import Synchronization
+
+/// The store's connections and the backend that speaks their dialect. A few connections,
+/// each with the serial queue every call on it runs on. Calls go to the connections in
+/// turn, so independent work (two shards of one audience, a claim while the next page is
+/// read) runs in parallel; each call is complete on one connection (its own statement or
+/// transaction), and both databases show every connection what another committed.
+final class StoreExecutor: @unchecked Sendable {
+    /// One connection, only touched on its queue, which is what makes this type sendable.
+    private struct Lane {
+        let queue: DispatchQueue
+        let connection: any SQLConnection
+    }
+
+    /// Connections per store: enough for a scan to overlap with other work on a 2-core
+    /// machine without multiplying the database's per-connection memory.
+    static let connections = 2
+
+    private let lanes: [Lane]
+    private let next = Atomic<Int>(0)
+    /// Every difference between SQLite and PostgreSQL the concerns need.
+    let backend: any SQLBackend
+
+    private init(connections: [any SQLConnection], backend: any SQLBackend) {
+        lanes = connections.enumerated().map { Lane(queue: DispatchQueue(label: "pushfan.store.\($0.offset)"), connection: $0.element) }
+        self.backend = backend
+    }
+
+    static func make(backend: any SQLBackend) async throws(StoreError) -> StoreExecutor {
+        let made = await BlockingWork.run { () -> Result<UncheckedBox<[any SQLConnection]>, StoreError> in
+            do throws(StoreError) {
+                var connections: [any SQLConnection] = []
+                for _ in 0..<Self.connections { connections.append(try backend.connect()) }
+                return .success(UncheckedBox(connections))
+            } catch {
+                return .failure(error)
+            }
+        }
+        return StoreExecutor(connections: try made.get().value, backend: backend)
+    }
+
+    /// Runs `body` on the next connection in turn, or on connection `lane` when given.
+    func run<T: Sendable>(lane index: Int? = nil, _ body: @escaping @Sendable (any SQLConnection) throws(StoreError) -> T) async throws(StoreError) -> T {
+        let lane = lanes[(index ?? next.wrappingAdd(1, ordering: .relaxed).oldValue) % lanes.count]
+        let box = UncheckedBox(lane.connection)
+        let result: Result<T, StoreError> = await withCheckedContinuation { continuation in
+            lane.queue.async {
+                do throws(StoreError) { continuation.resume(returning: .success(try body(box.value))) } catch { continuation.resume(returning: .failure(error)) }
+            }
+        }
+        return try result.get()
+    }
+
+    /// `run` for callers on a thread of their own (never Swift's cooperative pool): waits on
+    /// the lane's queue.
+    func runBlocking<T>(_ body: (any SQLConnection) throws(StoreError) -> T) throws(StoreError) -> T {
+        let lane = lanes[next.wrappingAdd(1, ordering: .relaxed).oldValue % lanes.count]
+        let result: Result<T, StoreError> = lane.queue.sync {
+            do throws(StoreError) { return .success(try body(lane.connection)) } catch { return .failure(error) }
+        }
+        return try result.get()
+    }
+
+    /// Rows per multi-row statement: far below SQLite's and PostgreSQL's parameter limits.
+    static let bulkChunk = 400
+
+    /// `items` in slices of `bulkChunk`.
+    static func chunks<C: RandomAccessCollection>(_ items: C) -> [C.SubSequence] where C.Index == Int {
+        stride(from: items.startIndex, to: items.endIndex, by: bulkChunk).map { items[$0..<min($0 + bulkChunk, items.endIndex)] }
+    }
+
+    static func requireApp(_ connection: any SQLConnection, _ app: String) throws(StoreError) {
+        guard try connection.queryOne("SELECT 1 FROM apps WHERE app = \(app)", { $0.int(0) }) != nil else {
+            throw StoreError.notFound("unknown app '\(app)'; add it with `pushfan apps add`")
+        }
+    }
+}
+
+/// Carries a value confined by other means (here: the store's serial queue) across isolation.
+struct UncheckedBox<Value>: @unchecked Sendable {
+    let value: Value
+    init(_ value: Value) { self.value = value }
+}
