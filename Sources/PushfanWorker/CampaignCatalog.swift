@@ -54,15 +54,19 @@ package enum CatalogError: Error, CustomStringConvertible, Sendable {
     }
 }
 
-/// Caches campaign plans and APNs clients. Apps are re-read after `appRefresh` so that a
-/// changed rate limit or credential takes effect without a restart.
+/// Caches campaign plans and APNs clients. Apps are re-read after `appRefresh`, so a changed
+/// rate limit or credentials reference (another key file, team or key id, certificate) takes
+/// effect within that time without a restart. A key that loaded is kept while its reference
+/// stays the same: a file replaced in place under the same path is read again by a worker
+/// that starts after the change.
 package final class CampaignCatalog: Sendable {
     private let store: DeviceStore
     private let clients: APNsClients
     private let endpointOverride: APNsEndpoint?
     private let appRefresh: Duration
     private let plans = Mutex<[String: (plan: CampaignPlan, loaded: ContinuousClock.Instant)]>([:])
-    private let credentials = Mutex<[String: APNsCredentials]>([:])
+    /// Loaded credentials by app, with the reference they were loaded from.
+    private let credentials = Mutex<[String: (reference: APNsCredentialsReference, loaded: APNsCredentials)]>([:])
 
     /// `endpointOverride` (a simulator or staging host) takes every environment's traffic;
     /// without it each device's environment picks Apple's production or sandbox host.
@@ -104,13 +108,13 @@ package final class CampaignCatalog: Sendable {
     /// The client for an app's devices in one environment.
     package func client(for app: AppRecord, environment: APNsEnvironment) throws(CatalogError) -> APNsClient {
         let loaded: APNsCredentials
-        if let known = credentials.withLock({ $0[app.app] }) {
-            loaded = known
+        if let known = credentials.withLock({ $0[app.app] }), known.reference == app.credentials {
+            loaded = known.loaded
         } else {
             do { loaded = try APNsCredentials.load(app.credentials) } catch {
                 throw .credentials(app: app.app, reason: error.description)
             }
-            credentials.withLock { $0[app.app] = loaded }
+            credentials.withLock { $0[app.app] = (app.credentials, loaded) }
         }
         do {
             let endpoint = try endpointOverride ?? APNsEndpoint.apple(environment)

@@ -15,12 +15,11 @@ package struct SenderContext: Sendable {
     package let circuits: LaneCircuits
     package let progress: ProgressReporter
     package let settings: PushfanConfiguration.Worker
-    package let retryPolicy: RetryPolicy
     package let logger: Logger
     /// How long an app pauses after a credentials failure.
     package var credentialsPause: Duration { .seconds(settings.credentialsPauseSeconds) }
     /// Turns each APNs answer into what happens to its device.
-    package var decider: DeliveryDecider { DeliveryDecider(retryPolicy: retryPolicy) }
+    package let decider: DeliveryDecider
     /// Batches of one task in flight to APNs at once.
     package var batchesInFlight = 8
 
@@ -38,7 +37,7 @@ package struct SenderContext: Sendable {
         self.circuits = circuits
         self.progress = progress
         self.settings = settings
-        self.retryPolicy = retryPolicy
+        self.decider = DeliveryDecider(retryPolicy: retryPolicy)
         self.logger = logger
     }
 }
@@ -120,14 +119,21 @@ package struct ShardSender: Sendable {
 
     private func expand(plan: CampaignPlan, state: inout TaskState) async throws {
         let shard = ShardRange(after: task.after, through: task.through)
-        var cursor: Int64?
-        var exhausted = false
-        while !exhausted {
+        let store = context.store
+        let (app, segment, limit) = (task.app, plan.segment, context.settings.pageSize)
+        func read(after cursor: Int64?) -> Task<[DeviceTarget], any Error> {
+            Task { try await store.audience.page(app: app, segment: segment, shard: shard, cursor: cursor, limit: limit) }
+        }
+        // The next page is read while the current one is claimed and sent, so the lane never
+        // waits for the store between pages. Only reading runs ahead: a page is claimed when
+        // its turn comes, so a crash leaves nothing claimed that was not about to be sent.
+        var next: Task<[DeviceTarget], any Error>? = read(after: nil)
+        defer { next?.cancel() }
+        while let reading = next {
             try Task.checkCancellation()
-            var page = try await context.store.audience.page(
-                app: task.app, segment: plan.segment, shard: shard, cursor: cursor, limit: context.settings.pageSize)
-            exhausted = page.count < context.settings.pageSize
-            cursor = page.last?.rowKey
+            var page = try await reading.value
+            let exhausted = page.count < limit
+            next = exhausted ? nil : read(after: page.last?.rowKey)
             if let ids = plan.deviceIDs { page = page.filter { ids.contains($0.deviceID) } }
             if !page.isEmpty { try await claimAndSend(page, plan: plan, state: &state) }
             try await sendDueRetries(plan: plan, state: &state, waitForAll: false)

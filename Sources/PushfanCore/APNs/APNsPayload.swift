@@ -170,9 +170,6 @@ extension APNsPayload {
             self.attributes = attributes
             self.passThrough = passThrough
         }
-
-        /// True when the payload makes the device show or sound something.
-        package var isVisible: Bool { alert != nil || sound != nil || badge != nil }
     }
 
     /// `aps.alert`.

@@ -90,11 +90,3 @@ package struct Logger: Sendable {
             parts.tm_hour, parts.tm_min, parts.tm_sec, Int(now.tv_nsec / 1_000_000))
     }
 }
-
-/// A sink that keeps lines in memory, for tests that assert on what was logged.
-package final class RecordingLogSink: Sendable {
-    private let lines = Mutex<[String]>([])
-    package init() {}
-    package var recorded: [String] { lines.withLock { $0 } }
-    package func record(_ line: String) { lines.withLock { $0.append(line) } }
-}
