@@ -77,7 +77,7 @@ package struct AudienceReader: Sendable {
         app: String, segment: SegmentExpression?, shard: ShardRange, cursor: Int64?, limit: Int, now: Int64 = DeviceStore.now()
     ) async throws(StoreError) -> [DeviceTarget] {
         let lower = max(cursor ?? Int64.min, shard.after ?? Int64.min)
-        return try await executor.run { connection throws(StoreError) in
+        let targets = try await executor.run { connection throws(StoreError) in
             var statement: SQLStatement = """
                 SELECT d.row_key, d.device_id, d.token, d.environment, d.locale FROM devices d
                 WHERE d.app = \(app) AND d.status = 'active' AND d.row_key > \(lower)
@@ -89,7 +89,30 @@ package struct AudienceReader: Sendable {
             try connection.query(statement) { row throws(StoreError) in targets.append(Self.target(row)) }
             return targets
         }
+        executor.audienceRowsRead.wrappingAdd(targets.count, ordering: .relaxed)
+        return targets
     }
+
+    /// The app's active devices among these row keys (a page of an explicit audience), in
+    /// row-key order: read by key, so a list of a thousand ids costs a thousand rows however
+    /// many devices the app has.
+    package func devices(app: String, rowKeys: [Int64]) async throws(StoreError) -> [DeviceTarget] {
+        var targets: [DeviceTarget] = []
+        let backend = executor.backend
+        for chunk in StoreExecutor.chunks(rowKeys) {
+            let keys = Array(chunk)
+            targets += try await executor.run { connection throws(StoreError) in
+                try connection.queryAll(
+                    "SELECT d.row_key, d.device_id, d.token, d.environment, d.locale FROM devices d WHERE d.app = \(app) AND d.status = 'active' AND d.row_key"
+                        + backend.isIn(keys.map { .integer($0) }, type: "bigint") + " ORDER BY d.row_key", Self.target)
+            }
+        }
+        executor.audienceRowsRead.wrappingAdd(targets.count, ordering: .relaxed)
+        return targets
+    }
+
+    /// Device rows `page` and `devices` have returned since the store opened.
+    package var rowsRead: Int { executor.audienceRowsRead.load(ordering: .relaxed) }
 
     /// Row keys of the app's active devices among these device ids (an explicit audience).
     package func rowKeys(app: String, deviceIDs: [String]) async throws(StoreError) -> [Int64] {

@@ -20,6 +20,8 @@ final class StoreExecutor: @unchecked Sendable {
 
     private let lanes: [Lane]
     private let next = Atomic<Int>(0)
+    /// Device rows the audience reads have returned, for tests and diagnostics.
+    let audienceRowsRead = Atomic<Int>(0)
     /// Every difference between SQLite and PostgreSQL the concerns need.
     let backend: any SQLBackend
 

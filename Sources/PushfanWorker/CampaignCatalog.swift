@@ -11,8 +11,8 @@ package struct CampaignPlan: Sendable {
     package let campaign: Campaign
     package let app: AppRecord
     package let segment: SegmentExpression?
-    /// The listed device ids of an explicit audience.
-    package let deviceIDs: Set<String>?
+    /// The row keys of an explicit audience's active devices, sorted; nil for a segment.
+    package let rowKeys: [Int64]?
 }
 
 /// Why a task cannot run yet or at all.
@@ -86,7 +86,7 @@ package final class CampaignCatalog: Sendable {
         }
         guard let app = try await store.apps.get(campaign.app) else { throw CatalogError.unknownApp(campaign.app) }
         var segment: SegmentExpression?
-        var deviceIDs: Set<String>?
+        var rowKeys: [Int64]?
         do {
             switch campaign.audience {
             case .segment(let text): segment = try SegmentParser.parse(text)
@@ -95,12 +95,12 @@ package final class CampaignCatalog: Sendable {
                     throw CatalogError.invalidCampaign("saved segment \(name) of app \(campaign.app) is gone")
                 }
                 segment = try SegmentParser.parse(text)
-            case .devices(let ids): deviceIDs = Set(ids)
+            case .devices(let ids): rowKeys = try await store.audience.rowKeys(app: campaign.app, deviceIDs: ids)
             }
         } catch let error as SegmentError {
             throw CatalogError.invalidCampaign("the audience of campaign \(id) does not parse: \(error)")
         }
-        let plan = CampaignPlan(campaign: campaign, app: app, segment: segment, deviceIDs: deviceIDs)
+        let plan = CampaignPlan(campaign: campaign, app: app, segment: segment, rowKeys: rowKeys)
         plans.withLock { $0[id] = (plan, ContinuousClock.now) }
         return plan
     }

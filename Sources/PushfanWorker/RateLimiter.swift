@@ -85,13 +85,13 @@ package final class TokenBucket: Sendable {
 /// moment each lane is sent by at most one bucket of `rate / lanes`: `lanes` buckets of
 /// `rate / lanes` add up to `rate` at most, however partitions move.
 package final class RateLanes: Sendable {
-    private let buckets = Mutex<[String: TokenBucket]>([:])
+    private let buckets = Mutex<[LaneKey: TokenBucket]>([:])
 
     package init() {}
 
     /// The bucket for `key` at `rate` per second, created on first use; an existing bucket
     /// takes the new rate.
-    package func bucket(_ key: String, rate: Double) -> TokenBucket {
+    package func bucket(_ key: LaneKey, rate: Double) -> TokenBucket {
         buckets.withLock { buckets in
             if let existing = buckets[key] {
                 existing.setRate(rate)
@@ -104,7 +104,7 @@ package final class RateLanes: Sendable {
     }
 
     /// Forgets buckets nobody uses any more (a finished campaign's).
-    package func remove(_ key: String) {
+    package func remove(_ key: LaneKey) {
         _ = buckets.withLock { $0.removeValue(forKey: key) }
     }
 }

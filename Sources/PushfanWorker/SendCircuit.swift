@@ -123,7 +123,7 @@ package struct SendCircuit: Sendable, Equatable {
 
 /// The circuits of one worker, one per (app, lane), shared by the lane's tasks.
 package final class LaneCircuits: Sendable {
-    private let circuits = Mutex<[String: SendCircuit]>([:])
+    private let circuits = Mutex<[LaneKey: SendCircuit]>([:])
     private let settings: SendCircuit.Settings
     private let logger: Logger
 
@@ -132,7 +132,7 @@ package final class LaneCircuits: Sendable {
         self.logger = logger
     }
 
-    package func admit(_ key: String) -> SendCircuit.Admission {
+    package func admit(_ key: LaneKey) -> SendCircuit.Admission {
         circuits.withLock { circuits in
             guard var circuit = circuits[key] else { return .send(limit: nil) }
             defer { circuits[key] = circuit }
@@ -140,7 +140,7 @@ package final class LaneCircuits: Sendable {
         }
     }
 
-    package func record(_ key: String, _ results: [APNsSendResult], probe: Bool) {
+    package func record(_ key: LaneKey, _ results: [APNsSendResult], probe: Bool) {
         // A closing sender or missing credentials says nothing about the server.
         let counted = results.filter { !SendCircuit.saysNothingAboutTheServer($0) }
         let failures = counted.count(where: SendCircuit.isServerFailure)
@@ -152,9 +152,9 @@ package final class LaneCircuits: Sendable {
             return (was, circuit.isOpen)
         }
         if !was && now {
-            logger.warning("lane.circuit_open", ["lane": key, "failures": String(failures), "answers": String(results.count)])
+            logger.warning("lane.circuit_open", ["lane": key.description, "failures": String(failures), "answers": String(results.count)])
         } else if was && !now {
-            logger.notice("lane.circuit_closed", ["lane": key])
+            logger.notice("lane.circuit_closed", ["lane": key.description])
         }
     }
 }

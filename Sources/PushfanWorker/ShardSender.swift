@@ -84,7 +84,7 @@ package struct ShardSender: Sendable {
     /// Runs the task; returns `.handedBack` when cancelled. Store and Kafka outages are
     /// waited out here (the partition's other lanes keep going).
     package func run() async -> TaskEnd {
-        var delay = Duration.milliseconds(500)
+        var backoff = Backoff(first: .milliseconds(500), longest: .seconds(30))
         while true {
             do {
                 return try await attempt()
@@ -94,11 +94,11 @@ package struct ShardSender: Sendable {
                 return .abandoned(code: error.code, reason: error.description)
             } catch {
                 if Task.isCancelled { return .handedBack }
+                let delay = backoff.next()
                 context.logger.warning("task.retry", [
                     "campaign.id": task.campaign, "task.shard": String(task.shard), "error": "\(error)", "retry_in_ms": String(delay.milliseconds),
                 ])
                 do { try await Task.sleep(for: delay) } catch { return .handedBack }
-                delay = min(delay * 2, .seconds(30))
             }
         }
     }
@@ -111,30 +111,19 @@ package struct ShardSender: Sendable {
         } catch is CancellationError {
             return try await handBack(&state)
         }
-        guard await ResultsWriter.delivered(state.tickets) else { throw KafkaError.configuration("results of \(task.campaign) shard \(task.shard) were not delivered") }
+        if let failure = await ResultsWriter.firstFailure(state.tickets) {
+            throw NotDelivered("results of \(task.campaign) shard \(task.shard)", cause: failure)
+        }
         state.tickets = []
         try await finish(plan: plan)
         return .finished
     }
 
     private func expand(plan: CampaignPlan, state: inout TaskState) async throws {
-        let shard = ShardRange(after: task.after, through: task.through)
-        let store = context.store
-        let (app, segment, limit) = (task.app, plan.segment, context.settings.pageSize)
-        func read(after cursor: Int64?) -> Task<[DeviceTarget], any Error> {
-            Task { try await store.audience.page(app: app, segment: segment, shard: shard, cursor: cursor, limit: limit) }
-        }
-        // The next page is read while the current one is claimed and sent, so the lane never
-        // waits for the store between pages. Only reading runs ahead: a page is claimed when
-        // its turn comes, so a crash leaves nothing claimed that was not about to be sent.
-        var next: Task<[DeviceTarget], any Error>? = read(after: nil)
-        defer { next?.cancel() }
-        while let reading = next {
+        var pages = ShardPages(store: context.store, plan: plan, task: task, pageSize: context.settings.pageSize)
+        defer { pages.cancel() }
+        while let page = try await pages.nextPage() {
             try Task.checkCancellation()
-            var page = try await reading.value
-            let exhausted = page.count < limit
-            next = exhausted ? nil : read(after: page.last?.rowKey)
-            if let ids = plan.deviceIDs { page = page.filter { ids.contains($0.deviceID) } }
             if !page.isEmpty { try await claimAndSend(page, plan: plan, state: &state) }
             try await sendDueRetries(plan: plan, state: &state, waitForAll: false)
         }
@@ -299,16 +288,16 @@ package struct ShardSender: Sendable {
     /// with a second send.
     @discardableResult
     private func untilStored<T>(_ write: () async throws -> T) async throws -> T {
-        var delay = Duration.milliseconds(250)
+        var backoff = Backoff(first: .milliseconds(250), longest: .seconds(5))
         while true {
             do {
                 return try await write()
             } catch let error as StoreError where error.isUnavailable {
+                let delay = backoff.next()
                 context.logger.warning("task.store_retry", [
                     "campaign.id": task.campaign, "task.shard": String(task.shard), "error": error.description, "retry_in_ms": String(delay.milliseconds),
                 ])
                 try await Task.sleep(for: delay)
-                delay = min(delay * 2, .seconds(5))
             }
         }
     }
@@ -327,12 +316,12 @@ package struct ShardSender: Sendable {
     /// Sends in rate-sized batches, several in flight, while the lane's circuit lets it.
     /// Each batch is checked against the expiration just before it starts.
     private func transmit(_ ready: [(Pending, APNsNotification)], plan: CampaignPlan) async -> Transmission {
-        let lane = "\(task.app)#\(task.lane)"
+        let lane = LaneKey.app(task.app, lane: task.lane)
         let laneRate = Double(plan.app.ratePerSecond) / Double(task.lanes)
         let appBucket = context.rates.bucket(lane, rate: laneRate)
         var campaignBucket: TokenBucket?
         if let rate = plan.campaign.options.rate, rate < plan.app.ratePerSecond {
-            campaignBucket = context.rates.bucket("\(task.campaign)#\(task.lane)", rate: Double(rate) / Double(task.lanes))
+            campaignBucket = context.rates.bucket(.campaign(task.campaign, lane: task.lane), rate: Double(rate) / Double(task.lanes))
         }
         var transmission = Transmission()
         var index = 0
@@ -495,13 +484,13 @@ package struct ShardSender: Sendable {
         let byOutcome = DeviceOutcome.counts(fromLedger: counts)
         let total = byOutcome.values.reduce(0, +)
         let event = CampaignEvent(campaign: task.campaign, app: task.app, event: .completed, audience: total, outcomeCounts: byOutcome, at: epochMillis())
-        guard await ResultsWriter.delivered([try await context.writer.campaign(event)]) else {
-            throw KafkaError.configuration("the completed event of \(task.campaign) was not delivered")
+        if let failure = await ResultsWriter.firstFailure([try await context.writer.campaign(event)]) {
+            throw NotDelivered("the completed event of \(task.campaign)", cause: failure)
         }
         context.progress.forget(campaign: task.campaign)
         context.catalog.forget(campaign: task.campaign)
         if plan.campaign.options.rate != nil {
-            for lane in 0..<task.lanes { context.rates.remove("\(task.campaign)#\(lane)") }
+            for lane in 0..<task.lanes { context.rates.remove(.campaign(task.campaign, lane: lane)) }
         }
         if changed {
             context.logger.notice("campaign.completed", ["campaign.id": task.campaign, "audience": String(total)])

@@ -172,7 +172,7 @@ package final class Worker: Sendable {
                 continue
             }
             for record in records {
-                var delay = Duration.milliseconds(500)
+                var backoff = Backoff(first: .milliseconds(500), longest: .seconds(30))
                 while !stopping.isRaised {
                     do {
                         _ = try await planner.handle(record)
@@ -180,9 +180,9 @@ package final class Worker: Sendable {
                         break
                     } catch {
                         // The store or Kafka is unavailable: the record waits, nothing is lost.
+                        let delay = backoff.next()
                         logger.warning("planner.retry", ["kafka.offset": String(record.offset), "error": "\(error)", "retry_in_ms": String(delay.milliseconds)])
                         await stopping.sleep(for: delay)
-                        delay = min(delay * 2, .seconds(30))
                     }
                 }
                 if stopping.isRaised { break }

@@ -54,11 +54,20 @@ struct RateLimiterTests {
     @Test("lanes share one bucket per key, and a key gets the latest rate")
     func lanesShareBuckets() {
         let lanes = RateLanes()
-        let first = lanes.bucket("shop#0", rate: 1_000)
-        #expect(lanes.bucket("shop#0", rate: 1_000) === first)
-        #expect(lanes.bucket("shop#1", rate: 1_000) !== first)
-        _ = lanes.bucket("shop#0", rate: 200)
+        let first = lanes.bucket(.app("shop", lane: 0), rate: 1_000)
+        #expect(lanes.bucket(.app("shop", lane: 0), rate: 1_000) === first)
+        #expect(lanes.bucket(.app("shop", lane: 1), rate: 1_000) !== first)
+        // A campaign named like an app has buckets of its own.
+        #expect(lanes.bucket(.campaign("shop", lane: 0), rate: 1_000) !== first)
+        _ = lanes.bucket(.app("shop", lane: 0), rate: 200)
         #expect(first.capacity == 10)
+        #expect(LaneKey.app("shop", lane: 2).description == "app:shop#2")
+    }
+
+    @Test("the worker's backoff doubles up to its longest wait")
+    func backoffDoubles() {
+        var backoff = Backoff(first: .milliseconds(500), longest: .seconds(3))
+        #expect((0..<5).map { _ in backoff.next() } == [.milliseconds(500), .seconds(1), .seconds(2), .seconds(3), .seconds(3)])
     }
 
     @Test("lane partitions come from a hash that is the same in every process (FNV-1a)")

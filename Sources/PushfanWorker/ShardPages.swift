@@ -1,0 +1,90 @@
+import PushfanCore
+import PushfanStore
+
+/// The pages of one task's shard, in row-key order, each read while the one before it is
+/// being sent. A segment audience pages through the shard's row-key range with the segment
+/// applied in SQL; an explicit audience reads its listed devices by row key, never the app's
+/// other devices in the range.
+///
+/// Only reading runs ahead: a page is claimed when its turn comes, so a crash leaves nothing
+/// claimed that was not about to be sent.
+struct ShardPages {
+    private enum Source {
+        case range(segment: SegmentExpression?, shard: ShardRange)
+        case listed(rowKeys: ArraySlice<Int64>)
+    }
+
+    private let store: DeviceStore
+    private let app: String
+    private let pageSize: Int
+    private let source: Source
+    private var next: Task<[DeviceTarget], any Error>?
+    /// Explicit audience: where the next page starts in `rowKeys`.
+    private var listedOffset = 0
+
+    init(store: DeviceStore, plan: CampaignPlan, task: TaskRecord, pageSize: Int) {
+        self.store = store
+        app = task.app
+        self.pageSize = pageSize
+        let shard = ShardRange(after: task.after, through: task.through)
+        if let keys = plan.rowKeys {
+            // The listed keys inside (after, through]: the planner cut its shards from them.
+            let start = task.after.map { after in keys.partitioningIndex(where: { $0 > after }) } ?? keys.startIndex
+            let end = task.through.map { through in keys.partitioningIndex(where: { $0 > through }) } ?? keys.endIndex
+            source = .listed(rowKeys: keys[start..<max(start, end)])
+        } else {
+            source = .range(segment: plan.segment, shard: shard)
+        }
+        next = read(after: nil)
+    }
+
+    /// The next page; nil when the shard is done. A page may be empty (none of its listed
+    /// devices is active any more) without the shard being done.
+    mutating func nextPage() async throws -> [DeviceTarget]? {
+        guard let reading = next else { return nil }
+        let page = try await reading.value
+        switch source {
+        case .range:
+            next = page.count < pageSize ? nil : read(after: page.last?.rowKey)
+        case .listed(let keys):
+            listedOffset = min(listedOffset + pageSize, keys.count)
+            next = listedOffset < keys.count ? read(after: nil) : nil
+        }
+        return page
+    }
+
+    /// Stops the read in progress, if any.
+    func cancel() { next?.cancel() }
+
+    private func read(after cursor: Int64?) -> Task<[DeviceTarget], any Error> {
+        let (store, app, limit) = (self.store, self.app, pageSize)
+        switch source {
+        case .range(let segment, let shard):
+            return Task { try await store.audience.page(app: app, segment: segment, shard: shard, cursor: cursor, limit: limit) }
+        case .listed(let keys):
+            let start = keys.startIndex + listedOffset
+            let page = Array(keys[start..<min(start + limit, keys.endIndex)])
+            return Task { page.isEmpty ? [] : try await store.audience.devices(app: app, rowKeys: page) }
+        }
+    }
+}
+
+extension RandomAccessCollection {
+    /// The first index whose element satisfies `belongs`, for a collection where every such
+    /// element comes after every other (binary search).
+    func partitioningIndex(where belongs: (Element) -> Bool) -> Index {
+        var low = startIndex
+        var count = self.count
+        while count > 0 {
+            let half = count / 2
+            let middle = index(low, offsetBy: half)
+            if belongs(self[middle]) {
+                count = half
+            } else {
+                low = index(after: middle)
+                count -= half + 1
+            }
+        }
+        return low
+    }
+}

@@ -1,0 +1,59 @@
+import PushfanCore
+import PushfanKafka
+
+/// Doubling waits between tries of something that is down (the store, Kafka): the one
+/// backoff of the worker's retry loops.
+package struct Backoff: Sendable, Equatable {
+    package private(set) var current: Duration
+    package let longest: Duration
+
+    package init(first: Duration, longest: Duration) {
+        current = first
+        self.longest = longest
+    }
+
+    /// The wait now; the next one doubles, up to `longest`.
+    package mutating func next() -> Duration {
+        defer { current = min(current * 2, longest) }
+        return current
+    }
+}
+
+/// What a rate bucket or circuit belongs to: one lane of an app's rate, or one lane of a
+/// campaign that asks for less than its app's rate.
+package struct LaneKey: Sendable, Hashable, CustomStringConvertible {
+    package enum Owner: Sendable, Hashable {
+        case app(String)
+        case campaign(String)
+    }
+
+    package let owner: Owner
+    package let lane: Int
+
+    package static func app(_ app: String, lane: Int) -> LaneKey { LaneKey(owner: .app(app), lane: lane) }
+    package static func campaign(_ campaign: String, lane: Int) -> LaneKey { LaneKey(owner: .campaign(campaign), lane: lane) }
+
+    /// `app:<app>#<lane>` or `campaign:<id>#<lane>`, for logs.
+    package var description: String {
+        switch owner {
+        case .app(let app): "app:\(app)#\(lane)"
+        case .campaign(let campaign): "campaign:\(campaign)#\(lane)"
+        }
+    }
+}
+
+/// Records the worker produced that Kafka did not acknowledge (results, events, tasks): the
+/// work they describe is not done, so it runs again.
+package struct NotDelivered: Error, CustomStringConvertible, Sendable {
+    /// What was being produced, e.g. "results of c1 shard 3".
+    package let what: String
+    /// Kafka's reason, when one record's failure is known.
+    package let cause: KafkaError?
+
+    package init(_ what: String, cause: KafkaError? = nil) {
+        self.what = what
+        self.cause = cause
+    }
+
+    package var description: String { "\(what) were not delivered" + (cause.map { ": \($0)" } ?? "") }
+}
