@@ -109,29 +109,49 @@ package struct DeviceDirectory: Sendable {
         }
     }
 
+    /// Marks the tokens of one page of answers in one transaction (one store call per page,
+    /// not one per bad token). Returns how many devices were invalidated.
+    @discardableResult
+    package func applyHygiene(app: String, _ marks: [TokenMark], now: Int64 = DeviceStore.now()) async throws(StoreError) -> Int {
+        guard !marks.isEmpty else { return 0 }
+        var normalized: [(mark: TokenMark, token: String)] = []
+        for mark in marks { normalized.append((mark, try Validation.token(mark.token))) }
+        let checked = normalized
+        return try await executor.run { connection throws(StoreError) in
+            try connection.transaction { () throws(StoreError) -> Int in
+                var invalidated = 0
+                for (mark, token) in checked {
+                    var update: SQLStatement
+                    switch mark.kind {
+                    case .unregistered(let at):
+                        update = """
+                            UPDATE devices SET status = 'invalid', invalid_reason = \(mark.reason), invalid_at = \(at)
+                            WHERE app = \(app) AND environment = \(mark.environment.rawValue) AND token = \(token)
+                              AND status = 'active' AND last_seen_at <= \(at)
+                            """
+                    case .invalid:
+                        update = """
+                            UPDATE devices SET status = 'invalid', invalid_reason = \(mark.reason), invalid_at = \(now)
+                            WHERE app = \(app) AND environment = \(mark.environment.rawValue) AND token = \(token) AND status = 'active'
+                            """
+                    }
+                    invalidated += try connection.execute(update)
+                }
+                return invalidated
+            }
+        }
+    }
+
     /// Applies APNs' 410 (Unregistered/ExpiredToken) with its timestamp: the device is
     /// invalidated only if it did not register again after that moment. True if invalidated.
     package func applyUnregistered(app: String, environment: APNsEnvironment, token: String, at timestamp: Int64, reason: String = "Unregistered") async throws(StoreError) -> Bool {
-        let normalized = try Validation.token(token)
-        return try await executor.run { connection throws(StoreError) in
-            try connection.execute("""
-                UPDATE devices SET status = 'invalid', invalid_reason = \(reason), invalid_at = \(timestamp)
-                WHERE app = \(app) AND environment = \(environment.rawValue) AND token = \(normalized)
-                  AND status = 'active' AND last_seen_at <= \(timestamp)
-                """) > 0
-        }
+        try await applyHygiene(app: app, [TokenMark(environment: environment, token: token, kind: .unregistered(at: timestamp), reason: reason)]) > 0
     }
 
     /// Records a token rejection (BadDeviceToken, DeviceTokenNotForTopic) for the token in
     /// that environment; the device leaves every later expansion. True if invalidated.
     package func invalidate(app: String, environment: APNsEnvironment, token: String, reason: String, now: Int64 = DeviceStore.now()) async throws(StoreError) -> Bool {
-        let normalized = try Validation.token(token)
-        return try await executor.run { connection throws(StoreError) in
-            try connection.execute("""
-                UPDATE devices SET status = 'invalid', invalid_reason = \(reason), invalid_at = \(now)
-                WHERE app = \(app) AND environment = \(environment.rawValue) AND token = \(normalized) AND status = 'active'
-                """) > 0
-        }
+        try await applyHygiene(app: app, [TokenMark(environment: environment, token: token, kind: .invalid, reason: reason)], now: now) > 0
     }
 
     /// Device rows matching `condition`, each with its tags.

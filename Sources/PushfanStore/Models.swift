@@ -154,3 +154,27 @@ package struct LedgerEntry: Sendable, Equatable {
     package let status: Int?
     package let reason: String?
 }
+
+/// A token APNs refused for good, to mark in the store (token hygiene).
+package struct TokenMark: Sendable, Equatable {
+    package enum Kind: Sendable, Equatable {
+        /// 410 Unregistered or ExpiredToken at APNs' timestamp (ms): the device is
+        /// invalidated only if it did not register again after that moment.
+        case unregistered(at: Int64)
+        /// BadDeviceToken, DeviceTokenNotForTopic: invalid in that environment, now.
+        case invalid
+    }
+
+    package let environment: APNsEnvironment
+    package let token: String
+    package let kind: Kind
+    /// APNs' reason, kept as the device's invalidation reason.
+    package let reason: String
+
+    package init(environment: APNsEnvironment, token: String, kind: Kind, reason: String) {
+        self.environment = environment
+        self.token = token
+        self.kind = kind
+        self.reason = reason
+    }
+}

@@ -145,10 +145,12 @@ package final class AppPauses: Sendable {
     private let episodes = Mutex<[String: Episode]>([:])
     private let logger: Logger
     private let giveUpAfter: Duration
+    private let clock: any WorkerClock
 
-    package init(logger: Logger, giveUpAfter: Duration = .seconds(900)) {
+    package init(logger: Logger, giveUpAfter: Duration = .seconds(900), clock: any WorkerClock = SystemClock()) {
         self.logger = logger
         self.giveUpAfter = giveUpAfter
+        self.clock = clock
     }
 
     /// What a credentials failure means for one device of `campaign`.
@@ -162,7 +164,7 @@ package final class AppPauses: Sendable {
     /// Pauses the app for `duration` (unless it is paused already) and raises the alert (an
     /// error-level log line, one per pause).
     package func pause(_ app: String, campaign: String, for duration: Duration, reason: String) -> Verdict {
-        let now = ContinuousClock.now
+        let now = clock.now
         let (fresh, verdict) = episodes.withLock { episodes -> (Bool, Verdict) in
             var episode = episodes[app] ?? Episode(since: now, until: now, reason: reason)
             let fresh = episode.until <= now
@@ -189,7 +191,7 @@ package final class AppPauses: Sendable {
     /// True while the app is paused and its credentials have failed for longer than the
     /// limit: its devices end `failed` without another try until the pause is over.
     package func hasGivenUp(_ app: String) -> Bool {
-        let now = ContinuousClock.now
+        let now = clock.now
         return episodes.withLock { episodes in
             guard let episode = episodes[app] else { return false }
             return episode.until > now && now - episode.since >= giveUpAfter
@@ -199,7 +201,7 @@ package final class AppPauses: Sendable {
     /// When the app may send again; nil when it is not paused.
     package func resumeAt(_ app: String) -> ContinuousClock.Instant? {
         episodes.withLock { episodes in
-            guard let episode = episodes[app], episode.until > ContinuousClock.now else { return nil }
+            guard let episode = episodes[app], episode.until > clock.now else { return nil }
             return episode.until
         }
     }

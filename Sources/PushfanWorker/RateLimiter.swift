@@ -15,13 +15,14 @@ package final class TokenBucket: Sendable {
     }
 
     private let state: Mutex<State>
-    private let clock = ContinuousClock()
+    private let clock: any WorkerClock
 
     /// Starts full. `burst` is how many seconds of `rate` may go out at once: small enough
     /// that every one-second window stays close to `rate`, large enough for useful batches.
-    package init(rate: Double, burst: Duration = .milliseconds(50)) {
+    package init(rate: Double, burst: Duration = .milliseconds(50), clock: any WorkerClock = SystemClock()) {
         let capacity = Self.capacity(rate: rate, burst: burst)
-        state = Mutex(State(rate: max(rate, 0.001), capacity: capacity, tokens: capacity, updated: ContinuousClock.now))
+        self.clock = clock
+        state = Mutex(State(rate: max(rate, 0.001), capacity: capacity, tokens: capacity, updated: clock.now))
     }
 
     private static func capacity(rate: Double, burst: Duration) -> Double {
@@ -70,7 +71,7 @@ package final class TokenBucket: Sendable {
                 return (0, (needed - state.tokens) / state.rate)
             }
             if outcome.granted > 0 { return outcome.granted }
-            try await Task.sleep(for: .seconds(max(outcome.wait, 0.0005)))
+            try await clock.sleep(until: now + .seconds(max(outcome.wait, 0.0005)))
         }
     }
 }
@@ -86,8 +87,11 @@ package final class TokenBucket: Sendable {
 /// `rate / lanes` add up to `rate` at most, however partitions move.
 package final class RateLanes: Sendable {
     private let buckets = Mutex<[LaneKey: TokenBucket]>([:])
+    private let clock: any WorkerClock
 
-    package init() {}
+    package init(clock: any WorkerClock = SystemClock()) {
+        self.clock = clock
+    }
 
     /// The bucket for `key` at `rate` per second, created on first use; an existing bucket
     /// takes the new rate.
@@ -97,7 +101,7 @@ package final class RateLanes: Sendable {
                 existing.setRate(rate)
                 return existing
             }
-            let bucket = TokenBucket(rate: rate)
+            let bucket = TokenBucket(rate: rate, clock: clock)
             buckets[key] = bucket
             return bucket
         }

@@ -126,17 +126,19 @@ package final class LaneCircuits: Sendable {
     private let circuits = Mutex<[LaneKey: SendCircuit]>([:])
     private let settings: SendCircuit.Settings
     private let logger: Logger
+    private let clock: any WorkerClock
 
-    package init(settings: SendCircuit.Settings = SendCircuit.Settings(), logger: Logger) {
+    package init(settings: SendCircuit.Settings = SendCircuit.Settings(), logger: Logger, clock: any WorkerClock = SystemClock()) {
         self.settings = settings
         self.logger = logger
+        self.clock = clock
     }
 
     package func admit(_ key: LaneKey) -> SendCircuit.Admission {
         circuits.withLock { circuits in
             guard var circuit = circuits[key] else { return .send(limit: nil) }
             defer { circuits[key] = circuit }
-            return circuit.admit(now: .now)
+            return circuit.admit(now: clock.now)
         }
     }
 
@@ -147,7 +149,7 @@ package final class LaneCircuits: Sendable {
         let (was, now) = circuits.withLock { circuits -> (Bool, Bool) in
             var circuit = circuits[key] ?? SendCircuit(settings: settings)
             let was = circuit.isOpen
-            circuit.record(failures: failures, total: counted.count, probe: probe, now: .now)
+            circuit.record(failures: failures, total: counted.count, probe: probe, now: clock.now)
             circuits[key] = circuit
             return (was, circuit.isOpen)
         }

@@ -79,6 +79,8 @@ package struct ShardSender: Sendable {
     struct Finals {
         var ledger: [LedgerOutcome] = []
         var results: [DeviceResult] = []
+        /// Tokens APNs refused for good, marked in the store with the page's outcomes.
+        var marks: [TokenMark] = []
     }
 
     /// Runs the task; returns `.handedBack` when cancelled. Store and Kafka outages are
@@ -280,6 +282,7 @@ package struct ShardSender: Sendable {
     private func record(_ finals: Finals, state: inout TaskState) async throws {
         guard !finals.ledger.isEmpty else { return }
         try await untilStored { try await context.store.ledger.record(campaign: task.campaign, finals.ledger) }
+        if !finals.marks.isEmpty { try await untilStored { try await context.store.devices.applyHygiene(app: task.app, finals.marks) } }
         if let ticket = try await context.writer.devices(finals.results) { state.tickets.append(ticket) }
     }
 
@@ -412,9 +415,7 @@ package struct ShardSender: Sendable {
         switch decision {
         case .final(let final):
             finals.add(item, campaign: task.campaign, state: final.state, status: final.status, reason: final.reason, apnsID: final.apnsID)
-            if let hygiene = final.hygiene {
-                try await untilStored { try await applyTokenHygiene(item.target, app: plan.app.app, hygiene, reason: final.reason ?? "") }
-            }
+            if let hygiene = final.hygiene { finals.marks.append(Self.mark(item.target, hygiene, reason: final.reason ?? "")) }
         case .retry(let after):
             item.notBefore = ContinuousClock.now + after
             state.retries.append(item)
@@ -451,16 +452,15 @@ package struct ShardSender: Sendable {
         state.retries.append(item)
     }
 
-    /// Marks a token APNs called bad: 410 invalidates the device unless it registered again
-    /// after APNs' timestamp; a token APNs calls bad or not for the topic is invalidated in
-    /// that environment.
-    private func applyTokenHygiene(_ target: DeviceTarget, app: String, _ hygiene: DeliveryDecider.TokenHygiene, reason: String) async throws {
+    /// The store's mark for a token APNs called bad: 410 invalidates the device unless it
+    /// registered again after APNs' timestamp; a token APNs calls bad or not for the topic is
+    /// invalidated in that environment.
+    private static func mark(_ target: DeviceTarget, _ hygiene: DeliveryDecider.TokenHygiene, reason: String) -> TokenMark {
         switch hygiene {
         case .unregistered(let timestamp):
-            let at = timestamp.map { epochMillis($0) } ?? epochMillis()
-            _ = try await context.store.devices.applyUnregistered(app: app, environment: target.environment, token: target.token, at: at, reason: reason)
+            TokenMark(environment: target.environment, token: target.token, kind: .unregistered(at: timestamp.map { epochMillis($0) } ?? epochMillis()), reason: reason)
         case .invalidate:
-            _ = try await context.store.devices.invalidate(app: app, environment: target.environment, token: target.token, reason: reason)
+            TokenMark(environment: target.environment, token: target.token, kind: .invalid, reason: reason)
         }
     }
 

@@ -388,6 +388,28 @@ struct DeviceStoreTests {
         #expect(try await store.audience.count(app: "shop-ios", segment: nil) == 1)
     }
 
+    /// The sender marks a page's bad tokens in one call: each mark keeps its own rule.
+    @Test(arguments: Backend.enabled)
+    func onePageOfTokenMarksInOneCall(_ backend: Backend) async throws {
+        let store = try await backend.openFresh()
+        try await store.addTestApp()
+        for index in 0..<4 {
+            var registration = DeviceRegistration(deviceID: "m\(index)", token: Synthetic.token(10 + index))
+            registration.seenAt = 2_000
+            _ = try await store.devices.register(app: "shop-ios", registration)
+        }
+        let marks = [
+            TokenMark(environment: .production, token: Synthetic.token(10), kind: .unregistered(at: 3_000), reason: "Unregistered"),
+            TokenMark(environment: .production, token: Synthetic.token(11), kind: .unregistered(at: 1_000), reason: "Unregistered"),  // registered again since
+            TokenMark(environment: .production, token: Synthetic.token(12), kind: .invalid, reason: "BadDeviceToken"),
+            TokenMark(environment: .sandbox, token: Synthetic.token(13), kind: .invalid, reason: "BadDeviceToken"),  // not that environment
+        ]
+        #expect(try await store.devices.applyHygiene(app: "shop-ios", marks, now: 5_000) == 2)
+        let states = try await (0..<4).asyncMap { try await store.devices.get(app: "shop-ios", deviceID: "m\($0)") }
+        #expect(states.map { $0?.status } == [.invalid, .active, .invalid, .active])
+        #expect(states[0]?.invalidAt == 3_000 && states[2]?.invalidAt == 5_000 && states[2]?.invalidReason == "BadDeviceToken")
+    }
+
     @Test(arguments: Backend.enabled)
     func ledgerClaimsAreIdempotentAndFinalOutcomesStick(_ backend: Backend) async throws {
         let url = try backend.freshDatabase()

@@ -121,3 +121,12 @@ extension DeviceStore {
         return all
     }
 }
+
+extension Sequence {
+    /// `map` for an async transform, in order.
+    func asyncMap<T>(_ transform: (Element) async throws -> T) async rethrows -> [T] {
+        var results: [T] = []
+        for element in self { results.append(try await transform(element)) }
+        return results
+    }
+}

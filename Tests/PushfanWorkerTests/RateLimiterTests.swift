@@ -22,15 +22,33 @@ struct RateLimiterTests {
         #expect(try await TokenBucket(rate: 1_000).acquire(upTo: 7) == 7)
     }
 
-    @Test("sends never come faster than the rate: 150 at 1,000/s take at least the 100 ms the bucket must refill")
+    @Test("sends never come faster than the rate: after the first 50 at 1,000/s, each further grant waits for time to pass")
     func neverFasterThanTheRate() async throws {
-        let bucket = TokenBucket(rate: 1_000)
-        let started = ContinuousClock.now
-        var taken = 0
-        while taken < 150 { taken += try await bucket.acquire(upTo: 150 - taken) }
-        #expect(taken == 150)
-        // A lower bound only: the first 50 were in the bucket, the other 100 need 100 ms.
-        #expect(ContinuousClock.now - started >= .milliseconds(99))
+        let clock = ManualClock()
+        let bucket = TokenBucket(rate: 1_000, clock: clock)
+        #expect(try await bucket.acquire(upTo: 150) == 50)
+        // Empty: the next grant waits on the clock until 10 ms have passed, then takes 10.
+        let next = Task { try await bucket.acquire(upTo: 100) }
+        await clock.waitForSleepers(1)
+        clock.advance(by: .milliseconds(10))
+        #expect(try await next.value == 10)
+        // 100 ms more refill the bucket only to its capacity.
+        clock.advance(by: .milliseconds(100))
+        #expect(try await bucket.acquire(upTo: 1_000) == 50)
+    }
+
+    @Test("an exactly-n acquire waits until all n are there")
+    func exactlyWaitsForAll() async throws {
+        let clock = ManualClock()
+        let bucket = TokenBucket(rate: 1_000, clock: clock)
+        _ = try await bucket.acquire(upTo: 50)
+        let waiting = Task { try await bucket.acquire(exactly: 20) }
+        await clock.waitForSleepers(1)
+        clock.advance(by: .milliseconds(5))
+        // 5 tokens are not 20: still waiting.
+        await clock.waitForSleepers(1)
+        clock.advance(by: .milliseconds(15))
+        #expect(try await waiting.value == 20)
     }
 
     @Test("a lowered rate applies to the next grant and caps the saved tokens")

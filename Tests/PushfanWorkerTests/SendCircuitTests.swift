@@ -92,6 +92,16 @@ import PushfanCore
         #expect(patient.pause("shop", campaign: "b", for: .seconds(30), reason: "403") == .init(giveUp: false, announce: true))
         #expect(patient.resumeAt("shop") != nil && !patient.hasGivenUp("shop"))
 
+        // The pause ends and the give-up limit comes as the clock moves.
+        let clock = ManualClock()
+        let timed = AppPauses(logger: logger, giveUpAfter: .seconds(60), clock: clock)
+        #expect(!timed.pause("shop", campaign: "a", for: .seconds(30), reason: "403").giveUp)
+        clock.advance(by: .seconds(30))
+        #expect(timed.resumeAt("shop") == nil, "the pause is over")
+        clock.advance(by: .seconds(30))
+        #expect(timed.pause("shop", campaign: "a", for: .seconds(30), reason: "403") == .init(giveUp: true, announce: true))
+        #expect(timed.hasGivenUp("shop"))
+
         let strict = AppPauses(logger: logger, giveUpAfter: .zero)
         #expect(strict.pause("shop", campaign: "a", for: .seconds(30), reason: "403").giveUp)
         #expect(strict.hasGivenUp("shop"))
