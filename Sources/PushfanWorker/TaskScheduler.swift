@@ -15,28 +15,17 @@ import Synchronization
 ///   release the rest) before the revocation completes, so a lane is never sent by two
 ///   workers at once.
 package final class TaskScheduler: Sendable {
-    private struct Entry {
-        let offset: Int64
+    /// What a running task needs: its record (for the dead letter) and the decoded task.
+    struct Payload: Sendable {
         let record: KafkaRecord
         let task: TaskRecord?
-        var started = false
-        var done = false
-        var handle: Task<Void, Never>?
     }
 
-    private struct PartitionState {
-        /// Entries in offset order; finished ones at the front are dropped as the stored
-        /// offset advances.
-        var entries: [Entry] = []
-    }
-
+    /// The bookkeeping (pure, `TaskSchedule`) and the running tasks' handles, under one lock;
+    /// what the schedule says to do happens outside it.
     private struct State {
-        var partitions: [TopicPartition: PartitionState] = [:]
-        /// Lanes with a running task.
-        var busyLanes: Set<String> = []
-        /// Partitions being given up: nothing new starts there.
-        var revoking: Set<TopicPartition> = []
-        var stopping = false
+        var schedule = TaskSchedule<Payload>()
+        var handles: [TaskSchedule<Payload>.Key: Task<Void, Never>] = [:]
     }
 
     private let state = Mutex(State())
@@ -57,12 +46,7 @@ package final class TaskScheduler: Sendable {
 
     /// Takes ownership of newly assigned partitions.
     package func assigned(_ partitions: [TopicPartition]) {
-        state.withLock { state in
-            for partition in partitions where state.partitions[partition] == nil || state.revoking.contains(partition) {
-                state.partitions[partition] = PartitionState()
-                state.revoking.remove(partition)
-            }
-        }
+        state.withLock { $0.schedule.assign(partitions) }
     }
 
     /// Queues the records of owned partitions; records of a partition this worker no longer
@@ -75,77 +59,49 @@ package final class TaskScheduler: Sendable {
             } catch {
                 await deadLetter(record, error.code, error.description)
             }
-            let accepted = state.withLock { state -> Bool in
-                guard !state.stopping, state.partitions[record.topicPartition] != nil, !state.revoking.contains(record.topicPartition) else { return false }
-                state.partitions[record.topicPartition]!.entries.append(Entry(offset: record.offset, record: record, task: task, done: task == nil))
-                return true
+            let queued = state.withLock {
+                $0.schedule.enqueue(record.topicPartition, offset: record.offset, lane: task?.kafkaKey, payload: Payload(record: record, task: task))
             }
-            if accepted && task == nil { advance(record.topicPartition) }
+            if case .storeOffset(let next) = queued { store(next, for: record.topicPartition) }
         }
         pump()
     }
 
     /// Starts every queued task whose lane is free.
     private func pump() {
-        let starts: [(TopicPartition, Int64, TaskRecord, KafkaRecord)] = state.withLock { state in
-            guard !state.stopping else { return [] }
-            var starts: [(TopicPartition, Int64, TaskRecord, KafkaRecord)] = []
-            for (partition, partitionState) in state.partitions where !state.revoking.contains(partition) {
-                for (index, entry) in partitionState.entries.enumerated() where !entry.started && !entry.done {
-                    guard let task = entry.task, !state.busyLanes.contains(task.kafkaKey) else { continue }
-                    state.busyLanes.insert(task.kafkaKey)
-                    state.partitions[partition]!.entries[index].started = true
-                    starts.append((partition, entry.offset, task, entry.record))
-                }
-            }
-            return starts
-        }
-        for (partition, offset, task, record) in starts {
+        let starts = state.withLock { $0.schedule.startable() }
+        for start in starts {
+            guard let task = start.payload.task else { continue }
+            let key = TaskSchedule<Payload>.Key(partition: start.partition, offset: start.offset)
             let sender = makeSender(task)
+            let record = start.payload.record
             let handle = Task {
                 let end = await sender.run()
                 if case .abandoned(let code, let reason) = end { await self.deadLetter(record, code, reason) }
-                self.finished(partition, offset: offset, task: task, end: end)
+                self.finished(key, task: task, end: end)
             }
             state.withLock { state in
-                guard let index = state.partitions[partition]?.entries.firstIndex(where: { $0.offset == offset }) else { return }
-                state.partitions[partition]!.entries[index].handle = handle
+                // The task may already have finished; then there is nothing to keep.
+                if state.schedule.entries(of: key.partition)?.contains(where: { $0.offset == key.offset && $0.phase == .running }) == true {
+                    state.handles[key] = handle
+                }
             }
         }
     }
 
-    private func finished(_ partition: TopicPartition, offset: Int64, task: TaskRecord, end: TaskEnd) {
-        state.withLock { state in
-            state.busyLanes.remove(task.kafkaKey)
-            guard let index = state.partitions[partition]?.entries.firstIndex(where: { $0.offset == offset }) else { return }
-            state.partitions[partition]!.entries[index].handle = nil
-            if end == .handedBack {
-                // It runs again here only if the partition is re-read.
-                state.partitions[partition]!.entries[index].started = false
-            } else {
-                state.partitions[partition]!.entries[index].done = true
-            }
+    private func finished(_ key: TaskSchedule<Payload>.Key, task: TaskRecord, end: TaskEnd) {
+        let next = state.withLock { state -> Int64? in
+            state.handles.removeValue(forKey: key)
+            return state.schedule.finish(key, lane: task.kafkaKey, handedBack: end == .handedBack)
         }
         if end != .handedBack {
             logger.info("task.finished", ["campaign.id": task.campaign, "task.shard": String(task.shard), "task.lane": task.kafkaKey])
-            advance(partition)
         }
+        if let next { store(next, for: key.partition) }
         pump()
     }
 
-    /// Stores the partition's offset past every finished task at its front.
-    private func advance(_ partition: TopicPartition) {
-        let next: Int64? = state.withLock { state in
-            guard var partitionState = state.partitions[partition] else { return nil }
-            var next: Int64?
-            while let first = partitionState.entries.first, first.done {
-                next = first.offset + 1
-                partitionState.entries.removeFirst()
-            }
-            state.partitions[partition] = partitionState
-            return next
-        }
-        guard let next else { return }
+    private func store(_ next: Int64, for partition: TopicPartition) {
         do {
             try consumer.storeNextOffsets([partition: next])
         } catch {
@@ -156,31 +112,19 @@ package final class TaskScheduler: Sendable {
     /// Stops the tasks of revoked partitions and waits (up to `timeout`) until they have
     /// recorded what they sent; called on the consumer's poll thread by `onRevoke`.
     package func revoke(_ partitions: [TopicPartition], timeout: Duration) {
-        let handles: [Task<Void, Never>] = state.withLock { state in
-            var handles: [Task<Void, Never>] = []
-            for partition in partitions {
-                guard let partitionState = state.partitions[partition] else { continue }
-                state.revoking.insert(partition)
-                handles += partitionState.entries.compactMap(\.handle)
-            }
-            return handles
+        let handles = state.withLock { state in
+            state.schedule.beginRevoke(partitions).compactMap { state.handles[$0] }
         }
         // Tasks that finish meanwhile still store their offsets, which are committed next.
         Self.stopAndWait(handles, timeout: timeout)
-        state.withLock { state in
-            for partition in partitions where state.revoking.contains(partition) {
-                state.partitions.removeValue(forKey: partition)
-                state.revoking.remove(partition)
-            }
-        }
+        state.withLock { $0.schedule.endRevoke(partitions) }
         if !handles.isEmpty { logger.info("task.handed_back", ["tasks": String(handles.count)]) }
     }
 
     /// Stops taking tasks and stops the running ones (they hand back what is left).
     package func stop(timeout: Duration) {
-        let handles: [Task<Void, Never>] = state.withLock { state in
-            state.stopping = true
-            return state.partitions.values.flatMap { $0.entries.compactMap(\.handle) }
+        let handles = state.withLock { state in
+            state.schedule.stop().compactMap { state.handles[$0] }
         }
         Self.stopAndWait(handles, timeout: timeout)
     }

@@ -1,0 +1,139 @@
+import PushfanKafka
+
+/// The scheduler's bookkeeping as a value, with no I/O: the queued, running and finished
+/// tasks of each owned partition, the lanes that are busy, and how far each partition's
+/// offset may be stored. Its methods change the state and return what the caller must do
+/// (start these tasks, store this offset), which the caller performs outside its lock.
+///
+/// `Payload` is what the caller needs to run a task (its record and decoded task); the
+/// schedule only keeps it.
+struct TaskSchedule<Payload: Sendable>: Sendable {
+    enum Phase: Sendable, Equatable {
+        case queued
+        case running
+        case done
+    }
+
+    struct Entry: Sendable {
+        let offset: Int64
+        /// The task's lane (its Kafka key); nil for a record with nothing to run.
+        let lane: String?
+        let payload: Payload
+        var phase: Phase
+    }
+
+    /// A task to start now.
+    struct Start: Sendable {
+        let partition: TopicPartition
+        let offset: Int64
+        let lane: String
+        let payload: Payload
+    }
+
+    /// Where a task is, for the caller's handles.
+    struct Key: Sendable, Hashable {
+        let partition: TopicPartition
+        let offset: Int64
+    }
+
+    /// Entries in offset order per owned partition; finished ones at the front are dropped
+    /// as the stored offset advances.
+    private var partitions: [TopicPartition: [Entry]] = [:]
+    private var busyLanes: Set<String> = []
+    /// Partitions being given up: nothing new starts or queues there.
+    private var revoking: Set<TopicPartition> = []
+    private(set) var stopping = false
+
+    /// Takes ownership of partitions (again, if they were being given up).
+    mutating func assign(_ assigned: [TopicPartition]) {
+        for partition in assigned where partitions[partition] == nil || revoking.contains(partition) {
+            partitions[partition] = []
+            revoking.remove(partition)
+        }
+    }
+
+    /// What became of an offered record.
+    enum Queued: Sendable, Equatable {
+        /// Not this worker's (not owned, being revoked, or stopping): the next owner reads it.
+        case dropped
+        case queued
+        /// Nothing to run (it was dead-lettered) and it let the partition's offset move.
+        case storeOffset(Int64)
+    }
+
+    /// Queues a record of a partition; `lane` nil when there is nothing to run.
+    mutating func enqueue(_ partition: TopicPartition, offset: Int64, lane: String?, payload: Payload) -> Queued {
+        guard !stopping, partitions[partition] != nil, !revoking.contains(partition) else { return .dropped }
+        partitions[partition]!.append(Entry(offset: offset, lane: lane, payload: payload, phase: lane == nil ? .done : .queued))
+        guard lane == nil else { return .queued }
+        return advance(partition).map(Queued.storeOffset) ?? .queued
+    }
+
+    /// Marks and returns every queued task whose lane is free: tasks of one lane run one
+    /// after another, different lanes at once.
+    mutating func startable() -> [Start] {
+        guard !stopping else { return [] }
+        var starts: [Start] = []
+        for partition in partitions.keys.sorted(by: { $0.description < $1.description }) where !revoking.contains(partition) {
+            for index in partitions[partition]!.indices {
+                let entry = partitions[partition]![index]
+                guard entry.phase == .queued, let lane = entry.lane, !busyLanes.contains(lane) else { continue }
+                busyLanes.insert(lane)
+                partitions[partition]![index].phase = .running
+                starts.append(Start(partition: partition, offset: entry.offset, lane: lane, payload: entry.payload))
+            }
+        }
+        return starts
+    }
+
+    /// A task ended: its lane is free; a finished task may let the partition's offset move
+    /// (returned), a handed-back one waits to run again if the partition is read again.
+    mutating func finish(_ key: Key, lane: String, handedBack: Bool) -> Int64? {
+        busyLanes.remove(lane)
+        guard let index = partitions[key.partition]?.firstIndex(where: { $0.offset == key.offset }) else { return nil }
+        partitions[key.partition]![index].phase = handedBack ? .queued : .done
+        return handedBack ? nil : advance(key.partition)
+    }
+
+    /// Drops finished entries at the partition's front; the offset to store, if it moved.
+    private mutating func advance(_ partition: TopicPartition) -> Int64? {
+        guard var entries = partitions[partition] else { return nil }
+        var next: Int64?
+        while let first = entries.first, first.phase == .done {
+            next = first.offset + 1
+            entries.removeFirst()
+        }
+        partitions[partition] = entries
+        return next
+    }
+
+    /// Starts giving partitions up; returns their running tasks, which the caller stops.
+    mutating func beginRevoke(_ revoked: [TopicPartition]) -> [Key] {
+        var running: [Key] = []
+        for partition in revoked {
+            guard let entries = partitions[partition] else { continue }
+            revoking.insert(partition)
+            running += entries.filter { $0.phase == .running }.map { Key(partition: partition, offset: $0.offset) }
+        }
+        return running
+    }
+
+    /// The partitions are gone (unless assigned again meanwhile).
+    mutating func endRevoke(_ revoked: [TopicPartition]) {
+        for partition in revoked where revoking.contains(partition) {
+            partitions.removeValue(forKey: partition)
+            revoking.remove(partition)
+        }
+    }
+
+    /// Stops taking tasks; returns the running ones, which the caller stops.
+    mutating func stop() -> [Key] {
+        stopping = true
+        return partitions.flatMap { partition, entries in
+            entries.filter { $0.phase == .running }.map { Key(partition: partition, offset: $0.offset) }
+        }
+    }
+
+    /// Entries of a partition this worker owns, for tests and diagnostics.
+    func entries(of partition: TopicPartition) -> [Entry]? { partitions[partition] }
+}

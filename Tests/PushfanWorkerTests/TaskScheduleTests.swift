@@ -1,0 +1,97 @@
+import Testing
+@testable import PushfanWorker
+import PushfanKafka
+
+/// The scheduler's bookkeeping without Kafka or tasks: lanes run one task at a time, offsets
+/// are stored only up to the first unfinished task, revocation and stop hand back.
+@Suite struct TaskScheduleTests {
+    typealias Schedule = TaskSchedule<String>
+    let p0 = TopicPartition(topic: "pushfan.tasks", partition: 0)
+    let p1 = TopicPartition(topic: "pushfan.tasks", partition: 1)
+
+    func key(_ partition: TopicPartition, _ offset: Int64) -> Schedule.Key { Schedule.Key(partition: partition, offset: offset) }
+
+    @Test("one task per lane at a time, lanes side by side; records of partitions not owned are dropped")
+    func lanes() {
+        var schedule = Schedule()
+        #expect(schedule.enqueue(p0, offset: 0, lane: "shop#0", payload: "a") == .dropped)
+        schedule.assign([p0])
+        #expect(schedule.enqueue(p0, offset: 0, lane: "shop#0", payload: "a") == .queued)
+        #expect(schedule.enqueue(p0, offset: 1, lane: "shop#0", payload: "b") == .queued)
+        #expect(schedule.enqueue(p0, offset: 2, lane: "news#0", payload: "c") == .queued)
+        #expect(schedule.startable().map(\.payload) == ["a", "c"])
+        #expect(schedule.startable().isEmpty, "started tasks do not start twice, and shop#0 is busy")
+        #expect(schedule.finish(key(p0, 0), lane: "shop#0", handedBack: false) == 1)
+        #expect(schedule.startable().map(\.payload) == ["b"])
+    }
+
+    @Test("tasks finishing out of order store the offset only up to the first unfinished one")
+    func offsetsInOrder() {
+        var schedule = Schedule()
+        schedule.assign([p0])
+        for (offset, lane) in [(10, "a#0"), (11, "b#0"), (12, "c#0")] { _ = schedule.enqueue(p0, offset: Int64(offset), lane: lane, payload: lane) }
+        #expect(schedule.startable().count == 3)
+        #expect(schedule.finish(key(p0, 12), lane: "c#0", handedBack: false) == nil)
+        #expect(schedule.finish(key(p0, 11), lane: "b#0", handedBack: false) == nil)
+        #expect(schedule.finish(key(p0, 10), lane: "a#0", handedBack: false) == 13, "all three are done: the offset passes them")
+        #expect(schedule.entries(of: p0)?.isEmpty == true)
+    }
+
+    @Test("a record with nothing to run lets the offset pass it when it is at the front")
+    func deadLetteredRecords() {
+        var schedule = Schedule()
+        schedule.assign([p0])
+        #expect(schedule.enqueue(p0, offset: 5, lane: nil, payload: "poison") == .storeOffset(6))
+        #expect(schedule.enqueue(p0, offset: 6, lane: "a#0", payload: "a") == .queued)
+        #expect(schedule.enqueue(p0, offset: 7, lane: nil, payload: "poison") == .queued, "behind an unfinished task")
+        _ = schedule.startable()
+        #expect(schedule.finish(key(p0, 6), lane: "a#0", handedBack: false) == 8)
+    }
+
+    @Test("revoked mid-task: the running task is handed back, nothing new starts there, and the partition goes")
+    func revokedMidTask() {
+        var schedule = Schedule()
+        schedule.assign([p0, p1])
+        _ = schedule.enqueue(p0, offset: 0, lane: "a#0", payload: "running")
+        _ = schedule.enqueue(p0, offset: 1, lane: "b#0", payload: "queued")
+        _ = schedule.enqueue(p1, offset: 0, lane: "a#1", payload: "other")
+        let started = schedule.startable()
+        #expect(Set(started.map(\.payload)) == ["running", "queued", "other"])
+        #expect(schedule.finish(key(p0, 1), lane: "b#0", handedBack: false) == nil)
+        #expect(schedule.beginRevoke([p0]) == [key(p0, 0)])
+        #expect(schedule.enqueue(p0, offset: 2, lane: "c#0", payload: "late") == .dropped)
+        #expect(schedule.finish(key(p0, 0), lane: "a#0", handedBack: true) == nil, "handed back: the offset stays")
+        #expect(schedule.startable().isEmpty, "a revoking partition starts nothing")
+        schedule.endRevoke([p0])
+        #expect(schedule.entries(of: p0) == nil)
+        #expect(schedule.entries(of: p1)?.count == 1)
+        // Assigned again later: it starts from what Kafka re-delivers.
+        schedule.assign([p0])
+        #expect(schedule.enqueue(p0, offset: 0, lane: "a#0", payload: "again") == .queued)
+        #expect(schedule.startable().map(\.payload) == ["again"])
+    }
+
+    @Test("a partition assigned again while being revoked is kept")
+    func reassignedDuringRevoke() {
+        var schedule = Schedule()
+        schedule.assign([p0])
+        _ = schedule.beginRevoke([p0])
+        schedule.assign([p0])
+        schedule.endRevoke([p0])
+        #expect(schedule.entries(of: p0) != nil)
+        #expect(schedule.enqueue(p0, offset: 3, lane: "a#0", payload: "x") == .queued)
+    }
+
+    @Test("stop hands back every running task and takes nothing more")
+    func stop() {
+        var schedule = Schedule()
+        schedule.assign([p0, p1])
+        _ = schedule.enqueue(p0, offset: 0, lane: "a#0", payload: "a")
+        _ = schedule.enqueue(p1, offset: 0, lane: "b#0", payload: "b")
+        _ = schedule.enqueue(p1, offset: 1, lane: "b#0", payload: "c")
+        _ = schedule.startable()
+        #expect(Set(schedule.stop()) == [key(p0, 0), key(p1, 0)])
+        #expect(schedule.enqueue(p0, offset: 1, lane: "d#0", payload: "d") == .dropped)
+        #expect(schedule.startable().isEmpty)
+    }
+}
