@@ -137,24 +137,11 @@ package struct DeliveryLedger: Sendable {
         try await stateCounts("SELECT state, COUNT(*) FROM deliveries WHERE campaign = \(campaign) GROUP BY state")
     }
 
-    /// Claimed devices without a final outcome, for recovery after a crash.
-    package func unfinished(campaign: String, limit: Int = 1000) async throws(StoreError) -> [LedgerEntry] {
-        try await entries("SELECT row_key, device_id, state, attempts, apns_id, status, reason FROM deliveries WHERE campaign = \(campaign) AND state = 'claimed' ORDER BY row_key LIMIT \(limit)")
-    }
-
     /// Final entries with row keys in `(after, through]`, for re-emitting results.
     package func finished(campaign: String, after: Int64, through: Int64) async throws(StoreError) -> [LedgerEntry] {
         try await entries("""
             SELECT row_key, device_id, state, attempts, apns_id, status, reason FROM deliveries
             WHERE campaign = \(campaign) AND state <> 'claimed' AND row_key > \(after) AND row_key <= \(through) ORDER BY row_key
-            """)
-    }
-
-    /// Final entries after `cursor`, for re-emitting results from the ledger.
-    package func finished(campaign: String, after cursor: Int64?, limit: Int = 1000) async throws(StoreError) -> [LedgerEntry] {
-        try await entries("""
-            SELECT row_key, device_id, state, attempts, apns_id, status, reason FROM deliveries
-            WHERE campaign = \(campaign) AND state <> 'claimed' AND row_key > \(cursor ?? Int64.min) ORDER BY row_key LIMIT \(limit)
             """)
     }
 
@@ -169,7 +156,7 @@ package struct DeliveryLedger: Sendable {
         }
     }
 
-    private func entries(_ statement: SQLStatement) async throws(StoreError) -> [LedgerEntry] {
+    func entries(_ statement: SQLStatement) async throws(StoreError) -> [LedgerEntry] {
         try await executor.run { connection throws(StoreError) in
             try connection.queryAll(statement) { row in
                 LedgerEntry(
