@@ -1,9 +1,10 @@
 import PushfanCore
 
-/// Everything that differs between SQLite and PostgreSQL, behind one type per dialect
-/// (`SQLiteBackend`, `PostgresBackend`): the concerns above write one statement for both
-/// and ask the backend only where the dialects part ways. No `dialect ==` test and no
-/// downcast of a connection happens anywhere else.
+/// Everything that differs between SQLite and PostgreSQL for the store's concerns, behind
+/// one type per dialect (`SQLiteBackend`, `PostgresBackend`): the concerns write one
+/// statement for both and ask the backend only where the dialects part ways; none of them
+/// tests the dialect or downcasts a connection. Below them, a statement's rendering
+/// (`SQLStatement.render`: `?` or `$N`) and the segment compiler still take the dialect.
 protocol SQLBackend: Sendable {
     /// Opens one connection.
     func connect() throws(StoreError) -> any SQLConnection

@@ -12,6 +12,8 @@ package struct CampaignPlan: Sendable {
     package let app: AppRecord
     package let segment: SegmentExpression?
     /// The row keys of an explicit audience's active devices, sorted; nil for a segment.
+    /// A snapshot from when the plan was loaded (again after `appRefresh`): a listed device
+    /// that turns active later is reached only after the next load.
     package let rowKeys: [Int64]?
 }
 

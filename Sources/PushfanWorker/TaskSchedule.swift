@@ -134,6 +134,6 @@ struct TaskSchedule<Payload: Sendable>: Sendable {
         }
     }
 
-    /// Entries of a partition this worker owns, for tests and diagnostics.
+    /// Entries of a partition this worker owns (tests look at them).
     func entries(of partition: TopicPartition) -> [Entry]? { partitions[partition] }
 }

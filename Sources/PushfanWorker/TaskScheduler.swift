@@ -67,23 +67,20 @@ package final class TaskScheduler: Sendable {
         pump()
     }
 
-    /// Starts every queued task whose lane is free.
+    /// Starts every queued task whose lane is free. Each task's handle is kept in the same
+    /// lock that marks it running, so a revocation or stop that sees it running can always
+    /// cancel and wait for it (the task's body takes the lock only later, when it ends).
     private func pump() {
-        let starts = state.withLock { $0.schedule.startable() }
-        for start in starts {
-            guard let task = start.payload.task else { continue }
-            let key = TaskSchedule<Payload>.Key(partition: start.partition, offset: start.offset)
-            let sender = makeSender(task)
-            let record = start.payload.record
-            let handle = Task {
-                let end = await sender.run()
-                if case .abandoned(let code, let reason) = end { await self.deadLetter(record, code, reason) }
-                self.finished(key, task: task, end: end)
-            }
-            state.withLock { state in
-                // The task may already have finished; then there is nothing to keep.
-                if state.schedule.entries(of: key.partition)?.contains(where: { $0.offset == key.offset && $0.phase == .running }) == true {
-                    state.handles[key] = handle
+        state.withLock { state in
+            for start in state.schedule.startable() {
+                guard let task = start.payload.task else { continue }
+                let key = TaskSchedule<Payload>.Key(partition: start.partition, offset: start.offset)
+                let sender = makeSender(task)
+                let record = start.payload.record
+                state.handles[key] = Task {
+                    let end = await sender.run()
+                    if case .abandoned(let code, let reason) = end { await self.deadLetter(record, code, reason) }
+                    self.finished(key, task: task, end: end)
                 }
             }
         }

@@ -33,10 +33,11 @@ package struct LaneKey: Sendable, Hashable, CustomStringConvertible {
     package static func app(_ app: String, lane: Int) -> LaneKey { LaneKey(owner: .app(app), lane: lane) }
     package static func campaign(_ campaign: String, lane: Int) -> LaneKey { LaneKey(owner: .campaign(campaign), lane: lane) }
 
-    /// `app:<app>#<lane>` or `campaign:<id>#<lane>`, for logs.
+    /// `<app>#<lane>` (the lane's Kafka key on the tasks topic) or `campaign:<id>#<lane>`,
+    /// for logs.
     package var description: String {
         switch owner {
-        case .app(let app): "app:\(app)#\(lane)"
+        case .app(let app): "\(app)#\(lane)"
         case .campaign(let campaign): "campaign:\(campaign)#\(lane)"
         }
     }

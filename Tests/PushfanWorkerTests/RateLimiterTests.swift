@@ -79,7 +79,8 @@ struct RateLimiterTests {
         #expect(lanes.bucket(.campaign("shop", lane: 0), rate: 1_000) !== first)
         _ = lanes.bucket(.app("shop", lane: 0), rate: 200)
         #expect(first.capacity == 10)
-        #expect(LaneKey.app("shop", lane: 2).description == "app:shop#2")
+        #expect(LaneKey.app("shop", lane: 2).description == "shop#2")
+        #expect(LaneKey.campaign("spring", lane: 2).description == "campaign:spring#2")
     }
 
     @Test("the worker's backoff doubles up to its longest wait")

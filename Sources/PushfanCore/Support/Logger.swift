@@ -1,5 +1,4 @@
 import Foundation
-import Synchronization
 
 /// Severity of a log line, ordered so that a threshold filters lower levels out.
 package enum LogLevel: Int, Sendable, Comparable, CaseIterable {
