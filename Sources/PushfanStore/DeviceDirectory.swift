@@ -121,20 +121,14 @@ package struct DeviceDirectory: Sendable {
             try connection.transaction { () throws(StoreError) -> Int in
                 var invalidated = 0
                 for (mark, token) in checked {
-                    var update: SQLStatement
-                    switch mark.kind {
-                    case .unregistered(let at):
-                        update = """
-                            UPDATE devices SET status = 'invalid', invalid_reason = \(mark.reason), invalid_at = \(at)
-                            WHERE app = \(app) AND environment = \(mark.environment.rawValue) AND token = \(token)
-                              AND status = 'active' AND last_seen_at <= \(at)
-                            """
-                    case .invalid:
-                        update = """
-                            UPDATE devices SET status = 'invalid', invalid_reason = \(mark.reason), invalid_at = \(now)
-                            WHERE app = \(app) AND environment = \(mark.environment.rawValue) AND token = \(token) AND status = 'active'
-                            """
-                    }
+                    let at: Int64
+                    if case .unregistered(let timestamp) = mark.kind { at = timestamp } else { at = now }
+                    var update: SQLStatement = """
+                        UPDATE devices SET status = 'invalid', invalid_reason = \(mark.reason), invalid_at = \(at)
+                        WHERE app = \(app) AND environment = \(mark.environment.rawValue) AND token = \(token) AND status = 'active'
+                        """
+                    // A 410 counts only if the device did not register again after APNs' moment.
+                    if case .unregistered = mark.kind { update.append(" AND last_seen_at <= \(at)") }
                     invalidated += try connection.execute(update)
                 }
                 return invalidated

@@ -66,7 +66,7 @@ package struct CampaignPlanner: Sendable {
             logger.warning("planner.dead_letter_too_large", ["kafka.offset": String(record.offset), "error": error.description])
             letter.original = ""
             letter.originalSize = record.value.count
-            letter.originalSHA256 = ResultsWriter.sha256Hex(Array(record.value))
+            letter.originalSHA256 = letter.originalSHA256 ?? ResultsWriter.sha256Hex(Array(record.value))
             failure = await ResultsWriter.firstFailure([try await writer.deadLetter(letter)])
         }
         if let error = failure {
@@ -93,12 +93,9 @@ package struct CampaignPlanner: Sendable {
     /// The event that tells a campaign's state now: `completed` with its final counts, or
     /// `progress` with the totals so far.
     private func currentState(of existing: CampaignRegistry.Row, submission: CampaignEvent.Submission?) async throws -> CampaignEvent {
-        let finished = existing.status == .completed
-        let counts = DeviceOutcome.counts(fromLedger: finished
-            ? try await store.ledger.outcomeCounts(campaign: existing.id) : try await store.ledger.progressCounts(campaign: existing.id))
-        return CampaignEvent(
-            campaign: existing.id, app: existing.app, event: finished ? .completed : .progress,
-            audience: finished ? counts.values.reduce(0, +) : existing.audience, outcomeCounts: counts, submission: submission, at: epochMillis())
+        existing.status == .completed
+            ? try await CampaignTotals.completed(store, campaign: existing.id, app: existing.app, submission: submission)
+            : try await CampaignTotals.running(.progress, store, campaign: existing.id, app: existing.app, audience: existing.audience, submission: submission)
     }
 
     private func plan(_ record: KafkaRecord) async throws -> Outcome {

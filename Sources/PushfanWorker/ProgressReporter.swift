@@ -52,10 +52,7 @@ package final class ProgressReporter: Sendable {
     private func emit(campaign: String, app: String) async {
         defer { campaigns.withLock { $0[campaign]?.busy = false } }
         do {
-            let counts = try await store.ledger.progressCounts(campaign: campaign)
-            let audience = try await store.campaigns.get(campaign)?.audience
-            let byOutcome = DeviceOutcome.counts(fromLedger: counts)
-            _ = try await writer.campaign(CampaignEvent(campaign: campaign, app: app, event: .progress, audience: audience, outcomeCounts: byOutcome, at: epochMillis()))
+            _ = try await writer.campaign(try await CampaignTotals.running(.progress, store, campaign: campaign, app: app))
         } catch {
             logger.info("progress.skipped", ["campaign.id": campaign, "error": "\(error)"])
         }

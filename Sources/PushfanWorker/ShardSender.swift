@@ -438,11 +438,10 @@ package struct ShardSender: Sendable {
         let verdict = context.pauses.pause(task.app, campaign: task.campaign, for: context.credentialsPause, reason: reason)
         // Advisory, like progress: it must never cost the answers in hand, so a store or
         // Kafka problem only skips it.
-        if verdict.announce, let counts = try? await context.store.ledger.progressCounts(campaign: task.campaign) {
-            let audience = try? await context.store.campaigns.get(task.campaign)?.audience
-            _ = try? await context.writer.campaign(CampaignEvent(
-                campaign: task.campaign, app: task.app, event: .paused, audience: audience ?? nil, outcomeCounts: DeviceOutcome.counts(fromLedger: counts),
-                error: "the app's APNs credentials fail (\(reason)); sends resume by themselves once they work", at: epochMillis()))
+        if verdict.announce, let event = try? await CampaignTotals.running(
+            .paused, context.store, campaign: task.campaign, app: task.app,
+            error: "the app's APNs credentials fail (\(reason)); sends resume by themselves once they work") {
+            _ = try? await context.writer.campaign(event)
         }
         if verdict.giveUp {
             finals.add(item, campaign: task.campaign, state: .failed, reason: Self.credentialsReason)
@@ -480,10 +479,7 @@ package struct ShardSender: Sendable {
         let changed = try await context.store.campaigns.transition(task.campaign, from: .running, to: .completed)
         let status = try await context.store.campaigns.get(task.campaign)?.status
         guard changed || status == .completed else { return }
-        let counts = try await context.store.ledger.outcomeCounts(campaign: task.campaign)
-        let byOutcome = DeviceOutcome.counts(fromLedger: counts)
-        let total = byOutcome.values.reduce(0, +)
-        let event = CampaignEvent(campaign: task.campaign, app: task.app, event: .completed, audience: total, outcomeCounts: byOutcome, at: epochMillis())
+        let event = try await CampaignTotals.completed(context.store, campaign: task.campaign, app: task.app)
         if let failure = await ResultsWriter.firstFailure([try await context.writer.campaign(event)]) {
             throw NotDelivered("the completed event of \(task.campaign)", cause: failure)
         }
@@ -493,7 +489,7 @@ package struct ShardSender: Sendable {
             for lane in 0..<task.lanes { context.rates.remove(.campaign(task.campaign, lane: lane)) }
         }
         if changed {
-            context.logger.notice("campaign.completed", ["campaign.id": task.campaign, "audience": String(total)])
+            context.logger.notice("campaign.completed", ["campaign.id": task.campaign, "audience": String(event.audience ?? 0)])
         }
     }
 }
