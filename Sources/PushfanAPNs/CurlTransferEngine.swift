@@ -45,49 +45,45 @@ private final class TransferSlot {
     static let maxBody = 16 * 1024
 }
 
-/// Header lines that repeat from request to request, kept as NUL-terminated
-/// bytes: a campaign sends one topic, push type and priority to every device,
-/// and one provider token serves for 50 minutes.
-struct HeaderLines {
-    private var key: (topic: String, pushType: Campaign.PushType, priority: APNsNotification.Priority)?
-    private var fixed: [[UInt8]] = []
+/// The header lines of one transfer, as libcurl takes them (`name: value` and a NUL),
+/// filled by `APNsNotification.writeHeaders`; the `authorization` line is made once per
+/// provider token (one serves for 50 minutes).
+struct HeaderLines: APNsHeaderSink {
+    private(set) var list: UnsafeMutablePointer<curl_slist>?
+    /// Reused for each line; libcurl copies it.
+    private var line: [UInt8] = []
     private var jwt = ""
     private var authorizationLine: [UInt8] = []
 
     /// libcurl would add `accept: */*` and a form content type; APNs wants neither.
     static let replacedDefaults: [[UInt8]] = [Array("content-type: application/json\0".utf8), Array("accept:\0".utf8)]
 
-    mutating func lines(for notification: APNsNotification) -> [[UInt8]] {
-        if let key, key.topic == notification.topic, key.pushType == notification.pushType, key.priority == notification.priority {
-            return fixed
-        }
-        key = (notification.topic, notification.pushType, notification.priority)
-        fixed = [
-            Array("apns-topic: \(notification.topic)\0".utf8),
-            Array("apns-push-type: \(notification.pushType.rawValue)\0".utf8),
-            Array("apns-priority: \(notification.priority.rawValue)\0".utf8),
-        ]
-        return fixed
+    /// Starts the next transfer's list; the previous one belongs to its slot.
+    mutating func begin() { list = nil }
+
+    mutating func header(_ name: StaticString, _ value: UnsafeRawBufferPointer) {
+        line.removeAll(keepingCapacity: true)
+        line.append(contentsOf: UnsafeBufferPointer(start: name.utf8Start, count: name.utf8CodeUnitCount))
+        line.append(contentsOf: ": ".utf8)
+        line.append(contentsOf: value)
+        line.append(0)
+        append(line)
     }
 
-    mutating func authorization(_ token: ProviderToken) -> [UInt8] {
+    mutating func authorization(_ token: ProviderToken) {
         if token.jwt != jwt {
             jwt = token.jwt
             authorizationLine = Array("authorization: \(token.authorization)\0".utf8)
         }
-        return authorizationLine
+        append(authorizationLine)
     }
 
-    /// The UUID as APNs wants it: lowercase, with hyphens.
-    static func appendLowercaseUUID(_ uuid: UUID, to line: inout [UInt8]) {
-        let digits: StaticString = "0123456789abcdef"
-        withUnsafeBytes(of: uuid.uuid) { bytes in
-            for (index, byte) in bytes.enumerated() {
-                if index == 4 || index == 6 || index == 8 || index == 10 { line.append(UInt8(ascii: "-")) }
-                line.append(digits.utf8Start[Int(byte >> 4)])
-                line.append(digits.utf8Start[Int(byte & 0x0F)])
-            }
-        }
+    mutating func replaceDefaults() {
+        for line in Self.replacedDefaults { append(line) }
+    }
+
+    private mutating func append(_ bytes: [UInt8]) {
+        list = bytes.withUnsafeBufferPointer { curl_slist_append(list, $0.baseAddress) }
     }
 }
 
@@ -195,21 +191,13 @@ final class CurlTransferEngine: TransferEngine {
         slot.line.append(0)
         _ = slot.line.withUnsafeBufferPointer { pushfan_curl_easy_setopt_pointer(easy, CURLOPT_URL, $0.baseAddress) }
 
-        // Headers (the same as `APNsNotification.headers`, written without
-        // intermediate strings), the provider token, and libcurl's defaults
-        // replaced. libcurl copies each line.
-        var list: UnsafeMutablePointer<curl_slist>?
-        let fixed = headerLines.lines(for: notification)
-        for line in fixed { list = line.withUnsafeBufferPointer { curl_slist_append(list, $0.baseAddress) } }
-        if let expiration = notification.expiration.headerValue { list = appendHeader(list, slot, "apns-expiration", expiration) }
-        if let collapseID = notification.collapseID { list = appendHeader(list, slot, "apns-collapse-id", collapseID) }
-        slot.line.removeAll(keepingCapacity: true)
-        slot.line.append(contentsOf: "apns-id: ".utf8)
-        HeaderLines.appendLowercaseUUID(notification.apnsID, to: &slot.line)
-        slot.line.append(0)
-        list = slot.line.withUnsafeBufferPointer { curl_slist_append(list, $0.baseAddress) }
-        if let token { list = headerLines.authorization(token).withUnsafeBufferPointer { curl_slist_append(list, $0.baseAddress) } }
-        for line in HeaderLines.replacedDefaults { list = line.withUnsafeBufferPointer { curl_slist_append(list, $0.baseAddress) } }
+        // Headers from the notification's encoder, the provider token, and libcurl's
+        // defaults replaced. libcurl copies each line.
+        headerLines.begin()
+        notification.writeHeaders(to: &headerLines)
+        if let token { headerLines.authorization(token) }
+        headerLines.replaceDefaults()
+        let list = headerLines.list
         slot.headerList = list
         _ = pushfan_curl_easy_setopt_pointer(easy, CURLOPT_HTTPHEADER, list)
 
@@ -234,17 +222,6 @@ final class CurlTransferEngine: TransferEngine {
     }
 
     /// `name: value` as a NUL-terminated line; libcurl copies it.
-    private func appendHeader(
-        _ list: UnsafeMutablePointer<curl_slist>?, _ slot: TransferSlot, _ name: StaticString, _ value: String
-    ) -> UnsafeMutablePointer<curl_slist>? {
-        slot.line.removeAll(keepingCapacity: true)
-        slot.line.append(contentsOf: UnsafeBufferPointer(start: name.utf8Start, count: name.utf8CodeUnitCount))
-        slot.line.append(contentsOf: ": ".utf8)
-        slot.line.append(contentsOf: value.utf8)
-        slot.line.append(0)
-        return slot.line.withUnsafeBufferPointer { curl_slist_append(list, $0.baseAddress) }
-    }
-
     private func makeSlot() -> TransferSlot? {
         guard let easy = curl_easy_init() else { return nil }
         let slot = TransferSlot(easy: easy, pacer: pacer)

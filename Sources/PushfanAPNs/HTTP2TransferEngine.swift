@@ -118,49 +118,19 @@ final class HTTP2TransferEngine: TransferEngine {
     private func submit(_ request: PendingRequest, token: ProviderToken?, on connection: HTTP2Connection) -> Bool {
         guard let session = connection.session else { return false }
         let notification = request.notification
-        var used = 0
-        var count = 0
-        let scratch = headerScratch
-        let nva = nvScratch
-        func add(_ name: StaticString, _ value: UnsafeRawBufferPointer) {
-            let nameStart = scratch + used
-            nameStart.update(from: name.utf8Start, count: name.utf8CodeUnitCount)
-            used += name.utf8CodeUnitCount
-            let valueStart = scratch + used
-            let valueCount = min(value.count, 16 * 1024 - used)
-            if valueCount > 0 { valueStart.update(from: value.baseAddress!.assumingMemoryBound(to: UInt8.self), count: valueCount) }
-            used += valueCount
-            nva[count] = nghttp2_nv(
-                name: nameStart, value: valueStart, namelen: name.utf8CodeUnitCount, valuelen: valueCount,
-                flags: UInt8(NGHTTP2_NV_FLAG_NONE.rawValue))
-            count += 1
-        }
-        func add(_ name: StaticString, _ value: String) {
-            var value = value
-            value.withUTF8 { add(name, UnsafeRawBufferPointer($0)) }
-        }
-        func add(_ name: StaticString, _ value: [UInt8]) {
-            value.withUnsafeBytes { add(name, $0) }
-        }
-        add(":method", "POST")
-        add(":scheme", scheme)
-        add(":authority", authority)
-        add(":path", notification.path)
-        add("apns-topic", notification.topic)
-        add("apns-push-type", notification.pushType.rawValue)
-        add("apns-priority", String(notification.priority.rawValue))
-        if let expiration = notification.expiration.headerValue { add("apns-expiration", expiration) }
-        if let collapseID = notification.collapseID { add("apns-collapse-id", collapseID) }
-        var id: [UInt8] = []
-        id.reserveCapacity(36)
-        HeaderLines.appendLowercaseUUID(notification.apnsID, to: &id)
-        add("apns-id", id)
+        var frame = HeaderBlock(scratch: headerScratch, capacity: 16 * 1024, entries: nvScratch)
+        frame.header(":method", "POST")
+        scheme.withUnsafeBytes { frame.header(":scheme", $0) }
+        authority.withUnsafeBytes { frame.header(":authority", $0) }
+        frame.header(":path", notification.path)
+        notification.writeHeaders(to: &frame)
         if let token {
             if token.jwt != authorization.jwt { authorization = (token.jwt, Array(token.authorization.utf8)) }
-            add("authorization", authorization.value)
+            authorization.value.withUnsafeBytes { frame.header("authorization", $0) }
         }
-        add("content-type", "application/json")
-        add("content-length", String(notification.payload.count))
+        frame.header("content-type", "application/json")
+        frame.header("content-length", String(notification.payload.count))
+        let count = frame.count
 
         var provider = nghttp2_data_provider(source: nghttp2_data_source(ptr: nil)) { _, streamID, buffer, length, flags, _, userData in
             guard let buffer, let flags, let userData,
@@ -177,7 +147,7 @@ final class HTTP2TransferEngine: TransferEngine {
             if stream.offset == payload.count { flags.pointee |= NGHTTP2_DATA_FLAG_EOF.rawValue }
             return count
         }
-        let streamID = nghttp2_submit_request(session, nil, nva, count, &provider, nil)
+        let streamID = nghttp2_submit_request(session, nil, nvScratch, count, &provider, nil)
         guard streamID > 0 else {
             finish(request, .failed(APNsTransportFailure(.connectionLost, detail: "nghttp2 refused the request: \(Self.errorText(streamID))")), token: token)
             return false
@@ -708,5 +678,41 @@ final class HTTP2Connection {
             engine.streamEnded(stream, streamID: streamID, errorCode: 0, on: self)
         }
         if wasOpening { engine.connectFailed(APNsTransportFailure(.connectFailed, detail: reason)) }
+    }
+}
+
+/// One request's header block for `nghttp2_submit_request`: name-value entries pointing
+/// into a scratch buffer the engine reuses, filled by `APNsNotification.writeHeaders`
+/// and the pseudo-headers around it.
+private struct HeaderBlock: APNsHeaderSink {
+    let scratch: UnsafeMutablePointer<UInt8>
+    let capacity: Int
+    let entries: UnsafeMutablePointer<nghttp2_nv>
+    private(set) var count = 0
+    private var used = 0
+
+    init(scratch: UnsafeMutablePointer<UInt8>, capacity: Int, entries: UnsafeMutablePointer<nghttp2_nv>) {
+        self.scratch = scratch
+        self.capacity = capacity
+        self.entries = entries
+    }
+
+    mutating func header(_ name: StaticString, _ value: UnsafeRawBufferPointer) {
+        let nameStart = scratch + used
+        nameStart.update(from: name.utf8Start, count: name.utf8CodeUnitCount)
+        used += name.utf8CodeUnitCount
+        let valueStart = scratch + used
+        let valueCount = min(value.count, capacity - used)
+        if valueCount > 0 { valueStart.update(from: value.baseAddress!.assumingMemoryBound(to: UInt8.self), count: valueCount) }
+        used += valueCount
+        entries[count] = nghttp2_nv(
+            name: nameStart, value: valueStart, namelen: name.utf8CodeUnitCount, valuelen: valueCount,
+            flags: UInt8(NGHTTP2_NV_FLAG_NONE.rawValue))
+        count += 1
+    }
+
+    mutating func header(_ name: StaticString, _ value: String) {
+        var value = value
+        value.withUTF8 { header(name, UnsafeRawBufferPointer($0)) }
     }
 }

@@ -452,7 +452,7 @@ final class Connection {
             LogLine.append(
                 into: &loop.logBuffer, timeMillis: now, connection: logID, token: token, apnsID: apnsID,
                 collapseID: checked.collapseID, topic: checked.topic, pushType: checked.pushType.rawValue,
-                priority: checked.priority, payloadBytes: request.bodyBytes)
+                priority: checked.priority, expiration: request.expiration, payloadBytes: request.bodyBytes)
         }
         return .accepted(apnsID: apnsID, uniqueID: loop.sandbox ? loop.random.uuid() : nil)
     }
@@ -563,11 +563,12 @@ extension FastRandom {
 }
 
 /// One NDJSON line per accepted notification:
-/// `{"time_ms":…,"connection":…,"token":…,"apns_id":…,"collapse_id":…|null,"topic":…,"push_type":…,"priority":…,"payload_bytes":…}`.
+/// `{"time_ms":…,"connection":…,"token":…,"apns_id":…,"collapse_id":…|null,"topic":…,"push_type":…,"priority":…,"expiration":…|null,"payload_bytes":…}`;
+/// `expiration` is the header as sent.
 enum LogLine {
     static func append(
         into buffer: inout [UInt8], timeMillis: Int64, connection: UInt64, token: String, apnsID: [UInt8], collapseID: String?,
-        topic: String, pushType: String, priority: Int, payloadBytes: Int
+        topic: String, pushType: String, priority: Int, expiration: String?, payloadBytes: Int
     ) {
         buffer.append(contentsOf: "{\"time_ms\":".utf8)
         buffer.append(contentsOf: String(timeMillis).utf8)
@@ -585,6 +586,8 @@ enum LogLine {
         buffer.append(contentsOf: pushType.utf8)
         buffer.append(contentsOf: "\",\"priority\":".utf8)
         buffer.append(contentsOf: String(priority).utf8)
+        buffer.append(contentsOf: ",\"expiration\":".utf8)
+        if let expiration { appendString(expiration, into: &buffer) } else { buffer.append(contentsOf: "null".utf8) }
         buffer.append(contentsOf: ",\"payload_bytes\":".utf8)
         buffer.append(contentsOf: String(payloadBytes).utf8)
         buffer.append(contentsOf: "}\n".utf8)

@@ -35,6 +35,37 @@ import Testing
         #expect((line["payload_bytes"] as? NSNumber)?.intValue == notification.payload.count)
     }
 
+    @Test("each transport writes on the wire exactly the headers the notification's encoder gives", arguments: APNsTransport.allCases)
+    func wireHeadersAreTheEncoders(transport: APNsTransport) async throws {
+        let harness = try await SenderHarness.start()
+        defer { harness.stop() }
+        let client = try harness.client { $0.transport = transport }
+        let notifications = [
+            try APNsNotification(
+                token: SenderHarness.randomToken(), topic: SenderHarness.topic, pushType: .background,
+                payload: APNsPayload(json: ["aps": .object(["content-available": .int(1)])]),
+                expiration: .at(epochSeconds: 4_102_444_800), collapseID: "sync-\u{e9}"),
+            try APNsNotification(
+                token: SenderHarness.randomToken(), topic: SenderHarness.topic, pushType: .voip,
+                payload: APNsPayload(json: ["aps": .object([:])]), priority: .low, expiration: .immediately),
+        ]
+        let results = await client.send(batch: notifications)
+        await client.shutdown()
+        let log = harness.acceptedLog()
+        let logged = ["apns-topic": "topic", "apns-push-type": "push_type", "apns-priority": "priority",
+                      "apns-expiration": "expiration", "apns-collapse-id": "collapse_id", "apns-id": "apns_id"]
+        for (notification, result) in zip(notifications, results) {
+            #expect(result.isAccepted, "\(result)")
+            let line = try #require(log[notification.apnsIDString])
+            let written = Dictionary(uniqueKeysWithValues: notification.headers)
+            #expect(Set(written.keys).isSubset(of: logged.keys), "every header the encoder writes is one the simulator logs")
+            for (header, field) in logged {
+                let seen = line[field].flatMap { $0 is NSNull ? nil : "\($0)" }
+                #expect(seen == written[header], "\(transport) \(header): wire \(seen ?? "none"), encoder \(written[header] ?? "none")")
+            }
+        }
+    }
+
     /// A payload each push type accepts, and the topic and priority APNs must see.
     static let pushTypes: [(Campaign.PushType, [String: JSONValue], String, Int)] = [
         (.alert, ["aps": .object(["alert": .string("hi")])], "com.example.app", 10),

@@ -146,19 +146,68 @@ package struct APNsNotification: Sendable, Hashable {
     /// `apns-id` as sent: a lowercase UUID.
     package var apnsIDString: String { apnsID.uuidString.lowercased() }
 
-    /// The APNs headers, names in lowercase as HTTP/2 requires, in a fixed
-    /// order. Without `authorization`: the transport adds the provider token
-    /// (or uses the TLS client certificate).
+    /// The APNs headers as `writeHeaders` writes them, for reading and tests.
     package var headers: [(String, String)] {
-        var result: [(String, String)] = [
-            ("apns-topic", topic),
-            ("apns-push-type", pushType.rawValue),
-            ("apns-priority", String(priority.rawValue)),
-        ]
-        if let value = expiration.headerValue { result.append(("apns-expiration", value)) }
-        if let collapseID { result.append(("apns-collapse-id", collapseID)) }
-        result.append(("apns-id", apnsIDString))
-        return result
+        var collected = CollectedHeaders()
+        writeHeaders(to: &collected)
+        return collected.pairs
+    }
+
+    /// The one encoder of a request's APNs headers, names in lowercase as HTTP/2 requires,
+    /// in a fixed order, without intermediate strings: every transport writes what this
+    /// writes. Without `authorization`: the transport adds the provider token (or uses the
+    /// TLS client certificate).
+    package func writeHeaders<Sink: APNsHeaderSink>(to sink: inout Sink) {
+        Self.emit("apns-topic", topic, to: &sink)
+        Self.emit("apns-push-type", pushType.rawValue, to: &sink)
+        let priorityValue: StaticString = switch priority {
+        case .immediate: "10"
+        case .powerConsiderate: "5"
+        case .low: "1"
+        }
+        sink.header("apns-priority", UnsafeRawBufferPointer(start: priorityValue.utf8Start, count: priorityValue.utf8CodeUnitCount))
+        if let value = expiration.headerValue { Self.emit("apns-expiration", value, to: &sink) }
+        if let collapseID { Self.emit("apns-collapse-id", collapseID, to: &sink) }
+        withUnsafeTemporaryAllocation(of: UInt8.self, capacity: 36) { buffer in
+            Self.writeLowercase(apnsID, into: buffer)
+            sink.header("apns-id", UnsafeRawBufferPointer(buffer))
+        }
+    }
+
+    private static func emit<Sink: APNsHeaderSink>(_ name: StaticString, _ value: String, to sink: inout Sink) {
+        var value = value
+        value.withUTF8 { sink.header(name, UnsafeRawBufferPointer($0)) }
+    }
+
+    /// The UUID as APNs wants it: lowercase, with hyphens, 36 bytes.
+    private static func writeLowercase(_ uuid: UUID, into buffer: UnsafeMutableBufferPointer<UInt8>) {
+        let digits: StaticString = "0123456789abcdef"
+        var at = 0
+        withUnsafeBytes(of: uuid.uuid) { bytes in
+            for (index, byte) in bytes.enumerated() {
+                if index == 4 || index == 6 || index == 8 || index == 10 {
+                    buffer[at] = UInt8(ascii: "-")
+                    at += 1
+                }
+                buffer[at] = digits.utf8Start[Int(byte >> 4)]
+                buffer[at + 1] = digits.utf8Start[Int(byte & 0x0F)]
+                at += 2
+            }
+        }
+    }
+}
+
+/// Where `APNsNotification.writeHeaders` writes: a transport's header list or frame. The
+/// value's bytes are valid only during the call.
+package protocol APNsHeaderSink {
+    mutating func header(_ name: StaticString, _ value: UnsafeRawBufferPointer)
+}
+
+private struct CollectedHeaders: APNsHeaderSink {
+    var pairs: [(String, String)] = []
+
+    mutating func header(_ name: StaticString, _ value: UnsafeRawBufferPointer) {
+        pairs.append((name.description, String(decoding: value, as: UTF8.self)))
     }
 }
 
