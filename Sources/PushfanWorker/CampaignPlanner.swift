@@ -130,7 +130,11 @@ package struct CampaignPlanner: Sendable {
         guard let app = try await store.apps.get(campaign.app) else {
             throw refuse("unknown_app", "app \(campaign.app.debugDescription) is not registered (pushfan apps add)")
         }
-        try checkPayloads(campaign, topic: app.topic, refuse: refuse)
+        // The payloads were built when the record was read (`Campaign.validate`); what
+        // only the app can tell is whether its bundle id makes a topic APNs takes.
+        do { _ = try APNsNotification.requestTopic(app.topic, pushType: campaign.notification.pushType) } catch {
+            throw refuse(error.code, "app \(campaign.app)'s bundle id cannot carry this campaign: \(error.description)")
+        }
         let audience = try await resolve(campaign, refuse: refuse)
         let ranges = try await shardRanges(campaign, audience: audience)
         let definition = String(decoding: MessageCodec.encode(campaign), as: UTF8.self)
@@ -160,21 +164,6 @@ package struct CampaignPlanner: Sendable {
         _ = try await store.campaigns.transition(campaign.id, from: .planning, to: .running)
         logger.notice("planner.planned", ["campaign.id": campaign.id, "app": campaign.app, "audience": String(audience.count), "tasks": String(ranges.count)])
         return .planned(campaign: campaign.id, audience: audience.count, tasks: ranges.count)
-    }
-
-    /// Builds the request for the default texts and for every locale, so a payload APNs
-    /// would refuse (too large, against its push type's rules) is refused here, once.
-    private func checkPayloads(_ campaign: Campaign, topic: String, refuse: (String, String) -> Refusal) throws {
-        let probe = try DeviceToken(String(repeating: "0", count: 64))
-        let locales: [String?] = [nil] + (campaign.notification.content?.locales.keys.sorted() ?? []).map { Optional($0) }
-        for locale in locales {
-            do {
-                _ = try APNsNotification(campaign: campaign, token: probe, topic: topic, locale: locale)
-            } catch {
-                let which = locale.map { "for locale \($0)" } ?? "with the default texts"
-                throw refuse(error.code, "the notification \(which) cannot be sent: \(error.description)")
-            }
-        }
     }
 
     /// The audience: the segment to expand, or the row keys of an explicit device list.

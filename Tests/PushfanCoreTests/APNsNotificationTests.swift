@@ -210,7 +210,7 @@ struct APNsNotificationTests {
         #expect(first.topic == "com.example.shop.voip" && second.topic == "com.example.shop.voip")
         #expect(second.path.hasSuffix(String(repeating: "b2", count: 32)))
         // The rules hold for prepared payloads too.
-        #expect(throws: APNsRequestError.pushTypeRule(.background, "needs aps.content-available: 1")) {
+        #expect(throws: APNsRequestError.pushTypeRule(.background, "needs aps.content-available: 1", field: "aps.content-available")) {
             try APNsPreparedPayload(APNsPayload(), pushType: .background)
         }
         #expect(throws: APNsRequestError.invalidCollapseID("is 65 bytes, APNs allows at most 64")) {

@@ -29,8 +29,10 @@ import Testing
             "the campaign record is \(garbage.count) bytes; at most \(Campaign.maxRecordBytes) are allowed (keep notification.data small, use a segment for large audiences)")) {
             try Campaign.decodeRecord(garbage)
         }
-        let fits = Self.campaign(data: String(repeating: "a", count: Campaign.maxRecordBytes - 400))
-        #expect(fits.utf8.count <= Campaign.maxRecordBytes)
+        // Just under the limit with a payload APNs takes: a long explicit audience.
+        let ids = (0..<4_500).map { "\"device-\(String(repeating: "d", count: 100))-\($0)\"" }.joined(separator: ",")
+        let fits = Self.campaign().replacingOccurrences(of: #"{"segment":"tag:all"}"#, with: #"{"devices":[\#(ids)]}"#)
+        #expect(fits.utf8.count <= Campaign.maxRecordBytes && fits.utf8.count > Campaign.maxRecordBytes - 32 * 1024, "\(fits.utf8.count)")
         #expect(try Campaign.decodeRecord(Array(fits.utf8)).id == "c1")
     }
 

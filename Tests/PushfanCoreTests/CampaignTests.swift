@@ -91,8 +91,14 @@ struct CampaignTests {
         RejectCase("fractional badge", value: base.setting("notification.aps.badge", 1.5), code: "invalid_field", field: "notification.aps.badge", mentions: "found 1.5"),
         RejectCase("sound is a number", value: base.setting("notification.aps.sound", 1), code: "invalid_field", field: "notification.aps.sound", mentions: "sound file name"),
         RejectCase("category is a number", value: base.setting("notification.aps.category", 1), code: "invalid_field", field: "notification.aps.category", mentions: "must be a string"),
-        RejectCase("mutable-content true", value: base.setting("notification.aps.mutable-content", true), code: "invalid_field",
-                   field: "notification.aps.mutable-content", mentions: "must be 1"),
+        RejectCase("mutable-content 2", value: base.setting("notification.aps.mutable-content", 2), code: "invalid_field",
+                   field: "notification.aps.mutable-content", mentions: "must be 1 (or 0), found 2"),
+        RejectCase("a locale whose payload is over 4,096 bytes", value: base.setting("notification.content.locales.fr", ["body": .string(String(repeating: "x", count: 4_100))]),
+                   code: "payload_too_large", field: "notification.content.locales.fr", mentions: "APNs allows at most 4096 for alert pushes"),
+        RejectCase("live activity update without content-state", value: base.setting("notification", ["push_type": "liveactivity", "aps": ["event": "update", "timestamp": 1_764_489_600]]),
+                   code: "invalid_field", field: "notification.aps.content-state", mentions: "with event update needs aps.content-state"),
+        RejectCase("mdm without its PushMagic", value: base.setting("notification", ["push_type": "mdm"]), code: "invalid_field",
+                   field: "notification.data.mdm", mentions: "needs a string \"mdm\""),
         RejectCase("bad interruption level", value: base.setting("notification.aps.interruption-level", "urgent"), code: "invalid_field",
                    field: "notification.aps.interruption-level", mentions: "passive, active, time-sensitive, critical"),
         RejectCase("relevance score above 1", value: base.setting("notification.aps.relevance-score", 2), code: "invalid_field",
@@ -109,18 +115,18 @@ struct CampaignTests {
         RejectCase("background with content", value: background.setting("notification.content", ["default": ["title": "x"]]), code: "invalid_field",
                    field: "notification.content", mentions: "background push cannot show texts"),
         RejectCase("background with alert", value: background.setting("notification.aps.alert", "Hello"), code: "invalid_field",
-                   field: "notification.aps.alert", mentions: "background push cannot have alert"),
+                   field: "notification.aps.alert", mentions: "background push cannot have aps.alert"),
         RejectCase("background with sound", value: background.setting("notification.aps.sound", "default"), code: "invalid_field",
-                   field: "notification.aps.sound", mentions: "cannot have sound"),
+                   field: "notification.aps.sound", mentions: "cannot have aps.sound"),
         RejectCase("background with badge", value: background.setting("notification.aps.badge", 3), code: "invalid_field",
-                   field: "notification.aps.badge", mentions: "cannot have badge"),
+                   field: "notification.aps.badge", mentions: "cannot have aps.badge"),
         RejectCase("background with priority 10", value: background.setting("options.priority", 10), code: "invalid_field",
-                   field: "options.priority", mentions: "must be 5 for a background push"),
+                   field: "options.priority", mentions: "must have apns-priority 5"),
         RejectCase("background without content-available", value: background.setting("notification.aps", nil), code: "invalid_field",
-                   field: "notification.aps.content-available", mentions: "needs \"content-available\": 1"),
+                   field: "notification.aps.content-available", mentions: "needs aps.content-available: 1"),
 
         // options
-        RejectCase("priority 7", value: base.setting("options.priority", 7), code: "invalid_field", field: "options.priority", mentions: "must be 10, 5 or 1, got 7"),
+        RejectCase("priority 7", value: base.setting("options.priority", 7), code: "invalid_field", field: "options.priority", mentions: "must be 10, 5 or 1; found 7"),
         RejectCase("priority as a string", value: base.setting("options.priority", "10"), code: "wrong_schema", field: "options.priority",
                    mentions: "expected an integer, found a string"),
         RejectCase("fractional priority", value: base.setting("options.priority", 10.5), code: "wrong_schema", field: "options.priority", mentions: "expected an integer"),
@@ -175,8 +181,18 @@ struct CampaignTests {
     }
 
     @Test func nonAlertPushTypesNeedNoTexts() {
-        let json = Self.base.setting("notification", ["push_type": "liveactivity", "aps": ["event": "update", "timestamp": 1_764_489_600]])
+        let json = Self.base.setting("notification", [
+            "push_type": "liveactivity", "aps": ["event": "update", "timestamp": 1_764_489_600, "content-state": ["score": 2]],
+        ])
         #expect(decodeOrRecord(Campaign.self, Array(json.jsonText.utf8))?.notification.pushType == .liveactivity)
+    }
+
+    @Test("the APNs model decides what aps may hold: mutable-content true is sent as 1")
+    func flagAsBoolean() throws {
+        let json = Self.base.setting("notification.aps.mutable-content", true)
+        let campaign = try #require(decodeOrRecord(Campaign.self, Array(json.jsonText.utf8)))
+        let payload = try APNsPreparedPayload(campaign: campaign, locale: nil)
+        #expect(String(decoding: payload.bytes, as: UTF8.self).contains(#""mutable-content":1"#))
     }
 
     @Test func defaultsWhenOptionalPartsAreLeftOut() throws {

@@ -252,39 +252,39 @@ extension APNsNotification {
         switch pushType {
         case .background:
             if let priority, priority != .powerConsiderate {
-                throw .pushTypeRule(.background, "must have apns-priority 5 (APNs refuses \(priority.rawValue)); found \(priority.rawValue)")
+                throw .pushTypeRule(.background, "must have apns-priority 5 (APNs refuses \(priority.rawValue)); found \(priority.rawValue)", field: "apns-priority")
             }
             for (key, present) in [("alert", aps.alert != nil), ("sound", aps.sound != nil), ("badge", aps.badge != nil)] where present {
-                throw .pushTypeRule(.background, "cannot have aps.\(key); remove it or send an alert push")
+                throw .pushTypeRule(.background, "cannot have aps.\(key); remove it or send an alert push", field: "aps.\(key)")
             }
             guard aps.contentAvailable else {
-                throw .pushTypeRule(.background, "needs aps.content-available: 1")
+                throw .pushTypeRule(.background, "needs aps.content-available: 1", field: "aps.content-available")
             }
             return .powerConsiderate
         case .liveactivity:
             guard let event = aps.event else {
-                throw .pushTypeRule(.liveactivity, "needs aps.event (start, update or end)")
+                throw .pushTypeRule(.liveactivity, "needs aps.event (start, update or end)", field: "aps.event")
             }
             guard aps.timestamp != nil else {
-                throw .pushTypeRule(.liveactivity, "needs aps.timestamp (epoch seconds of this update)")
+                throw .pushTypeRule(.liveactivity, "needs aps.timestamp (epoch seconds of this update)", field: "aps.timestamp")
             }
             if event != .end, aps.contentState == nil {
-                throw .pushTypeRule(.liveactivity, "with event \(event.rawValue) needs aps.content-state")
+                throw .pushTypeRule(.liveactivity, "with event \(event.rawValue) needs aps.content-state", field: "aps.content-state")
             }
             if event == .start {
                 if aps.attributesType == nil {
-                    throw .pushTypeRule(.liveactivity, "with event start needs aps.attributes-type")
+                    throw .pushTypeRule(.liveactivity, "with event start needs aps.attributes-type", field: "aps.attributes-type")
                 }
                 if aps.attributes == nil {
-                    throw .pushTypeRule(.liveactivity, "with event start needs aps.attributes")
+                    throw .pushTypeRule(.liveactivity, "with event start needs aps.attributes", field: "aps.attributes")
                 }
             }
         case .mdm:
             if !aps.jsonObject.isEmpty {
-                throw .pushTypeRule(.mdm, "cannot have aps keys; its payload is {\"mdm\": PushMagic}")
+                throw .pushTypeRule(.mdm, "cannot have aps keys; its payload is {\"mdm\": PushMagic}", field: "aps")
             }
             guard payload.custom["mdm"]?.stringValue != nil else {
-                throw .pushTypeRule(.mdm, "needs a string \"mdm\" (the device's PushMagic) beside aps")
+                throw .pushTypeRule(.mdm, "needs a string \"mdm\" (the device's PushMagic) beside aps", field: "mdm")
             }
         case .alert, .voip, .complication, .fileprovider, .location, .pushtotalk, .widgets, .controls:
             break
@@ -292,7 +292,8 @@ extension APNsNotification {
         return priority ?? .immediate
     }
 
-    private static func check(_ expiration: Expiration) throws(APNsRequestError) -> Expiration {
+    /// `apns-expiration`'s rule: epoch seconds, 0 meaning try once.
+    package static func check(_ expiration: Expiration) throws(APNsRequestError) -> Expiration {
         guard case .at(let seconds) = expiration else { return expiration }
         if seconds == 0 { return .immediately }
         if seconds < 0 {
@@ -304,7 +305,8 @@ extension APNsNotification {
         return expiration
     }
 
-    private static func checkCollapseID(_ collapseID: String) throws(APNsRequestError) {
+    /// `apns-collapse-id`'s rule: 1 to 64 bytes, no control characters.
+    package static func checkCollapseID(_ collapseID: String) throws(APNsRequestError) {
         if collapseID.isEmpty {
             throw .invalidCollapseID("must not be empty; leave it out instead")
         }

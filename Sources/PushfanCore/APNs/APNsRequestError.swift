@@ -37,10 +37,19 @@ package struct APNsRequestError: Error, CustomStringConvertible, Equatable, Send
     private let kind: Code
     /// What is wrong, for a person.
     package let description: String
+    /// Where in the request: a header (`apns-priority`) or a payload path (`aps.badge`,
+    /// `mdm`); nil for the payload as a whole and for credentials. A campaign's validation
+    /// turns it into the campaign field that holds the value.
+    package let field: String?
+    /// `description` without the field's name in front, for messages that name the field
+    /// their own way.
+    package let detail: String
 
-    private init(_ kind: Code, _ description: String) {
+    private init(_ kind: Code, _ description: String, field: String? = nil, detail: String? = nil) {
         self.kind = kind
         self.description = description
+        self.field = field
+        self.detail = detail ?? description
     }
 
     /// Machine-readable code, usable as a metric label.
@@ -55,29 +64,30 @@ package struct APNsRequestError: Error, CustomStringConvertible, Equatable, Send
     }
 
     package static func invalidTopic(_ reason: String) -> APNsRequestError {
-        APNsRequestError(.invalidTopic, "apns-topic \(reason)")
+        APNsRequestError(.invalidTopic, "apns-topic \(reason)", field: "apns-topic", detail: reason)
     }
 
     package static func invalidPriority(_ reason: String) -> APNsRequestError {
-        APNsRequestError(.invalidPriority, "apns-priority \(reason)")
+        APNsRequestError(.invalidPriority, "apns-priority \(reason)", field: "apns-priority", detail: reason)
     }
 
     package static func invalidExpiration(_ reason: String) -> APNsRequestError {
-        APNsRequestError(.invalidExpiration, "apns-expiration \(reason)")
+        APNsRequestError(.invalidExpiration, "apns-expiration \(reason)", field: "apns-expiration", detail: reason)
     }
 
     package static func invalidCollapseID(_ reason: String) -> APNsRequestError {
-        APNsRequestError(.invalidCollapseID, "apns-collapse-id \(reason)")
+        APNsRequestError(.invalidCollapseID, "apns-collapse-id \(reason)", field: "apns-collapse-id", detail: reason)
     }
 
     /// `field` is the JSON path inside the payload (`aps.badge`).
     package static func invalidPayload(_ field: String, _ reason: String) -> APNsRequestError {
-        APNsRequestError(.invalidPayload, field.isEmpty ? reason : "\(field): \(reason)")
+        APNsRequestError(.invalidPayload, field.isEmpty ? reason : "\(field): \(reason)", field: field.isEmpty ? nil : field, detail: reason)
     }
 
-    package static func pushTypeRule(_ pushType: Campaign.PushType, _ reason: String) -> APNsRequestError {
+    /// `field` is the header or payload key the rule is about.
+    package static func pushTypeRule(_ pushType: Campaign.PushType, _ reason: String, field: String) -> APNsRequestError {
         let article = ["alert", "mdm"].contains(pushType.rawValue) ? "an" : "a"
-        return APNsRequestError(.pushTypeRule, "\(article) \(pushType.rawValue) push \(reason)")
+        return APNsRequestError(.pushTypeRule, "\(article) \(pushType.rawValue) push \(reason)", field: field)
     }
 
     package static func payloadTooLarge(

@@ -15,7 +15,7 @@ package struct Campaign: VersionedMessage, Hashable {
     /// Longest segment expression, in UTF-8 bytes.
     package static let maxSegmentBytes = 4_096
     /// Longest `apns-collapse-id` APNs accepts, in UTF-8 bytes.
-    package static let maxCollapseIDBytes = 64
+    package static var maxCollapseIDBytes: Int { APNsNotification.maxCollapseIDBytes }
     /// Longest id, app key, saved segment name or device id, in characters.
     package static let maxIdentifierLength = Rules.identifierMaxLength
 
@@ -436,9 +436,6 @@ extension Campaign {
 // MARK: - Validation
 
 extension Campaign {
-    /// `aps.interruption-level` values (iOS 15+).
-    package static let interruptionLevels = ["passive", "active", "time-sensitive", "critical"]
-
     package func validate() throws(MessageDecodingError) {
         try Rules.identifier(id, field: "id")
         try Rules.identifier(app, field: "app")
@@ -482,40 +479,62 @@ extension Campaign {
         }
     }
 
+    /// The campaign's own rules (content and data shapes) first; then every payload it can
+    /// send, the default texts' and each locale's, is built by the APNs model, which owns
+    /// the rules of `aps`, push types, priority and size.
     private func validateNotification() throws(MessageDecodingError) {
-        let aps = notification.aps ?? [:]
         try validateContent()
-        try Self.validateAPS(aps)
         if let data = notification.data, data["aps"] != nil {
             throw .invalidField(
                 "notification.data.aps",
                 "custom data must not contain \"aps\"; put APNs keys in notification.aps")
         }
-
         switch notification.pushType {
         case .alert:
-            if notification.content?.defaultText == nil && aps["alert"] == nil {
+            if notification.content?.defaultText == nil && notification.aps?["alert"] == nil {
                 throw .invalidField(
                     "notification.content.default",
                     "an alert push needs default texts (for devices whose locale has no entry) or notification.aps.alert")
             }
         case .background:
-            if let priority = options.priority, priority != 5 {
-                throw .invalidField("options.priority", "must be 5 for a background push (APNs refuses \(priority)), or left out")
-            }
             if notification.content != nil {
                 throw .invalidField("notification.content", "a background push cannot show texts; remove content")
-            }
-            for key in ["alert", "sound", "badge"] where aps[key] != nil {
-                throw .invalidField("notification.aps.\(key)", "a background push cannot have \(key); remove it")
-            }
-            if aps["content-available"] != .int(1) {
-                throw .invalidField(
-                    "notification.aps.content-available", "a background push needs \"content-available\": 1")
             }
         default:
             break
         }
+        let locales: [String?] = [nil] + (notification.content?.locales.keys.sorted() ?? []).map { Optional($0) }
+        do {
+            // `aps` as given, before a locale's texts replace its alert.
+            _ = try APNsPayload.APS(json: notification.aps ?? [:])
+        } catch {
+            throw Self.refusal(error, locale: nil)
+        }
+        for locale in locales {
+            do {
+                _ = try APNsPreparedPayload(campaign: self, locale: locale)
+            } catch {
+                throw Self.refusal(error, locale: locale)
+            }
+        }
+    }
+
+    /// What the APNs model refused, named by the campaign field that holds it.
+    private static func refusal(_ error: APNsRequestError, locale: String?) -> MessageDecodingError {
+        guard let field = error.field else {
+            let whole = locale.map { JSONPath.join("notification.content.locales", $0) } ?? "notification"
+            let which = locale.map { "for locale \($0)" } ?? "with the default texts"
+            let reason = "the payload \(which) cannot be sent: \(error.description)"
+            return error.code == "payload_too_large" ? .payloadTooLarge(whole, reason) : .invalidField(whole, reason)
+        }
+        let campaignField: String = switch field {
+        case "apns-priority": "options.priority"
+        case "apns-expiration": "options.expiration"
+        case "apns-collapse-id": "options.collapse_id"
+        case "mdm": "notification.data.mdm"
+        default: field.hasPrefix("aps") ? "notification." + field : field
+        }
+        return .invalidField(campaignField, error.code == "push_type_rule" ? error.description : error.detail)
     }
 
     private func validateContent() throws(MessageDecodingError) {
@@ -539,77 +558,14 @@ extension Campaign {
         }
     }
 
-    /// Type checks for the `aps` keys whose form APNs defines; other keys pass.
-    private static func validateAPS(_ aps: [String: JSONValue]) throws(MessageDecodingError) {
-        for key in aps.keys.sorted() {
-            guard let value = aps[key] else { continue }
-            let field = JSONPath.join("notification.aps", key)
-            switch key {
-            case "alert":
-                guard value.stringValue != nil || value.objectValue != nil else {
-                    throw .invalidField(field, "must be a string or an object, found \(value.kindDescription)")
-                }
-            case "badge":
-                guard let badge = value.intValue, badge >= 0 else {
-                    throw .invalidField(field, "must be an integer of 0 or more (0 clears the badge), found \(describe(value))")
-                }
-            case "sound":
-                guard value.stringValue != nil || value.objectValue != nil else {
-                    throw .invalidField(field, "must be a sound file name or a critical-sound object, found \(value.kindDescription)")
-                }
-            case "category", "thread-id", "target-content-id", "filter-criteria":
-                guard value.stringValue != nil else {
-                    throw .invalidField(field, "must be a string, found \(value.kindDescription)")
-                }
-            case "content-available", "mutable-content":
-                guard value == .int(0) || value == .int(1) else {
-                    throw .invalidField(field, "must be 1 (or 0), found \(describe(value))")
-                }
-            case "interruption-level":
-                guard let level = value.stringValue, interruptionLevels.contains(level) else {
-                    throw .invalidField(
-                        field, "must be one of \(interruptionLevels.joined(separator: ", ")), found \(describe(value))")
-                }
-            case "relevance-score":
-                guard let score = value.doubleValue, (0...1).contains(score) else {
-                    throw .invalidField(field, "must be a number from 0 to 1, found \(describe(value))")
-                }
-            default:
-                break
-            }
-        }
-    }
-
-    private static func describe(_ value: JSONValue) -> String {
-        switch value {
-        case .int(let number): return String(number)
-        case .number(let number): return String(number)
-        case .string(let text): return Quote.clip(text, max: 40)
-        default: return value.kindDescription
-        }
-    }
-
+    /// Priority is checked with the payloads; expiration and collapse id by the APNs
+    /// model's header rules.
     private func validateOptions() throws(MessageDecodingError) {
-        if let priority = options.priority, ![10, 5, 1].contains(priority) {
-            throw .invalidField("options.priority", "must be 10, 5 or 1, got \(priority)")
-        }
-        if let expiration = options.expiration {
-            if expiration < 0 {
-                throw .invalidField("options.expiration", "must be seconds since the epoch (0 = now or never), got \(expiration)")
-            }
-            if expiration >= 100_000_000_000 {
-                throw .invalidField("options.expiration", "must be seconds since the epoch; \(expiration) looks like milliseconds")
-            }
-        }
-        if let collapseID = options.collapseID {
-            if collapseID.isEmpty {
-                throw .invalidField("options.collapse_id", "must not be empty; leave it out to use the campaign id")
-            }
-            if collapseID.utf8.count > Self.maxCollapseIDBytes {
-                throw .invalidField(
-                    "options.collapse_id",
-                    "is \(collapseID.utf8.count) bytes, APNs allows at most \(Self.maxCollapseIDBytes)")
-            }
+        do {
+            _ = try APNsNotification.check(APNsNotification.Expiration(epochSeconds: options.expiration))
+            if let collapseID = options.collapseID { try APNsNotification.checkCollapseID(collapseID) }
+        } catch {
+            throw Self.refusal(error, locale: nil)
         }
         if let rate = options.rate, rate <= 0 {
             throw .invalidField("options.rate", "must be more than 0 sends per second, got \(rate)")

@@ -25,6 +25,9 @@ package struct MessageDecodingError: Error, CustomStringConvertible, Equatable {
         /// The record is larger than its type allows (`Campaign.maxRecordBytes`); it is
         /// refused before it is parsed.
         case recordTooLarge = "record_too_large"
+        /// A notification payload (the default texts' or a locale's) is larger than APNs
+        /// allows for its push type.
+        case payloadTooLarge = "payload_too_large"
     }
 
     private let kind: Code
@@ -70,6 +73,10 @@ package struct MessageDecodingError: Error, CustomStringConvertible, Equatable {
         MessageDecodingError(.invalidField, field: field, reason: reason)
     }
 
+    package static func payloadTooLarge(_ field: String, _ reason: String) -> MessageDecodingError {
+        MessageDecodingError(.payloadTooLarge, field: field, reason: reason)
+    }
+
     package static func invalidField(at path: [any CodingKey], _ reason: String) -> MessageDecodingError {
         invalidField(JSONPath.render(path), reason)
     }
@@ -79,7 +86,7 @@ package struct MessageDecodingError: Error, CustomStringConvertible, Equatable {
     }
 
     /// Every code this error can carry, for documentation and metric pre-registration.
-    package static let allCodes: [String] = ["not_json", "wrong_schema", "unsupported_version", "invalid_field", "record_too_large"]
+    package static let allCodes: [String] = ["not_json", "wrong_schema", "unsupported_version", "invalid_field", "record_too_large", "payload_too_large"]
 }
 
 // MARK: - Protocol
