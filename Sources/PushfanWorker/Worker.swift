@@ -86,13 +86,15 @@ package final class Worker: Sendable {
         plannerConsumer = options.planner ? try consumer(group: options.groupID + "-planner", topic: options.topics.campaigns) : nil
         if options.sender {
             let consumer = try consumer(group: options.groupID, topic: options.topics.tasks)
+            let clock = SystemClock()
             let context = SenderContext(
                 workerID: options.workerID, store: store, writer: writer,
                 catalog: CampaignCatalog(store: store, clients: clients, endpointOverride: options.endpointOverride),
-                rates: RateLanes(), pauses: AppPauses(logger: logger, giveUpAfter: .seconds(options.settings.credentialsGiveUpSeconds)),
-                circuits: LaneCircuits(logger: logger),
+                rates: RateLanes(clock: clock),
+                pauses: AppPauses(logger: logger, giveUpAfter: .seconds(options.settings.credentialsGiveUpSeconds), clock: clock),
+                circuits: LaneCircuits(logger: logger, clock: clock),
                 progress: ProgressReporter(store: store, writer: writer, interval: .milliseconds(options.settings.progressIntervalMs), logger: logger),
-                settings: options.settings, retryPolicy: options.retryPolicy, logger: logger)
+                settings: options.settings, retryPolicy: options.retryPolicy, clock: clock, logger: logger)
             let writer = self.writer
             let scheduler = TaskScheduler(
                 consumer: consumer, logger: logger, makeSender: { ShardSender(context: context, task: $0) },

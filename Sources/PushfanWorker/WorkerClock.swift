@@ -1,8 +1,13 @@
-/// The time the worker's limits and waits run on (rate buckets, app pauses, lane circuits):
-/// the system's monotonic clock in production, a clock tests move by hand, so a rate or a
-/// pause is tested by moving time instead of sleeping.
+import Foundation
+
+/// The time the worker runs on: monotonic for its limits and waits (rate buckets, app
+/// pauses, lane circuits, retries), wall time for what other processes share (leases in
+/// the ledger, expirations, timestamps). The system's clocks in production; a clock tests
+/// move by hand, so a rate or a pause is tested by moving time instead of sleeping.
 package protocol WorkerClock: Sendable {
     var now: ContinuousClock.Instant { get }
+    /// The wall-clock time.
+    var wall: Date { get }
     /// Returns at `deadline`, or throws `CancellationError` when the task is cancelled.
     func sleep(until deadline: ContinuousClock.Instant) async throws
 }
@@ -11,7 +16,13 @@ package protocol WorkerClock: Sendable {
 package struct SystemClock: WorkerClock {
     package init() {}
     package var now: ContinuousClock.Instant { .now }
+    package var wall: Date { Date() }
     package func sleep(until deadline: ContinuousClock.Instant) async throws {
         try await Task.sleep(until: deadline, clock: .continuous)
     }
+}
+
+extension WorkerClock {
+    /// `wall` in milliseconds since the epoch, as the store and the records keep it.
+    package var wallMillis: Int64 { epochMillis(wall) }
 }

@@ -1,3 +1,4 @@
+import Foundation
 import Synchronization
 @testable import PushfanWorker
 
@@ -11,6 +12,7 @@ final class ManualClock: WorkerClock {
 
     private struct State {
         var now = ContinuousClock.now
+        var wall = Date(timeIntervalSince1970: 1_800_000_000)
         var sleepers: [Sleeper] = []
         var nextID = 0
     }
@@ -18,6 +20,8 @@ final class ManualClock: WorkerClock {
     private let state = Mutex(State())
 
     var now: ContinuousClock.Instant { state.withLock { $0.now } }
+    /// Moves with `now`, from a fixed start.
+    var wall: Date { state.withLock { $0.wall } }
 
     /// Tasks waiting on this clock now.
     var sleeping: Int { state.withLock { $0.sleepers.count } }
@@ -50,6 +54,7 @@ final class ManualClock: WorkerClock {
     func advance(by duration: Duration) {
         let woken = state.withLock { state -> [Sleeper] in
             state.now += duration
+            state.wall += Double(duration.components.seconds) + Double(duration.components.attoseconds) / 1e18
             let now = state.now
             let due = state.sleepers.filter { $0.deadline <= now }
             state.sleepers.removeAll { $0.deadline <= now }

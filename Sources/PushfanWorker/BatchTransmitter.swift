@@ -1,0 +1,112 @@
+import PushfanAPNs
+import PushfanCore
+
+/// Hands one round's requests to APNs in rate-sized batches, several in flight, while the
+/// lane's circuit, the app's credentials and the campaign's expiration allow. What it does
+/// not send it gives back, sorted by why.
+struct BatchTransmitter {
+    /// What became of the requests handed to `transmit`.
+    struct Transmission {
+        var sent: [(ShardSender.Pending, APNsSendResult)] = []
+        /// Not sent: the task was cancelled.
+        var unsent: [ShardSender.Pending] = []
+        /// Not sent: the expiration passed first.
+        var expired: [ShardSender.Pending] = []
+        /// Not sent: the app's credentials have failed past the limit.
+        var givenUp: [ShardSender.Pending] = []
+    }
+
+    let context: SenderContext
+    let task: TaskRecord
+    let plan: CampaignPlan
+
+    private var lane: LaneKey { .app(task.app, lane: task.lane) }
+
+    /// Sends `ready` in order. Each batch takes its budget from the campaign's bucket (when
+    /// the campaign has its own lower rate) and the app lane's, and is checked against the
+    /// expiration just before it starts.
+    func transmit(_ ready: [(ShardSender.Pending, APNsNotification)]) async -> Transmission {
+        let appBucket = context.rates.bucket(lane, rate: Double(plan.app.ratePerSecond) / Double(task.lanes))
+        var campaignBucket: TokenBucket?
+        if let rate = plan.campaign.options.rate, rate < plan.app.ratePerSecond {
+            campaignBucket = context.rates.bucket(.campaign(task.campaign, lane: task.lane), rate: Double(rate) / Double(task.lanes))
+        }
+        var transmission = Transmission()
+        var index = 0
+        var stop: WritableKeyPath<Transmission, [ShardSender.Pending]>?
+        await withTaskGroup(of: [(ShardSender.Pending, APNsSendResult)].self) { group in
+            var running = 0
+            sending: while index < ready.count {
+                do {
+                    if context.pauses.hasGivenUp(task.app) {
+                        stop = \.givenUp
+                        break
+                    }
+                    if let resume = context.pauses.resumeAt(task.app) { try await context.clock.sleep(until: resume) }
+                    var granted = ready.count - index
+                    var probe = false
+                    switch context.circuits.admit(lane) {
+                    case .wait(let until):
+                        if context.hasExpired(plan.campaign) {
+                            stop = \.expired
+                            break sending
+                        }
+                        try await context.clock.sleep(until: until)
+                        continue
+                    case .send(let limit):
+                        if let limit {
+                            granted = min(granted, limit)
+                            probe = true
+                        }
+                    }
+                    if let campaignBucket { granted = try await campaignBucket.acquire(upTo: granted) }
+                    granted = campaignBucket == nil ? try await appBucket.acquire(upTo: granted) : try await appBucket.acquire(exactly: granted)
+                    if running >= context.batchesInFlight, let done = await group.next() {
+                        transmission.sent += done
+                        running -= 1
+                    }
+                    if context.hasExpired(plan.campaign) {
+                        stop = \.expired
+                        break
+                    }
+                    let batch = Array(ready[index..<index + granted])
+                    index += granted
+                    let send = sendBatch(batch, probe: probe)
+                    group.addTask { await send() }
+                    running += 1
+                } catch {
+                    stop = \.unsent
+                    break
+                }
+            }
+            for await done in group { transmission.sent += done }
+        }
+        if let stop { transmission[keyPath: stop] = ready[index...].map(\.0) }
+        return transmission
+    }
+
+    /// One batch's work, to run in the group: one client per environment (a batch mixing
+    /// them is split); the answers feed the lane's circuit.
+    private func sendBatch(
+        _ batch: [(ShardSender.Pending, APNsNotification)], probe: Bool
+    ) -> @Sendable () async -> [(ShardSender.Pending, APNsSendResult)] {
+        let groups = Dictionary(grouping: batch, by: { $0.0.target.environment })
+        let (catalog, circuits, app, lane) = (context.catalog, context.circuits, plan.app, lane)
+        return {
+            var results: [(ShardSender.Pending, APNsSendResult)] = []
+            for (environment, members) in groups {
+                do {
+                    let client = try catalog.client(for: app, environment: environment)
+                    let answers = await client.send(batch: members.map(\.1))
+                    circuits.record(lane, answers, probe: probe)
+                    for (member, answer) in zip(members, answers) { results.append((member.0, answer)) }
+                } catch {
+                    for member in members {
+                        results.append((member.0, .failed(APNsTransportFailure(.credentialsUnavailable, detail: "\(error)"))))
+                    }
+                }
+            }
+            return results
+        }
+    }
+}

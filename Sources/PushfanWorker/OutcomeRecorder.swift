@@ -1,0 +1,57 @@
+import PushfanKafka
+import PushfanCore
+import PushfanStore
+
+/// Writes a round's final outcomes: the ledger first (the answers are what a resend would
+/// cost), then the token marks they imply, then the results on the results topic. Store
+/// writes are retried in place while the store is unavailable.
+struct OutcomeRecorder {
+    /// Final outcomes of one round, written to the ledger and the results topic together.
+    struct Finals {
+        var ledger: [LedgerOutcome] = []
+        var results: [DeviceResult] = []
+        /// Tokens APNs refused for good, marked in the store with the page's outcomes.
+        var marks: [TokenMark] = []
+
+        mutating func add(
+            _ item: ShardSender.Pending, campaign: String, state: LedgerState, status: Int? = nil, reason: String? = nil,
+            apnsID: String? = nil, at: Int64
+        ) {
+            ledger.append(LedgerOutcome(rowKey: item.target.rowKey, state: state, attempts: item.attempts, apnsID: apnsID, status: status, reason: reason))
+            results.append(DeviceResult(
+                campaign: campaign, device: item.target.deviceID, outcome: DeviceOutcome(rawValue: state.rawValue) ?? .failed,
+                status: status, reason: reason, apnsID: apnsID, attempts: item.attempts, at: at))
+        }
+    }
+
+    let context: SenderContext
+    let task: TaskRecord
+
+    /// Records `finals`; returns the ticket of their results, to wait for before the task's
+    /// offset may be stored.
+    func record(_ finals: Finals) async throws -> DeliveryTicket? {
+        guard !finals.ledger.isEmpty else { return nil }
+        try await untilStored { try await context.store.ledger.record(campaign: task.campaign, finals.ledger, now: context.clock.wallMillis) }
+        if !finals.marks.isEmpty { try await untilStored { try await context.store.devices.applyHygiene(app: task.app, finals.marks) } }
+        return try await context.writer.devices(finals.results)
+    }
+
+    /// Runs a store write again while the store is unavailable, until the task is stopped:
+    /// the APNs answers it records are in hand, and restarting the task would buy them again
+    /// with a second send.
+    @discardableResult
+    func untilStored<T>(_ write: () async throws -> T) async throws -> T {
+        var backoff = Backoff(first: .milliseconds(250), longest: .seconds(5))
+        while true {
+            do {
+                return try await write()
+            } catch let error as StoreError where error.isUnavailable {
+                let delay = backoff.next()
+                context.logger.warning("task.store_retry", [
+                    "campaign.id": task.campaign, "task.shard": String(task.shard), "error": error.description, "retry_in_ms": String(delay.milliseconds),
+                ])
+                try await context.clock.sleep(until: context.clock.now + delay)
+            }
+        }
+    }
+}

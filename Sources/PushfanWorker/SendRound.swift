@@ -1,0 +1,151 @@
+import Foundation
+import PushfanAPNs
+import PushfanCore
+import PushfanStore
+
+/// One round of a task: devices this worker owns now, each decided once. A device ends
+/// without a request (dry run, expired, credentials given up, a request that cannot be
+/// built), or is sent and its answer turned by the decider into a final outcome, a retry,
+/// the app's pause or a hand-back. Finals are recorded before anything is given back.
+struct SendRound {
+    let context: SenderContext
+    let task: TaskRecord
+    let plan: CampaignPlan
+
+    static let expiredReason = "expired before sending"
+    static let credentialsReason = "credentials"
+
+    private var recorder: OutcomeRecorder { OutcomeRecorder(context: context, task: task) }
+
+    /// Sends within the rate limit, records final outcomes and produces their results;
+    /// retryable ones go to `state.retries`. Throws `CancellationError` (after giving the
+    /// unsent devices back) when the task is stopped between batches.
+    func send(_ pending: [ShardSender.Pending], state: inout ShardSender.TaskState) async throws {
+        guard !pending.isEmpty else { return }
+        var finals = OutcomeRecorder.Finals()
+        let now = context.clock.wallMillis
+        let ready = prepare(pending, finals: &finals, state: &state, at: now)
+        var unsent: [ShardSender.Pending] = []
+        if !ready.isEmpty {
+            let transmission = await BatchTransmitter(context: context, task: task, plan: plan).transmit(ready)
+            var delivered = false
+            let pausesBefore = state.credentialFailures
+            for (item, result) in transmission.sent {
+                if case .response(.accepted) = result { delivered = true }
+                try await classify(item, result, finals: &finals, state: &state)
+            }
+            // Credentials work again only if nothing in this round said otherwise.
+            if delivered && state.credentialFailures == pausesBefore { context.pauses.recovered(task.app) }
+            let at = context.clock.wallMillis
+            for item in transmission.expired { finals.add(item, campaign: task.campaign, state: .expired, reason: Self.expiredReason, at: at) }
+            for item in transmission.givenUp { finals.add(item, campaign: task.campaign, state: .failed, reason: Self.credentialsReason, at: at) }
+            unsent = transmission.unsent
+        }
+        if let ticket = try await recorder.record(finals) { state.tickets.append(ticket) }
+        context.progress.touch(campaign: task.campaign, app: task.app)
+        if !unsent.isEmpty {
+            // Cancelled between batches: these were never sent; give them back.
+            try await context.store.ledger.release(campaign: task.campaign, owner: context.workerID, rowKeys: unsent.map(\.target.rowKey))
+            throw CancellationError()
+        }
+    }
+
+    /// The requests to send; devices that end without one go to `finals`. Requests are
+    /// built before waiting for the rate: a device whose request cannot be built (its
+    /// locale's texts make the payload too large) is final without a send.
+    private func prepare(
+        _ pending: [ShardSender.Pending], finals: inout OutcomeRecorder.Finals, state: inout ShardSender.TaskState, at now: Int64
+    ) -> [(ShardSender.Pending, APNsNotification)] {
+        let campaign = plan.campaign
+        let expired = context.hasExpired(campaign)
+        let givenUp = context.pauses.hasGivenUp(task.app)
+        var ready: [(ShardSender.Pending, APNsNotification)] = []
+        ready.reserveCapacity(pending.count)
+        for item in pending {
+            if campaign.options.dryRun {
+                finals.add(item, campaign: task.campaign, state: .skipped, reason: "dry_run", at: now)
+            } else if expired {
+                finals.add(item, campaign: task.campaign, state: .expired, reason: Self.expiredReason, at: now)
+            } else if givenUp {
+                finals.add(item, campaign: task.campaign, state: .failed, reason: Self.credentialsReason, at: now)
+            } else {
+                do {
+                    let token = try DeviceToken(item.target.token)
+                    let payload = try state.payload(for: item.target.locale, campaign: campaign)
+                    ready.append((item, try APNsNotification(campaign: campaign, token: token, topic: plan.app.topic, prepared: payload)))
+                } catch {
+                    finals.add(item, campaign: task.campaign, state: .rejected, reason: error.code, at: now)
+                }
+            }
+        }
+        return ready
+    }
+
+    /// Performs what the decider makes of one APNs answer: a final outcome (with token
+    /// hygiene), a retry, the app's pause, or a hand-back.
+    private func classify(
+        _ item: ShardSender.Pending, _ result: APNsSendResult, finals: inout OutcomeRecorder.Finals, state: inout ShardSender.TaskState
+    ) async throws {
+        var item = item
+        let now = context.clock.wall
+        item.attempts += 1
+        let firstAttemptAt = item.firstAttemptAt ?? now
+        item.firstAttemptAt = firstAttemptAt
+        let decision = context.decider.decide(
+            result, attempt: item.attempts, expiration: APNsNotification.Expiration(epochSeconds: plan.campaign.options.expiration),
+            firstAttemptAt: firstAttemptAt, now: now)
+        switch decision {
+        case .final(let final):
+            finals.add(
+                item, campaign: task.campaign, state: final.state, status: final.status, reason: final.reason, apnsID: final.apnsID,
+                at: epochMillis(now))
+            if let hygiene = final.hygiene { finals.marks.append(Self.mark(item.target, hygiene, reason: final.reason ?? "")) }
+        case .retry(let after):
+            item.notBefore = context.clock.now + after
+            state.retries.append(item)
+        case .pauseApp(let reason):
+            try await pauseForCredentials(item, reason: reason, finals: &finals, state: &state)
+        case .handBack:
+            // Shutting down: never sent; it stays claimed for the next owner.
+            item.attempts -= 1
+            state.retries.append(item)
+        }
+    }
+
+    /// Not the device's fault: the attempt does not count, and the device waits with its
+    /// app, unless the credentials have failed past the limit. The campaign's submitter is
+    /// told of the pause with a `paused` event.
+    private func pauseForCredentials(
+        _ item: ShardSender.Pending, reason: String, finals: inout OutcomeRecorder.Finals, state: inout ShardSender.TaskState
+    ) async throws {
+        var item = item
+        item.attempts -= 1
+        state.credentialFailures += 1
+        let verdict = context.pauses.pause(task.app, campaign: task.campaign, for: context.credentialsPause, reason: reason)
+        // Advisory, like progress: it must never cost the answers in hand, so a store or
+        // Kafka problem only skips it.
+        if verdict.announce, let event = try? await CampaignTotals.running(
+            .paused, context.store, campaign: task.campaign, app: task.app,
+            error: "the app's APNs credentials fail (\(reason)); sends resume by themselves once they work") {
+            _ = try? await context.writer.campaign(event)
+        }
+        if verdict.giveUp {
+            finals.add(item, campaign: task.campaign, state: .failed, reason: Self.credentialsReason, at: context.clock.wallMillis)
+            return
+        }
+        item.notBefore = context.clock.now + context.credentialsPause
+        state.retries.append(item)
+    }
+
+    /// The store's mark for a token APNs called bad: 410 invalidates the device unless it
+    /// registered again after APNs' timestamp; a token APNs calls bad or not for the topic is
+    /// invalidated in that environment.
+    private static func mark(_ target: DeviceTarget, _ hygiene: DeliveryDecider.TokenHygiene, reason: String) -> TokenMark {
+        switch hygiene {
+        case .unregistered(let timestamp):
+            TokenMark(environment: target.environment, token: target.token, kind: .unregistered(at: timestamp.map { epochMillis($0) } ?? epochMillis()), reason: reason)
+        case .invalidate:
+            TokenMark(environment: target.environment, token: target.token, kind: .invalid, reason: reason)
+        }
+    }
+}
