@@ -41,12 +41,13 @@ let package = Package(
 
         // Starting and stopping real processes (kafka-dev, simulators) for the suites below.
         .target(name: "PushfanTestSupport", path: "Tests/PushfanTestSupport"),
-        .testTarget(name: "PushfanCoreTests", dependencies: ["PushfanCore", "PushfanTestSupport"]),
+        .target(name: "SegmentTestSupport", dependencies: ["PushfanCore", "PushfanTestSupport"], path: "Tests/SegmentTestSupport"),
+        .testTarget(name: "PushfanCoreTests", dependencies: ["PushfanCore", "PushfanTestSupport", "SegmentTestSupport"]),
         .testTarget(name: "PushfanKafkaTests", dependencies: ["PushfanKafka", "PushfanCore", "PushfanTestSupport"]),
         .testTarget(name: "PushfanCLITests", dependencies: ["PushfanCLI"]),
         .testTarget(name: "PushfanCryptoTests", dependencies: ["PushfanCrypto"]),
         .testTarget(name: "PushfanAPNsTests", dependencies: ["PushfanAPNs", "PushfanCore", "PushfanCrypto", "PushfanTestSupport"]),
-        .testTarget(name: "PushfanStoreTests", dependencies: ["PushfanStore", "PushfanCore", "PushfanTestSupport"]),
+        .testTarget(name: "PushfanStoreTests", dependencies: ["PushfanStore", "PushfanCore", "PushfanTestSupport", "SegmentTestSupport"]),
         .testTarget(name: "PushfanAPNsSimTests", dependencies: ["PushfanAPNsSim", "PushfanCore", "PushfanCrypto", "PushfanTestSupport"]),
         .testTarget(name: "PushfanWorkerTests", dependencies: ["PushfanWorker", "PushfanAPNs", "PushfanCore", "PushfanStore"]),
         .testTarget(name: "EndToEndTests", dependencies: ["PushfanCore", "PushfanKafka", "PushfanTestSupport"]),

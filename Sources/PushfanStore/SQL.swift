@@ -7,14 +7,6 @@ package enum SQLValue: Sendable, Equatable {
     case real(Double)
     case text(String)
 
-    init(_ parameter: SQLParameter) {
-        switch parameter {
-        case .text(let text): self = .text(text)
-        case .integer(let value): self = .integer(value)
-        case .real(let value): self = .real(value)
-        }
-    }
-
     static func optional(_ text: String?) -> SQLValue { text.map(SQLValue.text) ?? .null }
     static func optional(_ value: Int64?) -> SQLValue { value.map(SQLValue.integer) ?? .null }
 }
@@ -63,7 +55,7 @@ struct SQLStatement: ExpressibleByStringInterpolation, Sendable {
         return joined
     }
 
-    func render(_ dialect: SQLDialect) -> (sql: String, parameters: [SQLValue]) {
+    func render(_ syntax: some SQLSyntax) -> (sql: String, parameters: [SQLValue]) {
         var sql = ""
         var parameters: [SQLValue] = []
         for piece in pieces {
@@ -72,17 +64,49 @@ struct SQLStatement: ExpressibleByStringInterpolation, Sendable {
                 sql += text
             case .value(let value):
                 parameters.append(value)
-                // SQLite binds bare `?` in order; numbered `?N` makes its parser look each
-                // one up in a list, which is quadratic in long multi-row statements.
-                sql += dialect == .sqlite ? "?" : "$\(parameters.count)"
+                sql += syntax.placeholder(parameters.count, type: nil)
             case .segment(let expression, let now):
                 // The segment's parameters follow the statement's so far, in order.
-                let compiled = SegmentCompiler.compile(expression, dialect: dialect, now: now, firstParameterIndex: parameters.count + 1)
+                let compiled = SegmentSQL.compile(expression, syntax: syntax, now: now, firstParameterIndex: parameters.count + 1)
                 sql += "(" + compiled.sql + ")"
-                parameters += compiled.parameters.map(SQLValue.init)
+                parameters += compiled.parameters
             }
         }
         return (sql, parameters)
+    }
+}
+
+/// How a dialect writes what statements and compiled segments leave open. Each backend's
+/// connection renders with its own (`SQLiteSyntax`, `PostgresSyntax`).
+protocol SQLSyntax {
+    /// The placeholder of parameter `number` (from 1); `type` asks for a typed one where
+    /// the dialect would otherwise infer it.
+    func placeholder(_ number: Int, type: SQLParameterType?) -> String
+    /// The false literal.
+    var falseValue: String { get }
+    /// What makes a text comparison order byte-wise (appended to the column).
+    var byteOrder: String { get }
+    /// Reading attribute `key` of `d.attributes` as `kind`: `check` is true when the member
+    /// holds that JSON kind, `member` its value for comparing with a bound literal.
+    /// `bind` binds a parameter and returns its placeholder.
+    func attribute(_ key: String, kind: SQLAttributeKind, ordering: Bool, bind: (SQLValue) -> String) -> (check: String, member: String)
+}
+
+/// The type a typed placeholder is cast to.
+enum SQLParameterType: String {
+    case text, bigint, numeric
+}
+
+/// The JSON kinds a segment compares an attribute with.
+enum SQLAttributeKind: CaseIterable {
+    case text, number, bool
+
+    init(_ value: SegmentAttributeValue) {
+        switch value {
+        case .text: self = .text
+        case .integer, .real: self = .number
+        case .bool: self = .bool
+        }
     }
 }
 
@@ -98,7 +122,6 @@ protocol SQLRow {
 
 /// A connection used by one caller at a time, on a thread that may block.
 protocol SQLConnection: AnyObject {
-    var dialect: SQLDialect { get }
     /// Runs a statement; returns the number of rows it changed.
     @discardableResult
     func execute(_ statement: SQLStatement) throws(StoreError) -> Int

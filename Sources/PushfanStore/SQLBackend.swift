@@ -3,8 +3,8 @@ import PushfanCore
 /// Everything that differs between SQLite and PostgreSQL for the store's concerns, behind
 /// one type per dialect (`SQLiteBackend`, `PostgresBackend`): the concerns write one
 /// statement for both and ask the backend only where the dialects part ways; none of them
-/// tests the dialect or downcasts a connection. Below them, a statement's rendering
-/// (`SQLStatement.render`: `?` or `$N`) and the segment compiler still take the dialect.
+/// tests the dialect or downcasts a connection. How a dialect writes placeholders, false
+/// and JSON attributes, for statements and compiled segments alike, is its `SQLSyntax`.
 protocol SQLBackend: Sendable {
     /// Opens one connection.
     func connect() throws(StoreError) -> any SQLConnection

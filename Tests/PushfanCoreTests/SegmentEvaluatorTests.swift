@@ -1,3 +1,4 @@
+import SegmentTestSupport
 import Testing
 
 @testable import PushfanCore

@@ -1,5 +1,6 @@
 import Foundation
 import PushfanTestSupport
+import SegmentTestSupport
 import Testing
 
 @testable import PushfanCore

@@ -33,7 +33,7 @@ package struct SegmentDevice: Sendable, Equatable {
 /// Decides a segment for one device without a database.
 ///
 /// This is the reference for the meaning of the language: the SQL that
-/// ``SegmentCompiler`` produces must select exactly the devices for which
+/// the store's `SegmentSQL` produces must select exactly the devices for which
 /// ``matches(_:device:now:)`` is true, and the tests hold both to that. The rules
 /// it encodes, which the SQL mirrors:
 /// - a missing field (or an attribute of another JSON kind than the literal) makes

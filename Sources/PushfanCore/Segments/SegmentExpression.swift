@@ -1,6 +1,6 @@
 /// A parsed segment: which of an app's devices a campaign goes to.
 ///
-/// Produced by ``SegmentParser``, turned into SQL by ``SegmentCompiler`` and
+/// Produced by ``SegmentParser``, turned into SQL by the store (`SegmentSQL`) and
 /// evaluated in memory by ``SegmentEvaluator``; docs/segments.md describes the
 /// language. `and` and `or` keep their operands in the order written, one node per
 /// chain (`a and b and c` is one `.and` with three operands); parentheses that only
@@ -235,7 +235,7 @@ extension SegmentAttributeValue {
 }
 
 /// Spelling literals the way the lexer reads them back.
-enum SegmentLiteral {
+package enum SegmentLiteral {
     /// Bare when every character may appear in a bare word (and, unless allowed,
     /// it is not a keyword); quoted otherwise.
     static func render(_ text: String, allowKeyword: Bool = false) -> String {
@@ -245,7 +245,7 @@ enum SegmentLiteral {
         return bare ? text : quote(text)
     }
 
-    static func quote(_ text: String) -> String {
+    package static func quote(_ text: String) -> String {
         var quoted = "\""
         for scalar in text.unicodeScalars {
             if scalar == "\"" || scalar == "\\" { quoted.unicodeScalars.append("\\") }

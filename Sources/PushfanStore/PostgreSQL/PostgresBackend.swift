@@ -66,3 +66,26 @@ struct PostgresBackend: SQLBackend {
         try connection.executeScript("VACUUM (ANALYZE) device_tags")
     }
 }
+
+/// PostgreSQL's way of writing parameters, false and JSONB attributes.
+struct PostgresSyntax: SQLSyntax {
+    func placeholder(_ number: Int, type: SQLParameterType?) -> String {
+        type.map { "$\(number)::\($0.rawValue)" } ?? "$\(number)"
+    }
+
+    var falseValue: String { "FALSE" }
+
+    var byteOrder: String { " COLLATE \"C\"" }
+
+    func attribute(_ key: String, kind: SQLAttributeKind, ordering: Bool, bind: (SQLValue) -> String) -> (check: String, member: String) {
+        let name = bind(.text(key))
+        switch kind {
+        case .text:
+            return ("jsonb_typeof(d.attributes -> \(name)) = 'string'", "(d.attributes ->> \(name))" + (ordering ? byteOrder : ""))
+        case .number:
+            return ("jsonb_typeof(d.attributes -> \(name)) = 'number'", "(d.attributes ->> \(name))::numeric")
+        case .bool:
+            return ("jsonb_typeof(d.attributes -> \(name)) = 'boolean'", "(d.attributes ->> \(name))")
+        }
+    }
+}

@@ -6,7 +6,6 @@ internal import CLibpq
 /// statement; while the server stays unreachable, calls fail with "store unavailable" so
 /// callers can pause instead of failing devices. Used from the store's serial queue only.
 final class PostgresConnection: SQLConnection {
-    let dialect = SQLDialect.postgres
     private var connection: OpaquePointer?
     private let url: String
     private let logger: Logger
@@ -79,7 +78,7 @@ final class PostgresConnection: SQLConnection {
     }
 
     private func execOnce(_ statement: SQLStatement) throws(StoreError) -> OpaquePointer {
-        let (sql, parameters) = statement.render(.postgres)
+        let (sql, parameters) = statement.render(PostgresSyntax())
         // Inside a transaction a reconnect would silently lose the earlier statements.
         if !inTransaction { try ensureConnected() }
         let texts: [String?] = parameters.map { value in

@@ -55,3 +55,31 @@ struct SQLiteBackend: SQLBackend {
         try connection.executeScript("PRAGMA optimize;")
     }
 }
+
+/// SQLite's way of writing parameters, false and JSON attributes.
+struct SQLiteSyntax: SQLSyntax {
+    /// Bare `?`, bound in order: numbered `?N` makes SQLite's parser look each one up in a
+    /// list, which is quadratic in long multi-row statements.
+    func placeholder(_ number: Int, type: SQLParameterType?) -> String { "?" }
+
+    var falseValue: String { "0" }
+
+    /// BINARY, SQLite's default collation, already compares bytes.
+    var byteOrder: String { "" }
+
+    func attribute(_ key: String, kind: SQLAttributeKind, ordering: Bool, bind: (SQLValue) -> String) -> (check: String, member: String) {
+        // A JSON path with the name quoted, so '.' and '-' in it are literal.
+        let path = SQLValue.text("$.\"\(key)\"")
+        let typePath = bind(path)
+        let check = switch kind {
+        case .text: "json_type(d.attributes, \(typePath)) = 'text'"
+        case .number: "json_type(d.attributes, \(typePath)) IN ('integer', 'real')"
+        case .bool: "json_type(d.attributes, \(typePath)) IN ('true', 'false')"
+        }
+        let valuePath = bind(path)
+        // json_type names a boolean 'true' or 'false', which is what a bool literal is bound
+        // as; json_extract would turn it into 1 or 0.
+        let member = kind == .bool ? "json_type(d.attributes, \(valuePath))" : "json_extract(d.attributes, \(valuePath))"
+        return (check, member)
+    }
+}

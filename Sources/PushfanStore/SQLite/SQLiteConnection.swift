@@ -5,7 +5,6 @@ internal import CSQLite
 /// One SQLite connection in WAL mode, so several worker processes on one machine can read
 /// while one writes. Not thread-safe by itself: the store calls it from one serial queue.
 final class SQLiteConnection: SQLConnection {
-    let dialect = SQLDialect.sqlite
     private var database: OpaquePointer?
     /// Prepared statements by SQL text; finalized in `deinit` before the database closes.
     private var statements: [String: OpaquePointer] = [:]
@@ -139,7 +138,7 @@ final class SQLiteConnection: SQLConnection {
     /// Steps a statement to completion, retrying a bounded number of times when another
     /// process held the lock past the busy timeout.
     private func run(_ statement: SQLStatement, _ row: (any SQLRow) throws(StoreError) -> Void) throws(StoreError) {
-        let (sql, parameters) = statement.render(.sqlite)
+        let (sql, parameters) = statement.render(SQLiteSyntax())
         let prepared = try prepare(sql)
         defer {
             sqlite3_reset(prepared)

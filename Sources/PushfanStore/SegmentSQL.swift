@@ -1,32 +1,21 @@
-/// The SQL flavours the device store runs on.
-package enum SQLDialect: Sendable, Equatable {
-    /// `?` placeholders, bound in order; attributes are JSON text.
-    case sqlite
-    /// `$N` placeholders, numbered from `firstParameterIndex`; attributes are JSONB.
-    case postgres
-}
-
-/// A value bound to a placeholder. Every value that came from the user travels
-/// this way; the SQL text holds only fixed column names, keywords and constants.
-package enum SQLParameter: Sendable, Equatable {
-    case text(String)
-    case integer(Int64)
-    case real(Double)
-}
+import PushfanCore
 
 /// A segment as a boolean SQL condition over the device table aliased `d`, with
 /// the values for its placeholders in placeholder order.
-package struct CompiledSegment: Sendable, Equatable {
-    package let sql: String
-    package let parameters: [SQLParameter]
+struct CompiledSegment: Sendable, Equatable {
+    let sql: String
+    let parameters: [SQLValue]
 
-    package init(sql: String, parameters: [SQLParameter]) {
+    init(sql: String, parameters: [SQLValue]) {
         self.sql = sql
         self.parameters = parameters
     }
 }
 
-/// Turns a ``SegmentExpression`` into a parameterised SQL condition.
+/// Turns a ``SegmentExpression`` (Core's parser and tree) into a parameterised SQL
+/// condition over the store's schema. Where SQLite and PostgreSQL write it differently
+/// (placeholders, false, byte-wise ordering, JSON attributes) it asks the `SQLSyntax` of
+/// the connection's backend.
 ///
 /// The store embeds the result as
 /// `WHERE d.app = ? AND d.status = 'active' AND (<sql>)` (docs/segments.md lists
@@ -45,45 +34,39 @@ package struct CompiledSegment: Sendable, Equatable {
 ///
 /// Nesting follows the expression: with the parser's depth limit the text stays
 /// within SQLite's parser stack (see ``SegmentLimits/maxDepth``).
-package enum SegmentCompiler {
+enum SegmentSQL {
     /// - Parameters:
     ///   - now: the moment `last_seen within ...` counts back from, in ms since
     ///     the epoch; it becomes a parameter, so recompile for another moment.
-    ///   - firstParameterIndex: the number of the first `$N` placeholder
-    ///     (PostgreSQL), after the store's own parameters. Ignored for SQLite,
-    ///     whose `?` placeholders bind in order.
-    package static func compile(
-        _ expression: SegmentExpression, dialect: SQLDialect, now: Int64, firstParameterIndex: Int = 1
+    ///   - firstParameterIndex: the number of the first placeholder, after the
+    ///     store's own parameters (PostgreSQL numbers them; SQLite binds `?` in order).
+    static func compile(
+        _ expression: SegmentExpression, syntax: any SQLSyntax, now: Int64, firstParameterIndex: Int = 1
     ) -> CompiledSegment {
-        var writer = SQLWriter(dialect: dialect, firstIndex: firstParameterIndex, now: now)
+        var writer = SQLWriter(syntax: syntax, firstIndex: firstParameterIndex, now: now)
         let sql = writer.expression(expression)
         return CompiledSegment(sql: sql, parameters: writer.parameters)
     }
 }
 
 private struct SQLWriter {
-    let dialect: SQLDialect
+    let syntax: any SQLSyntax
     let firstIndex: Int
     let now: Int64
-    private(set) var parameters: [SQLParameter] = []
+    private(set) var parameters: [SQLValue] = []
 
-    init(dialect: SQLDialect, firstIndex: Int, now: Int64) {
-        self.dialect = dialect
+    init(syntax: any SQLSyntax, firstIndex: Int, now: Int64) {
+        self.syntax = syntax
         self.firstIndex = firstIndex
         self.now = now
     }
 
-    /// Appends a parameter and returns its placeholder. PostgreSQL placeholders
-    /// carry a cast so that their type never depends on inference.
-    private mutating func bind(_ parameter: SQLParameter, as postgresType: String) -> String {
+    /// Appends a parameter and returns its placeholder, typed (PostgreSQL casts it, so
+    /// its type never depends on inference).
+    private mutating func bind(_ parameter: SQLValue, as type: SQLParameterType) -> String {
         parameters.append(parameter)
-        switch dialect {
-        case .sqlite: return "?"
-        case .postgres: return "$\(firstIndex + parameters.count - 1)::\(postgresType)"
-        }
+        return syntax.placeholder(firstIndex + parameters.count - 1, type: type)
     }
-
-    private var falseValue: String { dialect == .sqlite ? "0" : "FALSE" }
 
     // Every fragment returned below is self-delimiting (parenthesised, a function
     // call, EXISTS (...) or NOT followed by one), so fragments combine without
@@ -109,7 +92,7 @@ private struct SQLWriter {
     private mutating func term(_ term: SegmentTerm) -> String {
         switch term {
         case .tag(let name):
-            let tag = bind(.text(name), as: "text")
+            let tag = bind(.text(name), as: .text)
             return "EXISTS (SELECT 1 FROM device_tags t WHERE t.row_key = d.row_key AND t.tag = \(tag))"
         case .text(let field, let condition):
             return column("d.\(field.rawValue)", condition) { .text($0) }
@@ -118,7 +101,7 @@ private struct SQLWriter {
         case .attribute(let key, let condition):
             return attribute(key, condition)
         case .seenWithin(let duration):
-            let cutoff = bind(.integer(duration.cutoff(now: now)), as: "bigint")
+            let cutoff = bind(.integer(duration.cutoff(now: now)), as: .bigint)
             return "(d.last_seen_at IS NOT NULL AND d.last_seen_at >= \(cutoff))"
         }
     }
@@ -126,35 +109,25 @@ private struct SQLWriter {
     /// A text column. `IS NOT NULL AND` turns the NULL of a missing value into
     /// false while leaving the comparison itself free to use an index.
     private mutating func column<V>(
-        _ name: String, _ condition: SegmentCondition<V>, _ parameter: (V) -> SQLParameter
+        _ name: String, _ condition: SegmentCondition<V>, _ parameter: (V) -> SQLValue
     ) -> String {
         switch condition {
         case .compare(.notEqual, let value):
             return "NOT " + column(name, .compare(.equal, value), parameter)
         case .compare(let op, let value):
-            let collate = op.isOrdering && dialect == .postgres ? " COLLATE \"C\"" : ""
-            let placeholder = bind(parameter(value), as: "text")
+            let collate = op.isOrdering ? syntax.byteOrder : ""
+            let placeholder = bind(parameter(value), as: .text)
             return "(\(name) IS NOT NULL AND \(name)\(collate) \(op.rawValue) \(placeholder))"
         case .oneOf(let values):
             var placeholders: [String] = []
-            for value in values { placeholders.append(bind(parameter(value), as: "text")) }
+            for value in values { placeholders.append(bind(parameter(value), as: .text)) }
             return "(\(name) IS NOT NULL AND \(name) IN (\(placeholders.joined(separator: ", "))))"
         }
     }
 
     // MARK: Attributes
 
-    private enum Kind: CaseIterable {
-        case text, number, bool
-
-        init(_ value: SegmentAttributeValue) {
-            switch value {
-            case .text: self = .text
-            case .integer, .real: self = .number
-            case .bool: self = .bool
-            }
-        }
-    }
+    private typealias Kind = SQLAttributeKind
 
     private mutating func attribute(_ key: String, _ condition: SegmentCondition<SegmentAttributeValue>) -> String {
         switch condition {
@@ -178,37 +151,13 @@ private struct SQLWriter {
     private mutating func attributeTest(
         _ key: String, _ kind: Kind, _ op: SegmentComparison?, _ values: [SegmentAttributeValue]
     ) -> String {
-        let check: String
-        let member: String
-        switch dialect {
-        case .sqlite:
-            // A JSON path with the name quoted, so '.' and '-' in it are literal.
-            let path = SQLParameter.text("$.\"\(key)\"")
-            let typePath = bind(path, as: "text")
-            switch kind {
-            case .text: check = "json_type(d.attributes, \(typePath)) = 'text'"
-            case .number: check = "json_type(d.attributes, \(typePath)) IN ('integer', 'real')"
-            case .bool: check = "json_type(d.attributes, \(typePath)) IN ('true', 'false')"
-            }
-            let valuePath = bind(path, as: "text")
-            // json_type names a boolean 'true' or 'false', which is what a bool
-            // literal is bound as; json_extract would turn it into 1 or 0.
-            member = kind == .bool
-                ? "json_type(d.attributes, \(valuePath))" : "json_extract(d.attributes, \(valuePath))"
-        case .postgres:
-            let name = bind(.text(key), as: "text")
-            switch kind {
-            case .text:
-                check = "jsonb_typeof(d.attributes -> \(name)) = 'string'"
-                member = "(d.attributes ->> \(name))" + (op?.isOrdering == true ? " COLLATE \"C\"" : "")
-            case .number:
-                check = "jsonb_typeof(d.attributes -> \(name)) = 'number'"
-                member = "(d.attributes ->> \(name))::numeric"
-            case .bool:
-                check = "jsonb_typeof(d.attributes -> \(name)) = 'boolean'"
-                member = "(d.attributes ->> \(name))"
-            }
+        var bindings: [SQLValue] = []
+        let access = syntax.attribute(key, kind: kind, ordering: op?.isOrdering == true) { value in
+            bindings.append(value)
+            return syntax.placeholder(firstIndex + parameters.count + bindings.count - 1, type: .text)
         }
+        parameters += bindings
+        let (check, member) = (access.check, access.member)
         let comparison: String
         if let op {
             comparison = "\(member) \(op.rawValue) \(attributeValue(values[0]))"
@@ -217,15 +166,15 @@ private struct SQLWriter {
             for value in values { placeholders.append(attributeValue(value)) }
             comparison = "\(member) IN (\(placeholders.joined(separator: ", ")))"
         }
-        return "(CASE WHEN \(check) THEN \(comparison) ELSE \(falseValue) END)"
+        return "(CASE WHEN \(check) THEN \(comparison) ELSE \(syntax.falseValue) END)"
     }
 
     private mutating func attributeValue(_ value: SegmentAttributeValue) -> String {
         switch value {
-        case .text(let text): return bind(.text(text), as: "text")
-        case .integer(let number): return bind(.integer(number), as: "numeric")
-        case .real(let number): return bind(.real(number), as: "numeric")
-        case .bool(let flag): return bind(.text(flag ? "true" : "false"), as: "text")
+        case .text(let text): return bind(.text(text), as: .text)
+        case .integer(let number): return bind(.integer(number), as: .numeric)
+        case .real(let number): return bind(.real(number), as: .numeric)
+        case .bool(let flag): return bind(.text(flag ? "true" : "false"), as: .text)
         }
     }
 }

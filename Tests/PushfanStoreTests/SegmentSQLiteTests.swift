@@ -1,7 +1,10 @@
 import Foundation
 import Testing
 
-@testable import PushfanCore
+import PushfanCore
+import SegmentTestSupport
+
+@testable import PushfanStore
 
 /// Runs compiled segments in a real SQLite (through the `sqlite3` shell, so the
 /// test bundle links nothing) over the fixture devices, and compares the rows
@@ -27,12 +30,12 @@ struct SegmentSQLiteTests {
     @Test(arguments: SegmentFixtures.expressions)
     func sqliteAgreesWithTheEvaluator(_ text: String) throws {
         let expression = try SegmentParser.parse(text)
-        let compiled = SegmentCompiler.compile(expression, dialect: .sqlite, now: SegmentFixtures.now)
+        let compiled = SegmentSQL.compile(expression, syntax: SQLiteSyntax(), now: SegmentFixtures.now)
         let expected = SegmentFixtures.expectedRowKeys(expression)
         #expect(try rowKeys(compiled) == expected, "\(text)\n\(compiled.sql)")
 
         // The complement, through SQL's NOT: together they cover every row exactly once.
-        let negated = SegmentCompiler.compile(.not(expression), dialect: .sqlite, now: SegmentFixtures.now)
+        let negated = SegmentSQL.compile(.not(expression), syntax: SQLiteSyntax(), now: SegmentFixtures.now)
         let complement = try rowKeys(negated)
         #expect(complement == SegmentFixtures.expectedRowKeys(.not(expression)), "not (\(text))")
         #expect(Set(complement).isDisjoint(with: expected))
@@ -72,9 +75,9 @@ struct SegmentSQLiteTests {
         let units = level.filter { $0 == "(" }.count + level.components(separatedBy: "not ").count - 1
         #expect(depth * units > SegmentLimits.standard.maxDepth - units, "only \(depth) levels parsed for \(level)")
         let expression = try SegmentParser.parse(text)
-        let compiled = SegmentCompiler.compile(expression, dialect: .sqlite, now: SegmentFixtures.now)
+        let compiled = SegmentSQL.compile(expression, syntax: SQLiteSyntax(), now: SegmentFixtures.now)
         #expect(try rowKeys(compiled) == SegmentFixtures.expectedRowKeys(expression))
-        let negated = SegmentCompiler.compile(.not(expression), dialect: .sqlite, now: SegmentFixtures.now)
+        let negated = SegmentSQL.compile(.not(expression), syntax: SQLiteSyntax(), now: SegmentFixtures.now)
         _ = try rowKeys(negated)
     }
 
@@ -82,16 +85,16 @@ struct SegmentSQLiteTests {
     @Test func widestExpressionsRun() throws {
         let values = (0..<500).map { "\"v\($0)\"" }.joined(separator: ",")
         let list = try SegmentParser.parse("attr.plan in (\(values.replacingOccurrences(of: "\"v7\"", with: "free")))")
-        #expect(try rowKeys(SegmentCompiler.compile(list, dialect: .sqlite, now: 0)) == SegmentFixtures.expectedRowKeys(list))
+        #expect(try rowKeys(SegmentSQL.compile(list, syntax: SQLiteSyntax(), now: 0)) == SegmentFixtures.expectedRowKeys(list))
         let terms = try SegmentParser.parse((0..<199).map { "attr.age = \($0)" }.joined(separator: " or ") + " or tag:news")
-        #expect(try rowKeys(SegmentCompiler.compile(terms, dialect: .sqlite, now: 0)) == SegmentFixtures.expectedRowKeys(terms))
+        #expect(try rowKeys(SegmentSQL.compile(terms, syntax: SQLiteSyntax(), now: 0)) == SegmentFixtures.expectedRowKeys(terms))
     }
 
     /// Hostile values are data: the tables are intact afterwards and the value is
     /// matched literally.
     @Test func injectionAttemptsAreInert() throws {
         let expression = try SegmentParser.parse("tag:\"' OR 1=1 --\" or locale = \"x'); DROP TABLE devices; --\"")
-        let compiled = SegmentCompiler.compile(expression, dialect: .sqlite, now: 0)
+        let compiled = SegmentSQL.compile(expression, syntax: SQLiteSyntax(), now: 0)
         let script = Self.schema + (try SQLiteShell.bound(SQLiteShell.storeQuery(compiled.sql), compiled.parameters))
             + "SELECT 'devices=' || count(*) FROM devices;\n"
         let lines = try SQLiteShell.run(script).split(separator: "\n").map(String.init)

@@ -1,15 +1,32 @@
 import Foundation
 import Testing
 
-@testable import PushfanCore
+import PushfanCore
+import SegmentTestSupport
 
-@Suite("Segment compiler")
-struct SegmentCompilerTests {
+@testable import PushfanStore
+
+/// The two syntaxes, as test arguments.
+enum Dialect: String, CaseIterable, Sendable, CustomTestStringConvertible {
+    case sqlite, postgres
+
+    var syntax: any SQLSyntax {
+        switch self {
+        case .sqlite: SQLiteSyntax()
+        case .postgres: PostgresSyntax()
+        }
+    }
+
+    var testDescription: String { rawValue }
+}
+
+@Suite("Segment SQL compiler")
+struct SegmentSQLTests {
     static let now = SegmentFixtures.now
-    static let dialects: [SQLDialect] = [.sqlite, .postgres]
+    static let dialects = Dialect.allCases
 
-    private func compile(_ text: String, _ dialect: SQLDialect, first: Int = 1) throws -> CompiledSegment {
-        SegmentCompiler.compile(try SegmentParser.parse(text), dialect: dialect, now: Self.now, firstParameterIndex: first)
+    private func compile(_ text: String, _ dialect: Dialect, first: Int = 1) throws -> CompiledSegment {
+        SegmentSQL.compile(try SegmentParser.parse(text), syntax: dialect.syntax, now: Self.now, firstParameterIndex: first)
     }
 
     // MARK: The shapes, pinned
@@ -75,11 +92,11 @@ struct SegmentCompilerTests {
 
     // MARK: Properties of every expression
 
-    static let cases: [(String, SQLDialect)] = SegmentFixtures.expressions.flatMap { text in dialects.map { (text, $0) } }
+    static let cases: [(String, Dialect)] = SegmentFixtures.expressions.flatMap { text in dialects.map { (text, $0) } }
 
     /// Placeholders and parameters correspond one to one, in order.
     @Test(arguments: cases)
-    func placeholdersMatchParameters(_ text: String, _ dialect: SQLDialect) throws {
+    func placeholdersMatchParameters(_ text: String, _ dialect: Dialect) throws {
         for first in [1, 4] {
             let compiled = try compile(text, dialect, first: first)
             let numbers = Self.placeholders(in: compiled.sql, dialect)
@@ -98,10 +115,10 @@ struct SegmentCompilerTests {
     /// The SQL depends only on the shape of the expression: replacing every user
     /// value by another gives the very same text. So no value can reach the SQL.
     @Test(arguments: cases)
-    func sqlDoesNotDependOnValues(_ text: String, _ dialect: SQLDialect) throws {
+    func sqlDoesNotDependOnValues(_ text: String, _ dialect: Dialect) throws {
         let expression = try SegmentParser.parse(text)
-        let original = SegmentCompiler.compile(expression, dialect: dialect, now: Self.now)
-        let replaced = SegmentCompiler.compile(Self.replacingValues(expression), dialect: dialect, now: Self.now + 12_345)
+        let original = SegmentSQL.compile(expression, syntax: dialect.syntax, now: Self.now)
+        let replaced = SegmentSQL.compile(Self.replacingValues(expression), syntax: dialect.syntax, now: Self.now + 12_345)
         #expect(original.sql == replaced.sql)
         #expect(original.parameters.count == replaced.parameters.count)
         #expect(original.parameters != replaced.parameters)
@@ -110,7 +127,7 @@ struct SegmentCompilerTests {
     /// Only a fixed vocabulary appears in the SQL: column names, keywords, the
     /// JSON type names, placeholders.
     @Test(arguments: cases)
-    func sqlUsesOnlyFixedVocabulary(_ text: String, _ dialect: SQLDialect) throws {
+    func sqlUsesOnlyFixedVocabulary(_ text: String, _ dialect: Dialect) throws {
         let sql = try compile(text, dialect).sql
         let literals = Self.matches(of: "'[^']*'", in: sql)
         #expect(Set(literals).isSubset(of: ["'text'", "'integer'", "'real'", "'true'", "'false'", "'string'", "'number'", "'boolean'"]), "\(literals)")
@@ -162,19 +179,19 @@ struct SegmentCompilerTests {
 
     @Test func lastSeenCutoffFollowsNow() throws {
         let expression = try SegmentParser.parse("last_seen within 2h")
-        #expect(SegmentCompiler.compile(expression, dialect: .sqlite, now: 10_000_000).parameters == [.integer(2_800_000)])
-        #expect(SegmentCompiler.compile(expression, dialect: .postgres, now: .min).parameters == [.integer(.min)])
+        #expect(SegmentSQL.compile(expression, syntax: SQLiteSyntax(), now: 10_000_000).parameters == [.integer(2_800_000)])
+        #expect(SegmentSQL.compile(expression, syntax: PostgresSyntax(), now: .min).parameters == [.integer(.min)])
     }
 
     @Test func emptyChainsCompileToConstants() {
-        #expect(SegmentCompiler.compile(.and([]), dialect: .sqlite, now: 0).sql == "(1 = 1)")
-        #expect(SegmentCompiler.compile(.or([]), dialect: .postgres, now: 0).sql == "(1 = 0)")
-        #expect(SegmentCompiler.compile(.and([Seg.tag("x")]), dialect: .sqlite, now: 0) == SegmentCompiler.compile(Seg.tag("x"), dialect: .sqlite, now: 0))
+        #expect(SegmentSQL.compile(.and([]), syntax: SQLiteSyntax(), now: 0).sql == "(1 = 1)")
+        #expect(SegmentSQL.compile(.or([]), syntax: PostgresSyntax(), now: 0).sql == "(1 = 0)")
+        #expect(SegmentSQL.compile(.and([Seg.tag("x")]), syntax: SQLiteSyntax(), now: 0) == SegmentSQL.compile(Seg.tag("x"), syntax: SQLiteSyntax(), now: 0))
     }
 
     // MARK: Helpers
 
-    static func placeholders(in sql: String, _ dialect: SQLDialect) -> [Int] {
+    static func placeholders(in sql: String, _ dialect: Dialect) -> [Int] {
         switch dialect {
         case .sqlite: return sql.filter { $0 == "?" }.map { _ in 0 }
         case .postgres: return matches(of: "\\$[0-9]+", in: sql).map { Int($0.dropFirst())! }

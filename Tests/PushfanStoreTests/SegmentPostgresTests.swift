@@ -1,7 +1,10 @@
 import Foundation
 import Testing
 
-@testable import PushfanCore
+import PushfanCore
+import SegmentTestSupport
+
+@testable import PushfanStore
 
 /// The PostgreSQL twin of the SQLite suite: the same fixture devices in a JSONB
 /// table, the same expressions, compared with the same reference evaluator.
@@ -39,9 +42,9 @@ struct SegmentPostgresTests {
     @Test(arguments: SegmentFixtures.expressions)
     func postgresAgreesWithTheEvaluator(_ text: String) throws {
         let expression = try SegmentParser.parse(text)
-        let compiled = SegmentCompiler.compile(expression, dialect: .postgres, now: SegmentFixtures.now, firstParameterIndex: 2)
+        let compiled = SegmentSQL.compile(expression, syntax: PostgresSyntax(), now: SegmentFixtures.now, firstParameterIndex: 2)
         #expect(try rowKeys(compiled) == SegmentFixtures.expectedRowKeys(expression), "\(text)\n\(compiled.sql)")
-        let negated = SegmentCompiler.compile(.not(expression), dialect: .postgres, now: SegmentFixtures.now, firstParameterIndex: 2)
+        let negated = SegmentSQL.compile(.not(expression), syntax: PostgresSyntax(), now: SegmentFixtures.now, firstParameterIndex: 2)
         #expect(try rowKeys(negated) == SegmentFixtures.expectedRowKeys(.not(expression)), "not (\(text))")
     }
 
@@ -52,7 +55,7 @@ struct SegmentPostgresTests {
             text = deeper
         }
         let expression = try SegmentParser.parse(text)
-        let compiled = SegmentCompiler.compile(expression, dialect: .postgres, now: 0, firstParameterIndex: 2)
+        let compiled = SegmentSQL.compile(expression, syntax: PostgresSyntax(), now: 0, firstParameterIndex: 2)
         #expect(try rowKeys(compiled) == SegmentFixtures.expectedRowKeys(expression))
     }
 }
@@ -81,9 +84,9 @@ enum PSQLShell {
     }
 
     /// Harness-only literal: text as hex-encoded UTF-8, so no quoting is involved.
-    static func literal(_ parameter: SQLParameter?) -> String {
+    static func literal(_ parameter: SQLValue?) -> String {
         switch parameter {
-        case nil: return "NULL"
+        case nil, .null?: return "NULL"
         case .text(let text)?:
             let hex = text.utf8.map { String(format: "%02x", $0) }.joined()
             return "convert_from('\\x\(hex)'::bytea, 'UTF8')"
@@ -113,11 +116,11 @@ enum PSQLShell {
             let values: [String] = [
                 literal(.integer(row.rowKey)), literal(.text(row.app)), literal(.text("device-\(row.rowKey)")),
                 literal(.text("token-\(row.rowKey)")), literal(.text(device.environment)),
-                literal(device.locale.map(SQLParameter.text)), literal(device.timezone.map(SQLParameter.text)),
-                literal(device.appVersion.map(SQLParameter.text)),
-                literal(device.appVersion.flatMap(VersionKey.key).map(SQLParameter.text)),
-                literal(device.osVersion.map(SQLParameter.text)),
-                literal(device.osVersion.flatMap(VersionKey.key).map(SQLParameter.text)),
+                literal(device.locale.map(SQLValue.text)), literal(device.timezone.map(SQLValue.text)),
+                literal(device.appVersion.map(SQLValue.text)),
+                literal(device.appVersion.flatMap(VersionKey.key).map(SQLValue.text)),
+                literal(device.osVersion.map(SQLValue.text)),
+                literal(device.osVersion.flatMap(VersionKey.key).map(SQLValue.text)),
                 attributes, literal(.integer(device.lastSeenAt)), literal(.text(row.status)),
             ]
             script += "INSERT INTO devices VALUES (\(values.joined(separator: ", ")));\n"
