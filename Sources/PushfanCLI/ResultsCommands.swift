@@ -16,7 +16,7 @@ struct CampaignWatch {
 
     /// Reads the results topic from the start (a private consumer group, so nothing is
     /// skipped however early the campaign's events were written) until this submission's
-    /// campaign completes or fails, or `timeout` passes. Returns the last event of this
+    /// campaign completes, fails or ends cancelled, or `timeout` passes. Returns the last event of this
     /// submission seen (nil when the planner never answered it).
     func wait(timeout: Duration, output: @escaping @Sendable (String) -> Void = { print($0) }) async throws -> CampaignEvent? {
         var configuration = KafkaConsumerConfiguration(client: client, groupID: "pushfan-watch-\(getpid())-\(UInt32.random(in: 0...UInt32.max))")
@@ -46,8 +46,9 @@ struct CampaignWatch {
                 }
                 last = update
                 switch update.event {
-                case .paused:
-                    let text = "paused: \(update.error ?? "no reason given"); devices are waiting"
+                case .paused, .resumed:
+                    let text = update.event == .paused
+                        ? "paused: \(update.error ?? "no reason given"); devices are waiting" : "resumed: sending goes on"
                     if bar.enabled { bar.show(text) } else { output(text) }
                     lastLine = .now
                 case .accepted, .progress:
@@ -58,7 +59,7 @@ struct CampaignWatch {
                         output(text)
                         lastLine = .now
                     }
-                case .completed, .failed:
+                case .completed, .failed, .cancelled:
                     break loop
                 }
             }

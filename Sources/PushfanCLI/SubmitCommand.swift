@@ -17,7 +17,7 @@ struct SubmitCommand: Command {
             With --wait, follows this submission on the results topic (a progress bar on a
             terminal, a line every two seconds otherwise; a pause for credentials is shown
             with its reason) and prints the summary table when it completes; exit 0 when
-            completed, 1 when it failed or --timeout passed.
+            completed, 1 when it failed, was cancelled or --timeout passed.
             """,
         positionals: ["FILE"],
         options: [
@@ -72,7 +72,10 @@ struct SubmitCommand: Command {
         case .failed:
             printError("pushfan submit: \(campaign.id) failed: \(last.error ?? "no reason given")")
             return 1
-        case .accepted, .progress, .paused:
+        case .cancelled:
+            printError("pushfan submit: \(campaign.id) was cancelled")
+            return 1
+        case .accepted, .progress, .paused, .resumed:
             printError("pushfan submit: \(campaign.id) did not complete within \(Int(timeout)) s")
             return 1
         }

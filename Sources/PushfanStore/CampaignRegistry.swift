@@ -12,19 +12,73 @@ package struct CampaignRegistry: Sendable {
         package let status: CampaignStatus
         package let audience: Int
         package let shards: Int
+        /// `options.send_at`, when the campaign has one.
+        package var sendAt: Int64? = nil
+        /// Parked: scheduled and not yet dispatched (no task exists).
+        package var parked = false
+    }
+
+    private static let columns: SQLStatement = "SELECT id, app, status, audience, shards, send_at, dispatched_at FROM campaigns"
+
+    private static func row(_ row: any SQLRow) throws(StoreError) -> Row {
+        let id = row.text(0) ?? ""
+        guard let status = row.text(2).flatMap(CampaignStatus.init(rawValue:)) else {
+            throw StoreError.database("campaign \(id) has the unknown status '\(row.text(2) ?? "")'")
+        }
+        let sendAt = row.int(5)
+        return Row(
+            id: id, app: row.text(1) ?? "", status: status, audience: Int(row.int(3) ?? 0), shards: Int(row.int(4) ?? 0),
+            sendAt: sendAt, parked: sendAt != nil && row.int(6) == nil)
     }
 
     /// Records a campaign once; false when its id was already known (the same id twice is
     /// one campaign).
+    /// A `scheduled` campaign is parked: it waits, undispatched, for `sendAt`.
     package func record(
         id: String, app: String, audience: Int, shards: Int, definition: String? = nil, status: CampaignStatus = .running,
-        now: Int64 = DeviceStore.now()
+        sendAt: Int64? = nil, now: Int64 = DeviceStore.now()
     ) async throws(StoreError) -> Bool {
-        try await executor.run { connection throws(StoreError) in
+        let dispatched: Int64? = status == .scheduled ? nil : now
+        return try await executor.run { connection throws(StoreError) in
             try connection.execute("""
-                INSERT INTO campaigns (id, app, status, audience, shards, definition, created_at, updated_at)
-                VALUES (\(id), \(app), \(status.rawValue), \(audience), \(shards), \(.optional(definition)), \(now), \(now)) ON CONFLICT (id) DO NOTHING
+                INSERT INTO campaigns (id, app, status, audience, shards, definition, created_at, updated_at, send_at, dispatched_at)
+                VALUES (\(id), \(app), \(status.rawValue), \(audience), \(shards), \(.optional(definition)), \(now), \(now),
+                        \(.optional(sendAt)), \(.optional(dispatched))) ON CONFLICT (id) DO NOTHING
                 """) == 1
+        }
+    }
+
+    /// Parked campaigns to dispatch now: due within `lead`, or cancelled (their devices are to
+    /// end `cancelled` at once); and dispatches that started more than `staleAfter` ago and
+    /// never finished (the dispatching worker died), to run again.
+    package func dispatchable(now: Int64, lead: Duration, staleAfter: Duration) async throws(StoreError) -> [Row] {
+        let due = now + lead.milliseconds
+        let stale = now - staleAfter.milliseconds
+        return try await executor.run { connection throws(StoreError) in
+            try connection.queryAll(Self.columns + """
+                 WHERE send_at IS NOT NULL AND ((dispatched_at IS NULL AND (send_at <= \(due) OR status = 'cancelled'))
+                    OR (status = 'planning' AND dispatched_at < \(stale)))
+                 ORDER BY send_at
+                """) { row throws(StoreError) in try Self.row(row) }
+        }
+    }
+
+    /// Takes the dispatch of a campaign `dispatchable` listed: true for the one worker that
+    /// got it.
+    package func claimDispatch(_ id: String, staleAfter: Duration, now: Int64 = DeviceStore.now()) async throws(StoreError) -> Bool {
+        let stale = now - staleAfter.milliseconds
+        return try await executor.run { connection throws(StoreError) in
+            try connection.execute("""
+                UPDATE campaigns SET dispatched_at = \(now), updated_at = \(now)
+                 WHERE id = \(id) AND (dispatched_at IS NULL OR (status = 'planning' AND dispatched_at < \(stale)))
+                """) == 1
+        }
+    }
+
+    /// A dispatched campaign's audience and shards, counted again at its time.
+    package func planned(_ id: String, audience: Int, shards: Int, now: Int64 = DeviceStore.now()) async throws(StoreError) {
+        _ = try await executor.run { connection throws(StoreError) in
+            try connection.execute("UPDATE campaigns SET audience = \(audience), shards = \(shards), updated_at = \(now) WHERE id = \(id)")
         }
     }
 
@@ -36,16 +90,9 @@ package struct CampaignRegistry: Sendable {
     }
 
     package func get(_ id: String) async throws(StoreError) -> Row? {
-        let row = try await executor.run { connection throws(StoreError) in
-            try connection.queryOne("SELECT id, app, status, audience, shards FROM campaigns WHERE id = \(id)") { row in
-                (id: row.text(0) ?? "", app: row.text(1) ?? "", status: row.text(2) ?? "", audience: Int(row.int(3) ?? 0), shards: Int(row.int(4) ?? 0))
-            }
+        try await executor.run { connection throws(StoreError) in
+            try connection.queryOne(Self.columns + " WHERE id = \(id)") { row throws(StoreError) in try Self.row(row) }
         }
-        guard let row else { return nil }
-        guard let status = CampaignStatus(rawValue: row.status) else {
-            throw StoreError.database("campaign \(id) has the unknown status '\(row.status)'")
-        }
-        return Row(id: row.id, app: row.app, status: status, audience: row.audience, shards: row.shards)
     }
 
     /// Moves a campaign from `from` to `to`; true for the one caller that made the change,
@@ -55,6 +102,42 @@ package struct CampaignRegistry: Sendable {
         guard from.canMove(to: to) else { throw StoreError.invalidInput("a campaign cannot go from \(from.rawValue) to \(to.rawValue)") }
         return try await executor.run { connection throws(StoreError) in
             try connection.execute("UPDATE campaigns SET status = \(to.rawValue), updated_at = \(now) WHERE id = \(id) AND status = \(from.rawValue)") == 1
+        }
+    }
+
+    /// Applies an operator's command (`ControlDecision`): nil when the campaign is unknown.
+    /// Safe to repeat and to race: every worker applies the control records it reads, and
+    /// the one conditional update that lands decides; the others see `.already`.
+    package func control(_ id: String, _ action: ControlRecord.Action, now: Int64 = DeviceStore.now()) async throws(StoreError) -> ControlDecision? {
+        for _ in 0..<5 {
+            guard let row = try await get(id) else { return nil }
+            let decision = ControlDecision.decide(action, campaign: id, status: row.status, parked: row.parked)
+            guard case .move(let from, let to) = decision else { return decision }
+            if try await transition(id, from: from, to: to, now: now) { return decision }
+            // The status moved under us (the planner, a finisher, another command): decide again.
+        }
+        throw StoreError.database("campaign \(id) kept changing status while applying \(action.rawValue)")
+    }
+
+    /// The statuses of these campaigns, for senders checking what an operator decided.
+    package func statuses(_ ids: [String]) async throws(StoreError) -> [String: CampaignStatus] {
+        guard !ids.isEmpty else { return [:] }
+        let backend = executor.backend
+        return try await executor.run { connection throws(StoreError) in
+            var statuses: [String: CampaignStatus] = [:]
+            var statement: SQLStatement = "SELECT id, status FROM campaigns WHERE id"
+            statement.append(backend.isIn(ids.map { .text($0) }, type: "text"))
+            try connection.query(statement) { row throws(StoreError) in
+                if let id = row.text(0), let status = row.text(1).flatMap(CampaignStatus.init(rawValue:)) { statuses[id] = status }
+            }
+            return statuses
+        }
+    }
+
+    /// The most recently created campaigns first, at most `limit`.
+    package func list(limit: Int) async throws(StoreError) -> [Row] {
+        try await executor.run { connection throws(StoreError) in
+            try connection.queryAll(Self.columns + " ORDER BY created_at DESC, id LIMIT \(limit)") { row throws(StoreError) in try Self.row(row) }
         }
     }
 

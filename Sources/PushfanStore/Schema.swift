@@ -176,6 +176,18 @@ enum Schema {
                     PRIMARY KEY (team_id, key_id)
                 );
                 """),
+        Migration(
+            version: 5, summary: "scheduled campaigns: their send_at, and when a worker dispatched them",
+            sqlite: """
+                ALTER TABLE campaigns ADD COLUMN send_at INTEGER;
+                ALTER TABLE campaigns ADD COLUMN dispatched_at INTEGER;
+                CREATE INDEX campaigns_parked ON campaigns (send_at) WHERE send_at IS NOT NULL AND dispatched_at IS NULL;
+                """,
+            postgres: """
+                ALTER TABLE campaigns ADD COLUMN send_at BIGINT;
+                ALTER TABLE campaigns ADD COLUMN dispatched_at BIGINT;
+                CREATE INDEX campaigns_parked ON campaigns (send_at) WHERE send_at IS NOT NULL AND dispatched_at IS NULL;
+                """),
     ]
 
     /// Brings the database to the newest version; returns the versions applied now.

@@ -2,8 +2,8 @@ import PushfanAPNs
 import PushfanCore
 
 /// Hands one round's requests to APNs in rate-sized batches, several in flight, while the
-/// lane's circuit, the app's credentials and the campaign's expiration allow. What it does
-/// not send it gives back, sorted by why.
+/// operator's controls, the lane's circuit, the app's credentials and the campaign's
+/// expiration allow. What it does not send it gives back, sorted by why.
 struct BatchTransmitter {
     /// What became of the requests handed to `transmit`.
     struct Transmission {
@@ -14,6 +14,10 @@ struct BatchTransmitter {
         var expired: [ShardSender.Pending] = []
         /// Not sent: the app's credentials have failed past the limit.
         var givenUp: [ShardSender.Pending] = []
+        /// Not sent: an operator cancelled the campaign.
+        var cancelled: [ShardSender.Pending] = []
+        /// Not sent: an operator paused the campaign; they wait for the resume.
+        var paused: [ShardSender.Pending] = []
     }
 
     let context: SenderContext
@@ -24,7 +28,8 @@ struct BatchTransmitter {
 
     /// Sends `ready` in order. Each batch takes its budget from the campaign's bucket (when
     /// the campaign has its own lower rate) and the app lane's, and is checked against the
-    /// expiration just before it starts.
+    /// operator's controls and the expiration just before it starts: a cancel or pause read
+    /// from the control topic stops the next batch, so no request starts after it.
     func transmit(_ ready: [(ShardSender.Pending, APNsNotification)]) async -> Transmission {
         let appBucket = context.rates.bucket(lane, rate: Double(plan.app.ratePerSecond) / Double(task.lanes))
         var campaignBucket: TokenBucket?
@@ -38,6 +43,10 @@ struct BatchTransmitter {
             var running = 0
             sending: while index < ready.count {
                 do {
+                    if let held = controlled() {
+                        stop = held
+                        break
+                    }
                     if context.pauses.hasGivenUp(task.app) {
                         stop = \.givenUp
                         break
@@ -65,6 +74,10 @@ struct BatchTransmitter {
                         transmission.sent += done
                         running -= 1
                     }
+                    if let held = controlled() {
+                        stop = held
+                        break
+                    }
                     if context.hasExpired(plan.campaign) {
                         stop = \.expired
                         break
@@ -83,6 +96,14 @@ struct BatchTransmitter {
         }
         if let stop { transmission[keyPath: stop] = ready[index...].map(\.0) }
         return transmission
+    }
+
+    /// Where the rest goes when an operator's command stops the campaign; nil to go on (and
+    /// the batch about to start is counted as this worker's latest for the campaign).
+    private func controlled() -> WritableKeyPath<Transmission, [ShardSender.Pending]>? {
+        guard let status = context.controls.admits(task.campaign) else { return nil }
+        context.controls.obeyed(task.campaign)
+        return status == .cancelled ? \.cancelled : \.paused
     }
 
     /// One batch's work, to run in the group: one client per environment (a batch mixing

@@ -9,7 +9,9 @@ import PushfanStore
 /// Idempotent by campaign id: the campaign row is written as `planning` before any task is
 /// produced and becomes `running` once every task is on the topic, so a crash in between
 /// re-plans (the duplicate tasks are harmless: the ledger claims each device once), and a
-/// record for a campaign that is already `running` or `completed` is skipped.
+/// record for a campaign that is already `running` or `completed` is skipped. A campaign
+/// whose `send_at` is further ahead than `CampaignDispatcher.lead` is counted and parked as
+/// `scheduled`; `dispatch` plans it when its time comes.
 package struct CampaignPlanner: Sendable {
     package let store: DeviceStore
     package let writer: ResultsWriter
@@ -38,6 +40,8 @@ package struct CampaignPlanner: Sendable {
     /// What became of one record.
     package enum Outcome: Sendable, Equatable {
         case planned(campaign: String, audience: Int, tasks: Int)
+        /// Counted and parked in the store until `send_at` comes near (`CampaignDispatcher`).
+        case scheduled(campaign: String, sendAt: Int64)
         case duplicate(campaign: String)
         case deadLettered(code: String)
     }
@@ -90,12 +94,20 @@ package struct CampaignPlanner: Sendable {
         CampaignEvent.Submission(partition: Int(record.partition), offset: record.offset)
     }
 
-    /// The event that tells a campaign's state now: `completed` with its final counts, or
-    /// `progress` with the totals so far.
+    /// The event that tells a campaign's state now: `completed` with its final counts,
+    /// `paused` by an operator, or `progress` with the totals so far (a cancelled campaign's
+    /// last task produces the `cancelled` event when every device is final).
     private func currentState(of existing: CampaignRegistry.Row, submission: CampaignEvent.Submission?) async throws -> CampaignEvent {
-        existing.status == .completed
-            ? try await CampaignTotals.completed(store, campaign: existing.id, app: existing.app, submission: submission)
-            : try await CampaignTotals.running(.progress, store, campaign: existing.id, app: existing.app, audience: existing.audience, submission: submission)
+        switch existing.status {
+        case .completed:
+            try await CampaignTotals.final(.completed, store, campaign: existing.id, app: existing.app, submission: submission)
+        case .paused:
+            try await CampaignTotals.running(
+                .paused, store, campaign: existing.id, app: existing.app, audience: existing.audience, error: CampaignControls.pausedReason,
+                submission: submission)
+        case .scheduled, .planning, .running, .cancelled:
+            try await CampaignTotals.running(.progress, store, campaign: existing.id, app: existing.app, audience: existing.audience, submission: submission)
+        }
     }
 
     private func plan(_ record: KafkaRecord) async throws -> Outcome {
@@ -135,35 +147,84 @@ package struct CampaignPlanner: Sendable {
         do { _ = try APNsNotification.requestTopic(app.topic, pushType: campaign.notification.pushType) } catch {
             throw refuse(error.code, "app \(campaign.app)'s bundle id cannot carry this campaign: \(error.description)")
         }
+        do { try campaign.checkSchedule(now: Date()) } catch { throw refuse(error.code, error.description) }
         let audience = try await resolve(campaign, refuse: refuse)
-        let ranges = try await shardRanges(campaign, audience: audience)
         let definition = String(decoding: MessageCodec.encode(campaign), as: UTF8.self)
+        if let sendAt = campaign.options.sendAt, sendAt > epochMillis() + CampaignDispatcher.lead.milliseconds {
+            _ = try await store.campaigns.record(
+                id: campaign.id, app: campaign.app, audience: audience.count, shards: 0, definition: definition, status: .scheduled, sendAt: sendAt)
+            let accepted = try await writer.campaign(CampaignEvent(
+                campaign: campaign.id, app: campaign.app, event: .accepted, audience: audience.count, submission: Self.submission(of: record), at: epochMillis()))
+            if let error = await ResultsWriter.firstFailure([accepted]) { throw error }
+            logger.notice("planner.scheduled", ["campaign.id": campaign.id, "app": campaign.app, "audience": String(audience.count), "send_at": String(sendAt)])
+            return .scheduled(campaign: campaign.id, sendAt: sendAt)
+        }
+        let ranges = try await shardRanges(campaign, audience: audience)
         _ = try await store.campaigns.record(
             id: campaign.id, app: campaign.app, audience: audience.count, shards: ranges.count, definition: definition,
-            status: .planning)
-
-        // Each lane gets a partition of its own (while there are enough), at an offset that
-        // depends on the app, so lanes spread over the workers (round-robin assignment)
-        // instead of wherever the key hash puts them.
-        let partitions = try await writer.producer.partitionCount(topic: writer.topics.tasks)
-        let lanes = min(settings.lanes, partitions)
-        let base = Int(FNV1a.hash(campaign.app) % UInt64(partitions))
-        var tickets: [DeliveryTicket] = []
-        var batch: [ProducerRecord] = []
-        for (index, range) in ranges.enumerated() {
-            let task = TaskRecord(
-                campaign: campaign.id, app: campaign.app, shard: index, shards: ranges.count, after: range.after, through: range.through,
-                estimate: range.estimate, lane: index % lanes, lanes: lanes)
-            batch.append(ProducerRecord(
-                topic: writer.topics.tasks, key: task.kafkaKey, value: MessageCodec.encode(task), partition: Int32((base + task.lane) % partitions)))
-        }
-        tickets.append(try await writer.producer.enqueue(batch))
+            status: .planning, sendAt: campaign.options.sendAt)
+        var tickets = try await produceTasks(campaign, ranges, notBefore: campaign.options.sendAt)
         tickets.append(try await writer.campaign(CampaignEvent(
             campaign: campaign.id, app: campaign.app, event: .accepted, audience: audience.count, submission: Self.submission(of: record), at: epochMillis())))
         if let error = await ResultsWriter.firstFailure(tickets) { throw error }
         _ = try await store.campaigns.transition(campaign.id, from: .planning, to: .running)
         logger.notice("planner.planned", ["campaign.id": campaign.id, "app": campaign.app, "audience": String(audience.count), "tasks": String(ranges.count)])
         return .planned(campaign: campaign.id, audience: audience.count, tasks: ranges.count)
+    }
+
+    /// A parked campaign whose time has come (the dispatcher took it): its audience counted
+    /// again, its tasks produced with `not_before` = its `send_at`, and the row moved on
+    /// from `scheduled`. A campaign paused or cancelled while parked gets its tasks too (they
+    /// wait, or end every device `cancelled`). What can no longer run (its app or saved
+    /// segment is gone) ends with a `failed` event, its row `cancelled`.
+    package func dispatch(_ row: CampaignRegistry.Row) async throws {
+        guard let definition = try await store.campaigns.definition(row.id),
+              let campaign = try? MessageCodec.decode(Campaign.self, from: Data(definition.utf8)) else {
+            throw NotDelivered("the stored definition of scheduled campaign \(row.id)")
+        }
+        do {
+            guard try await store.apps.get(campaign.app) != nil else {
+                throw Refusal(code: "unknown_app", reason: "app \(campaign.app) is not registered any more", app: campaign.app, campaign: campaign.id)
+            }
+            let audience = try await resolve(campaign) { code, reason in Refusal(code: code, reason: reason, app: campaign.app, campaign: campaign.id) }
+            let ranges = try await shardRanges(campaign, audience: audience)
+            try await store.campaigns.planned(campaign.id, audience: audience.count, shards: ranges.count)
+            if row.status == .scheduled { _ = try await store.campaigns.transition(campaign.id, from: .scheduled, to: .planning) }
+            // A cancelled one's devices end at once, whatever its time was.
+            let tickets = try await produceTasks(campaign, ranges, notBefore: row.status == .cancelled ? nil : campaign.options.sendAt)
+            if let error = await ResultsWriter.firstFailure(tickets) { throw error }
+            _ = try await store.campaigns.transition(campaign.id, from: .planning, to: .running)
+            logger.notice("planner.dispatched", [
+                "campaign.id": campaign.id, "audience": String(audience.count), "tasks": String(ranges.count),
+                "send_at": String(row.sendAt ?? 0), "ahead_ms": String((row.sendAt ?? 0) - epochMillis()),
+            ])
+        } catch let refusal as Refusal {
+            for status in [CampaignStatus.scheduled, .planning, .paused] where try await store.campaigns.transition(campaign.id, from: status, to: .cancelled) { break }
+            let failed = try await writer.campaign(CampaignEvent(campaign: campaign.id, app: campaign.app, event: .failed, error: refusal.reason, at: epochMillis()))
+            if let error = await ResultsWriter.firstFailure([failed]) { throw error }
+            logger.error("planner.dispatch_failed", ["campaign.id": campaign.id, "error": refusal.code, "reason": refusal.reason])
+        }
+    }
+
+    /// One task per range, each lane on a partition of its own; the tasks carry `notBefore`
+    /// while it is ahead.
+    private func produceTasks(_ campaign: Campaign, _ ranges: [PlannedRange], notBefore sendAt: Int64?) async throws -> [DeliveryTicket] {
+        // Each lane gets a partition of its own (while there are enough), at an offset that
+        // depends on the app, so lanes spread over the workers (round-robin assignment)
+        // instead of wherever the key hash puts them.
+        let partitions = try await writer.producer.partitionCount(topic: writer.topics.tasks)
+        let lanes = min(settings.lanes, partitions)
+        let base = Int(FNV1a.hash(campaign.app) % UInt64(partitions))
+        let notBefore = sendAt.flatMap { $0 > epochMillis() ? $0 : nil }
+        var batch: [ProducerRecord] = []
+        for (index, range) in ranges.enumerated() {
+            let task = TaskRecord(
+                campaign: campaign.id, app: campaign.app, shard: index, shards: ranges.count, after: range.after, through: range.through,
+                estimate: range.estimate, lane: index % lanes, lanes: lanes, notBefore: notBefore)
+            batch.append(ProducerRecord(
+                topic: writer.topics.tasks, key: task.kafkaKey, value: MessageCodec.encode(task), partition: Int32((base + task.lane) % partitions)))
+        }
+        return [try await writer.producer.enqueue(batch)]
     }
 
     /// The audience: the segment to expand, or the row keys of an explicit device list.

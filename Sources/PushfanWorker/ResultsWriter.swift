@@ -69,16 +69,18 @@ package struct ResultsWriter: Sendable {
 /// Campaign events that carry the store's counts, built in one place for every producer of
 /// them (the sender's completion and pause, the progress reporter, the planner's answers).
 enum CampaignTotals {
-    /// `completed`: counted from the ledger itself (exact, once per campaign); the audience
-    /// is their sum.
-    static func completed(_ store: DeviceStore, campaign: String, app: String, submission: CampaignEvent.Submission? = nil) async throws(StoreError) -> CampaignEvent {
+    /// `completed` or `cancelled`, the last event: counted from the ledger itself (exact,
+    /// once per campaign); the audience is their sum.
+    static func final(
+        _ event: CampaignEvent.Event, _ store: DeviceStore, campaign: String, app: String, submission: CampaignEvent.Submission? = nil
+    ) async throws(StoreError) -> CampaignEvent {
         let counts = DeviceOutcome.counts(fromLedger: try await store.ledger.outcomeCounts(campaign: campaign))
         return CampaignEvent(
-            campaign: campaign, app: app, event: .completed, audience: counts.values.reduce(0, +), outcomeCounts: counts, submission: submission,
+            campaign: campaign, app: app, event: event, audience: counts.values.reduce(0, +), outcomeCounts: counts, submission: submission,
             at: epochMillis())
     }
 
-    /// `progress` or `paused`: the running totals (constant cost however large the campaign)
+    /// `progress`, `paused` or `resumed`: the running totals (constant cost however large the campaign)
     /// and the audience planned, read from the store unless given.
     static func running(
         _ event: CampaignEvent.Event, _ store: DeviceStore, campaign: String, app: String, audience: Int? = nil, error: String? = nil,

@@ -14,6 +14,7 @@ struct SendRound {
 
     static let expiredReason = "expired before sending"
     static let credentialsReason = "credentials"
+    static let cancelledReason = "cancelled by an operator"
 
     private var recorder: OutcomeRecorder { OutcomeRecorder(context: context, task: task) }
 
@@ -24,6 +25,20 @@ struct SendRound {
         guard !pending.isEmpty else { return }
         var finals = OutcomeRecorder.Finals()
         let now = context.clock.wallMillis
+        switch context.controls.current(task.campaign) {
+        case .paused?:
+            // They wait, claimed, for the resume; the retry pass claims them again first.
+            state.holdForResume(pending, now: context.clock.now)
+            return
+        case .cancelled?:
+            for item in pending { finals.add(item, campaign: task.campaign, state: .cancelled, reason: Self.cancelledReason, at: now) }
+            if let ticket = try await recorder.record(finals) { state.tickets.append(ticket) }
+            context.controls.obeyed(task.campaign)
+            context.progress.touch(campaign: task.campaign, app: task.app)
+            return
+        default:
+            break
+        }
         let ready = prepare(pending, finals: &finals, state: &state, at: now)
         var unsent: [ShardSender.Pending] = []
         if !ready.isEmpty {
@@ -39,6 +54,8 @@ struct SendRound {
             let at = context.clock.wallMillis
             for item in transmission.expired { finals.add(item, campaign: task.campaign, state: .expired, reason: Self.expiredReason, at: at) }
             for item in transmission.givenUp { finals.add(item, campaign: task.campaign, state: .failed, reason: Self.credentialsReason, at: at) }
+            for item in transmission.cancelled { finals.add(item, campaign: task.campaign, state: .cancelled, reason: Self.cancelledReason, at: at) }
+            state.holdForResume(transmission.paused, now: context.clock.now)
             unsent = transmission.unsent
         }
         if let ticket = try await recorder.record(finals) { state.tickets.append(ticket) }

@@ -13,6 +13,8 @@ package struct SenderContext: Sendable {
     package let rates: RateLanes
     package let pauses: AppPauses
     package let circuits: LaneCircuits
+    /// Operators' cancel, pause and resume, as this worker knows them.
+    package let controls: CampaignControls
     package let progress: ProgressReporter
     package let settings: PushfanConfiguration.Worker
     package let logger: Logger
@@ -27,7 +29,7 @@ package struct SenderContext: Sendable {
 
     package init(
         workerID: String, store: DeviceStore, writer: ResultsWriter, catalog: CampaignCatalog, rates: RateLanes,
-        pauses: AppPauses, circuits: LaneCircuits, progress: ProgressReporter, settings: PushfanConfiguration.Worker,
+        pauses: AppPauses, circuits: LaneCircuits, controls: CampaignControls, progress: ProgressReporter, settings: PushfanConfiguration.Worker,
         retryPolicy: RetryPolicy = RetryPolicy(), clock: any WorkerClock = SystemClock(), logger: Logger
     ) {
         self.workerID = workerID
@@ -37,6 +39,7 @@ package struct SenderContext: Sendable {
         self.rates = rates
         self.pauses = pauses
         self.circuits = circuits
+        self.controls = controls
         self.progress = progress
         self.settings = settings
         self.decider = DeliveryDecider(retryPolicy: retryPolicy)
@@ -111,6 +114,7 @@ package struct ShardSender: Sendable {
 
     private func attempt() async throws -> TaskEnd {
         let plan = try await context.catalog.plan(campaign: task.campaign)
+        try await waitForSendAt()
         var state = TaskState()
         do {
             try await expand(plan: plan, state: &state)
@@ -130,12 +134,14 @@ package struct ShardSender: Sendable {
         defer { pages.cancel() }
         while let page = try await pages.nextPage() {
             try Task.checkCancellation()
+            try await obeyControls(state: &state)
             if !page.isEmpty { try await claimAndSend(page, plan: plan, state: &state) }
             try await sendDueRetries(plan: plan, state: &state, waitForAll: false)
         }
         // Pages done: what remains are retries and devices another worker still holds.
         while !state.retries.isEmpty || !state.held.isEmpty {
             try Task.checkCancellation()
+            try await obeyControls(state: &state)
             if !state.held.isEmpty {
                 let held = state.held
                 state.held = []
@@ -155,12 +161,48 @@ package struct ShardSender: Sendable {
         /// Payloads by device locale: built and checked once, not once per device.
         var payloads: [String: Result<APNsPreparedPayload, APNsRequestError>] = [:]
 
+        /// Devices kept claimed while the campaign is paused: due as soon as it resumes (the
+        /// retry pass claims them again first, renewing their lease).
+        mutating func holdForResume(_ items: [Pending], now: ContinuousClock.Instant) {
+            for var item in items {
+                item.notBefore = now
+                retries.append(item)
+            }
+        }
+
         mutating func payload(for locale: String?, campaign: Campaign) throws(APNsRequestError) -> APNsPreparedPayload {
             let key = locale ?? ""
             if let known = payloads[key] { return try known.get() }
             let made = Result { () throws(APNsRequestError) -> APNsPreparedPayload in try APNsPreparedPayload(campaign: campaign, locale: locale) }
             payloads[key] = made
             return try made.get()
+        }
+    }
+
+    /// A scheduled campaign's task arrives before its `send_at` (the dispatcher produces it
+    /// early): it waits for the moment, unless the campaign is cancelled meanwhile, and logs
+    /// how late it started (`task.scheduled_start`, `late_ms`).
+    private func waitForSendAt() async throws {
+        guard let notBefore = task.notBefore else { return }
+        while context.clock.wallMillis < notBefore, try await context.controls.refresh(task.campaign) != .cancelled {
+            let left = Duration.milliseconds(notBefore - context.clock.wallMillis)
+            try await context.clock.sleep(until: context.clock.now + min(left, .milliseconds(200)))
+        }
+        context.logger.info("task.scheduled_start", [
+            "campaign.id": task.campaign, "task.shard": String(task.shard), "late_ms": String(context.clock.wallMillis - notBefore),
+        ])
+    }
+
+    /// An operator's command, as the store or a control record says: while the campaign is
+    /// paused the task waits here, its devices still claimed; once it is cancelled every
+    /// waiting retry is due now, so the next round ends it `cancelled` without a request.
+    private func obeyControls(state: inout TaskState) async throws {
+        while try await context.controls.refresh(task.campaign) == .paused {
+            try await context.clock.sleep(until: context.clock.now + .milliseconds(100))
+        }
+        if context.controls.current(task.campaign) == .cancelled {
+            let now = context.clock.now
+            for index in state.retries.indices { state.retries[index].notBefore = now }
         }
     }
 
@@ -200,14 +242,16 @@ package struct ShardSender: Sendable {
     }
 
     private func sendDueRetries(plan: CampaignPlan, state: inout TaskState, waitForAll: Bool) async throws {
-        while !state.retries.isEmpty {
+        // Paused: the caller waits in `obeyControls`; claiming again now would only spin.
+        while !state.retries.isEmpty && context.controls.current(task.campaign) != .paused {
             let now = context.clock.now
             let due = state.retries.filter { $0.notBefore <= now }
             if due.isEmpty {
                 guard waitForAll else { return }
                 let next = state.retries.map(\.notBefore).min() ?? now
                 try await context.clock.sleep(until: min(next, now + .seconds(1)))
-                if !state.held.isEmpty { return }
+                // Held devices, or an operator's command, are the caller's to handle first.
+                if !state.held.isEmpty || context.controls.current(task.campaign)?.sends == false { return }
                 continue
             }
             state.retries.removeAll { $0.notBefore <= now }

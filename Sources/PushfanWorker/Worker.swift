@@ -7,7 +7,8 @@ import Synchronization
 
 /// One worker process: the planner and sender roles, each a member of its own consumer group
 /// (`<group>-planner` on the campaigns topic, `<group>` on the tasks topic), so either role
-/// can be switched off and any number of workers share the work.
+/// can be switched off and any number of workers share the work. A sender also reads the
+/// whole control topic in a group of its own, so every sender sees every command.
 package final class Worker: Sendable {
     package struct Options: Sendable {
         package var planner = true
@@ -43,10 +44,14 @@ package final class Worker: Sendable {
     private let clients: APNsClients
     private let plannerConsumer: KafkaConsumer?
     private let senderConsumer: KafkaConsumer?
+    private let controlConsumer: KafkaConsumer?
+    private let controls: CampaignControls
     private let scheduler: TaskScheduler?
     private let stopping = StopSignal()
+    private let clock: any WorkerClock = SystemClock()
     private let plannerJoined = Atomic<Bool>(false)
     private let senderJoined = Atomic<Bool>(false)
+    private let controlJoined = Atomic<Bool>(false)
     private let shutdown = Mutex<Task<Void, Never>?>(nil)
 
     package init(options: Options, store: DeviceStore, logger: Logger) throws {
@@ -72,27 +77,31 @@ package final class Worker: Sendable {
         })
         clients = APNsClients(configuration: options.apns, tokenCache: sharedTokens, logger: logger)
 
-        func consumer(group: String, topic: String) throws -> KafkaConsumer {
+        func makeConsumer(group: String, topic: String, from reset: KafkaConsumerConfiguration.OffsetReset = .earliest) throws -> KafkaConsumer {
             var client = options.kafka
             // Round-robin spreads an app's lanes (consecutive partitions) over the workers;
             // the default range assignor would give them all to one.
             if client.properties["partition.assignment.strategy"] == nil { client.properties["partition.assignment.strategy"] = "roundrobin" }
             var configuration = KafkaConsumerConfiguration(client: client, groupID: group)
-            configuration.offsetReset = .earliest
+            configuration.offsetReset = reset
             let consumer = try KafkaConsumer(configuration: configuration, logger: logger.child(group))
             try consumer.subscribe(topics: [topic])
             return consumer
         }
-        plannerConsumer = options.planner ? try consumer(group: options.groupID + "-planner", topic: options.topics.campaigns) : nil
+        plannerConsumer = options.planner ? try makeConsumer(group: options.groupID + "-planner", topic: options.topics.campaigns) : nil
         if options.sender {
-            let consumer = try consumer(group: options.groupID, topic: options.topics.tasks)
-            let clock = SystemClock()
+            let consumer = try makeConsumer(group: options.groupID, topic: options.topics.tasks)
+            controls = CampaignControls(store: store, logger: logger, clock: clock)
+            // A group of its own per process, from the newest record: commands given before
+            // this worker started are in the store, which senders read before each page.
+            controlConsumer = try makeConsumer(
+                group: "\(options.groupID)-control-\(options.workerID)-\(UInt32.random(in: 0...UInt32.max))", topic: options.topics.control, from: .latest)
             let context = SenderContext(
                 workerID: options.workerID, store: store, writer: writer,
                 catalog: CampaignCatalog(store: store, clients: clients, endpointOverride: options.endpointOverride),
                 rates: RateLanes(clock: clock),
                 pauses: AppPauses(logger: logger, giveUpAfter: .seconds(options.settings.credentialsGiveUpSeconds), clock: clock),
-                circuits: LaneCircuits(logger: logger, clock: clock),
+                circuits: LaneCircuits(logger: logger, clock: clock), controls: controls,
                 progress: ProgressReporter(store: store, writer: writer, interval: .milliseconds(options.settings.progressIntervalMs), logger: logger),
                 settings: options.settings, retryPolicy: options.retryPolicy, clock: clock, logger: logger)
             let writer = self.writer
@@ -111,6 +120,8 @@ package final class Worker: Sendable {
             self.scheduler = scheduler
         } else {
             senderConsumer = nil
+            controlConsumer = nil
+            controls = CampaignControls(store: store, logger: logger)
             scheduler = nil
         }
     }
@@ -118,6 +129,7 @@ package final class Worker: Sendable {
     /// True once each enabled role has received its first partition assignment.
     package var hasJoined: Bool {
         (plannerConsumer == nil || plannerJoined.load(ordering: .relaxed)) && (senderConsumer == nil || senderJoined.load(ordering: .relaxed))
+            && (controlConsumer == nil || controlJoined.load(ordering: .relaxed))
     }
 
     /// Runs until `stop()`; returns after the graceful shutdown.
@@ -127,8 +139,14 @@ package final class Worker: Sendable {
             "store": store.location,
         ])
         await withTaskGroup(of: Void.self) { group in
-            if let plannerConsumer { group.addTask { await self.runPlanner(plannerConsumer) } }
+            if let plannerConsumer {
+                group.addTask { await self.runPlanner(plannerConsumer) }
+                // Parked campaigns start from the store, whichever planner sees them due first.
+                let dispatcher = CampaignDispatcher(store: store, planner: planner, clock: clock, logger: logger)
+                group.addTask { await dispatcher.run(until: self.stopping) }
+            }
             if let senderConsumer, let scheduler { group.addTask { await self.runSender(senderConsumer, scheduler) } }
+            if let controlConsumer { group.addTask { await self.runControl(controlConsumer) } }
         }
     }
 
@@ -158,6 +176,7 @@ package final class Worker: Sendable {
         await withTaskGroup(of: Void.self) { group in
             if let plannerConsumer { group.addTask { await plannerConsumer.close() } }
             if let senderConsumer { group.addTask { await senderConsumer.close() } }
+            if let controlConsumer { group.addTask { await controlConsumer.close() } }
         }
         let left = max(bound - (ContinuousClock.now - started) - .milliseconds(500), .milliseconds(100))
         await producer.close(timeout: left * 0.8)
@@ -165,8 +184,10 @@ package final class Worker: Sendable {
         logger.notice("worker.stopped", ["worker.id": options.workerID, "elapsed_ms": String((ContinuousClock.now - started).milliseconds)])
     }
 
+    private var planner: CampaignPlanner { CampaignPlanner(store: store, writer: writer, settings: options.settings, logger: logger) }
+
     private func runPlanner(_ consumer: KafkaConsumer) async {
-        let planner = CampaignPlanner(store: store, writer: writer, settings: options.settings, logger: logger)
+        let planner = self.planner
         for await event in consumer.events {
             if case .assigned = event { plannerJoined.store(true, ordering: .relaxed) }
             guard case .records(let records) = event else {
@@ -188,6 +209,27 @@ package final class Worker: Sendable {
                     }
                 }
                 if stopping.isRaised { break }
+            }
+        }
+    }
+
+    /// Control records, applied as they come; one that does not read is logged and left
+    /// (it is an operator's, who sees the refusal from `pushfan campaigns`; a raw record's
+    /// producer sees it in the log).
+    private func runControl(_ consumer: KafkaConsumer) async {
+        for await event in consumer.events {
+            switch event {
+            case .assigned: controlJoined.store(true, ordering: .relaxed)
+            case .records(let records):
+                for record in records {
+                    do {
+                        await controls.apply(try MessageCodec.decode(ControlRecord.self, from: Data(record.value)))
+                    } catch {
+                        logger.warning("control.unreadable", ["kafka.offset": String(record.offset), "kafka.partition": String(record.partition), "error": "\(error)"])
+                    }
+                }
+            case .revoked: break
+            case .error(let error): logger.warning("control.kafka", ["error": error.description])
             }
         }
     }

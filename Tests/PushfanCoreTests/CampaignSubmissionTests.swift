@@ -54,6 +54,28 @@ import Testing
         #expect(throws: MessageDecodingError.self) { try exact.checkSubmittable(now: now) }
     }
 
+    @Test("send_at: up to 30 days ahead is accepted, further is refused with the time it names; one already past sends now; seconds are refused")
+    func sendAtLimits() throws {
+        let now = Date(timeIntervalSince1970: 1_800_000_000)
+        let nowMillis: Int64 = 1_800_000_000_000
+        func campaign(sendAt: Int64) throws -> Campaign {
+            try Campaign.decodeRecord(Array(Self.campaign().replacingOccurrences(of: #""options":{}"#, with: #""options":{"send_at":\#(sendAt)}"#).utf8))
+        }
+        for ok in [nowMillis - 60_000, nowMillis + 5_000, nowMillis + Campaign.maxScheduleAhead] {
+            #expect(try campaign(sendAt: ok).options.sendAt == ok)
+            try campaign(sendAt: ok).checkSubmittable(now: now)
+        }
+        let far = try campaign(sendAt: nowMillis + Campaign.maxScheduleAhead + 1_000)
+        do {
+            try far.checkSubmittable(now: now)
+            Issue.record("a send_at 30 days and a second ahead was accepted")
+        } catch {
+            #expect(error.code == "invalid_field" && error.field == "options.send_at")
+            #expect(error.description.contains("2027-02-14T08:00:01Z") && error.description.contains("more than 30 days ahead"), "\(error)")
+        }
+        #expect(throws: MessageDecodingError.self) { try campaign(sendAt: 1_800_000_000) }
+    }
+
     @Test("the same campaign resent with another submitted_at is a resubmission; other content under its id is not")
     func resubmissionOrReuse() throws {
         let first = try Campaign.decodeRecord(Array(Self.campaign(submittedAt: 1_773_993_600_000).utf8))

@@ -14,6 +14,9 @@ package struct Campaign: VersionedMessage, Hashable {
     package static let maxExplicitDevices = 10_000
     /// Longest segment expression, in UTF-8 bytes.
     package static let maxSegmentBytes = 4_096
+    /// How far ahead `options.send_at` may be: 30 days, in milliseconds. A campaign parked
+    /// longer would outlive most tokens' freshness and most marketing plans.
+    package static let maxScheduleAhead: Int64 = 30 * 86_400_000
     /// Longest `apns-collapse-id` APNs accepts, in UTF-8 bytes.
     package static var maxCollapseIDBytes: Int { APNsNotification.maxCollapseIDBytes }
     /// Longest id, app key, saved segment name or device id, in characters.
@@ -367,20 +370,24 @@ extension Campaign {
         package var rate: Int?
         /// Expand and count the audience without sending anything.
         package var dryRun: Bool
+        /// When the first request may go out, in milliseconds since the epoch (UTC). Nil or a
+        /// moment already past: now. At most `Campaign.maxScheduleAhead` ahead.
+        package var sendAt: Int64?
 
         package init(
             priority: Int? = nil, expiration: Int64? = nil, collapseID: String? = nil,
-            rate: Int? = nil, dryRun: Bool = false
+            rate: Int? = nil, dryRun: Bool = false, sendAt: Int64? = nil
         ) {
             self.priority = priority
             self.expiration = expiration
             self.collapseID = collapseID
             self.rate = rate
             self.dryRun = dryRun
+            self.sendAt = sendAt
         }
 
         private enum CodingKeys: String, CodingKey {
-            case priority, expiration, collapseID = "collapse_id", rate, dryRun = "dry_run"
+            case priority, expiration, collapseID = "collapse_id", rate, dryRun = "dry_run", sendAt = "send_at"
         }
 
         package init(from decoder: any Decoder) throws {
@@ -390,6 +397,7 @@ extension Campaign {
             collapseID = try container.optionalField(.collapseID)
             rate = try container.optionalField(.rate)
             dryRun = try container.optionalField(.dryRun) ?? false
+            sendAt = try container.optionalField(.sendAt)
         }
 
         package func encode(to encoder: any Encoder) throws {
@@ -399,6 +407,7 @@ extension Campaign {
             try container.encodeIfPresent(collapseID, forKey: .collapseID)
             try container.encodeIfPresent(rate, forKey: .rate)
             try container.encode(dryRun, forKey: .dryRun)
+            try container.encodeIfPresent(sendAt, forKey: .sendAt)
         }
     }
 }
@@ -567,6 +576,7 @@ extension Campaign {
         } catch {
             throw Self.refusal(error, locale: nil)
         }
+        if let sendAt = options.sendAt { try Rules.epochMillis(sendAt, field: "options.send_at") }
         if let rate = options.rate, rate <= 0 {
             throw .invalidField("options.rate", "must be more than 0 sends per second, got \(rate)")
         }

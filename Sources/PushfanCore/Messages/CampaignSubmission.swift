@@ -21,6 +21,7 @@ extension Campaign {
     /// Refuses an expiration that has already passed at submission: every device would end
     /// `expired` without a send. `0` (now or never) and no expiration are always fine.
     package func checkSubmittable(now: Date) throws(MessageDecodingError) {
+        try checkSchedule(now: now)
         guard let expiration = options.expiration, expiration > 0 else { return }
         let nowSeconds = now.timeIntervalSince1970
         guard Double(expiration) > nowSeconds else {
@@ -28,6 +29,19 @@ extension Campaign {
             throw .invalidField(
                 "options.expiration",
                 "\(expiration) (\(when)) has already passed; leave it out to let the sender choose, or give a time ahead")
+        }
+    }
+
+    /// `options.send_at` at most `maxScheduleAhead` from `now`; one already past sends now.
+    /// The planner checks it too, for records produced straight onto the topic.
+    package func checkSchedule(now: Date) throws(MessageDecodingError) {
+        guard let sendAt = options.sendAt else { return }
+        let nowMillis = Int64(now.timeIntervalSince1970 * 1000)
+        guard sendAt - nowMillis <= Self.maxScheduleAhead else {
+            let when = ISO8601DateFormatter().string(from: Date(timeIntervalSince1970: Double(sendAt) / 1000))
+            throw .invalidField(
+                "options.send_at",
+                "\(sendAt) (\(when)) is more than 30 days ahead; Pushfan schedules at most 30 days ahead, submit it closer to its time")
         }
     }
 

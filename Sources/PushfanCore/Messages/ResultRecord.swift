@@ -202,9 +202,15 @@ package struct CampaignEvent: Codable, Sendable, Hashable {
         /// The campaign could not run (unknown app, bad segment...), or the record named by
         /// `submission` was refused (an id reused for another campaign); see `error`.
         case failed
-        /// Sends are on hold and resume by themselves; `error` says why (the app's APNs
-        /// credentials fail). Devices keep waiting; none is lost.
+        /// Sends are on hold; `error` says why: the app's APNs credentials fail (sends resume
+        /// by themselves once they work), or an operator paused the campaign (until resumed).
+        /// Devices keep waiting; none is lost.
         case paused
+        /// An operator resumed a paused campaign: sending goes on from the ledger.
+        case resumed
+        /// An operator cancelled the campaign and every device has its final outcome: those
+        /// not sent before the cancel are `cancelled`; the counts add up to the audience.
+        case cancelled
 
         package init(from decoder: any Decoder) throws {
             self = try StringEnum.decode(Self.self, from: decoder, what: "campaign event")

@@ -27,10 +27,13 @@ package struct TaskRecord: VersionedMessage, Hashable {
     package var lane: Int
     /// How many lanes the app's rate is divided into.
     package var lanes: Int
+    /// A scheduled campaign's `send_at` (ms since the epoch): the sender starts no request
+    /// before it. Nil: at once.
+    package var notBefore: Int64?
 
     package init(
         campaign: String, app: String, shard: Int, shards: Int,
-        after: Int64?, through: Int64?, estimate: Int, lane: Int, lanes: Int
+        after: Int64?, through: Int64?, estimate: Int, lane: Int, lanes: Int, notBefore: Int64? = nil
     ) {
         self.campaign = campaign
         self.app = app
@@ -41,6 +44,7 @@ package struct TaskRecord: VersionedMessage, Hashable {
         self.estimate = estimate
         self.lane = lane
         self.lanes = lanes
+        self.notBefore = notBefore
     }
 
     /// `<app>#<lane>`: all tasks of one lane of one app go to one partition.
@@ -54,7 +58,7 @@ package struct TaskRecord: VersionedMessage, Hashable {
     }
 
     private enum CodingKeys: String, CodingKey {
-        case v, campaign, app, shard, shards, after, through, estimate, lane, lanes
+        case v, campaign, app, shard, shards, after, through, estimate, lane, lanes, notBefore = "not_before"
     }
 
     package init(from decoder: any Decoder) throws {
@@ -68,6 +72,7 @@ package struct TaskRecord: VersionedMessage, Hashable {
         estimate = try container.field(.estimate)
         lane = try container.field(.lane)
         lanes = try container.field(.lanes)
+        notBefore = try container.optionalField(.notBefore)
     }
 
     /// Open bounds are written as explicit `null`s so a reader sees them.
@@ -83,6 +88,7 @@ package struct TaskRecord: VersionedMessage, Hashable {
         try container.encode(estimate, forKey: .estimate)
         try container.encode(lane, forKey: .lane)
         try container.encode(lanes, forKey: .lanes)
+        try container.encodeIfPresent(notBefore, forKey: .notBefore)
     }
 
     package func validate() throws(MessageDecodingError) {
@@ -100,5 +106,6 @@ package struct TaskRecord: VersionedMessage, Hashable {
         if let after, let through, through <= after {
             throw .invalidField("through", "must be greater than after (\(after)), got \(through)")
         }
+        if let notBefore { try Rules.epochMillis(notBefore, field: "not_before") }
     }
 }

@@ -1,0 +1,127 @@
+import Foundation
+import PushfanCore
+import PushfanKafka
+import PushfanStore
+import PushfanWorker
+
+/// `pushfan campaigns list`: the newest campaigns with their status and progress.
+struct CampaignsListCommand: Command {
+    static let spec = CommandSpec(
+        name: "campaigns list",
+        summary: "List the newest campaigns with status, audience and devices finished",
+        options: [.option("limit", "N", "at most N campaigns (default 20)")] + StoreOptions.specs)
+
+    static func run(_ arguments: ParsedArguments, _ context: CommandContext) async throws -> Int32 {
+        let store = try await StoreOptions.open(arguments, context)
+        let rows = try await store.campaigns.list(limit: try arguments.int("limit", default: 20, range: 1...10_000))
+        print("campaign".padding(toLength: 32, withPad: " ", startingAt: 0) + " " + "app".padding(toLength: 16, withPad: " ", startingAt: 0)
+            + " status      audience   finished")
+        for row in rows {
+            let finished = try await CampaignReport.finished(store, row.id)
+            print(row.id.padding(toLength: 32, withPad: " ", startingAt: 0) + " " + row.app.padding(toLength: 16, withPad: " ", startingAt: 0)
+                + " " + row.status.rawValue.padding(toLength: 10, withPad: " ", startingAt: 0) + String(format: " %9d  %9d", row.audience, finished))
+        }
+        return 0
+    }
+}
+
+/// `pushfan campaigns status ID`: one campaign's status and counts.
+struct CampaignsStatusCommand: Command {
+    static let spec = CommandSpec(
+        name: "campaigns status",
+        summary: "Show a campaign's status, audience and outcome counts",
+        discussion: "Exit 1 when the store has no campaign of that id.",
+        positionals: ["ID"],
+        options: StoreOptions.specs)
+
+    static func run(_ arguments: ParsedArguments, _ context: CommandContext) async throws -> Int32 {
+        let id = arguments.positionals[0]
+        let store = try await StoreOptions.open(arguments, context)
+        guard let row = try await store.campaigns.get(id) else {
+            printError("pushfan campaigns status: no campaign \(id) in the store")
+            return 1
+        }
+        print("campaign \(row.id) (app \(row.app)): \(row.status.rawValue)")
+        print("  audience \(row.audience) in \(row.shards) shards")
+        let counts = try await store.ledger.progressCounts(campaign: id)
+        for (state, count) in counts.sorted(by: { $0.key.rawValue < $1.key.rawValue }) where count > 0 && state != .claimed {
+            print("  " + state.rawValue.padding(toLength: 15, withPad: " ", startingAt: 0) + String(format: "%9d", count))
+        }
+        return 0
+    }
+}
+
+/// `pushfan campaigns cancel|pause|resume ID`.
+struct CampaignControlCommand<Action: ControlActionName>: Command {
+    static var spec: CommandSpec {
+        CommandSpec(
+            name: "campaigns \(Action.action.rawValue)", summary: Action.summary,
+            discussion: """
+                The store's campaign row changes first (what a worker that starts later reads),
+                then a control record on the control topic tells every running worker, which
+                starts no further request for the campaign within a second. Repeating a command
+                changes nothing and exits 0; an unknown campaign, or one the command cannot apply
+                to (a completed campaign cannot be cancelled), exits 1 with the reason.
+                """,
+            positionals: ["ID"],
+            options: StoreOptions.specs + KafkaOptions.specs)
+    }
+
+    static func run(_ arguments: ParsedArguments, _ context: CommandContext) async throws -> Int32 {
+        let id = arguments.positionals[0]
+        let name = "pushfan campaigns \(Action.action.rawValue)"
+        let store = try await StoreOptions.open(arguments, context)
+        let producer = try KafkaProducer(configuration: KafkaProducerConfiguration(client: KafkaOptions.client(arguments, context)), logger: context.logger)
+        let command = OperatorCommand(store: store, writer: ResultsWriter(producer: producer, topics: context.configuration.kafka.topics))
+        let answer: OperatorCommand.Answer
+        do {
+            answer = try await command.run(Action.action, campaign: id)
+        } catch {
+            await producer.close()
+            throw error
+        }
+        await producer.close()
+        switch answer {
+        case .unknownCampaign:
+            printError("\(name): no campaign \(id) in the store (it is there once a worker's planner has read it)")
+            return 1
+        case .decided(.move(let from, let to)):
+            print("campaign \(id): \(from.rawValue) → \(to.rawValue)" + (Action.action == .cancel ? "; unsent devices end cancelled" : ""))
+            return 0
+        case .decided(.already(let status)):
+            print("campaign \(id) is already \(status.rawValue); nothing changed")
+            return 0
+        case .decided(.refused(let reason)):
+            printError("\(name): \(reason); nothing changed")
+            return 1
+        }
+    }
+}
+
+/// The three commands, as types (a command's spec is static).
+protocol ControlActionName: Sendable {
+    static var action: ControlRecord.Action { get }
+    static var summary: String { get }
+}
+
+enum CancelAction: ControlActionName {
+    static let action = ControlRecord.Action.cancel
+    static let summary = "Cancel a campaign: no further request starts; unsent devices end cancelled"
+}
+
+enum PauseAction: ControlActionName {
+    static let action = ControlRecord.Action.pause
+    static let summary = "Pause a campaign: no further request starts until it is resumed; nothing is lost"
+}
+
+enum ResumeAction: ControlActionName {
+    static let action = ControlRecord.Action.resume
+    static let summary = "Resume a paused campaign from where it stopped"
+}
+
+enum CampaignReport {
+    /// Devices with a final outcome so far, from the running totals.
+    static func finished(_ store: DeviceStore, _ id: String) async throws -> Int {
+        try await store.ledger.progressCounts(campaign: id).filter { $0.key != .claimed }.values.reduce(0, +)
+    }
+}
