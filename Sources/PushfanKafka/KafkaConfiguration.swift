@@ -76,6 +76,12 @@ package struct KafkaConsumerConfiguration: Sendable {
     package var autoCommitInterval: Duration = .seconds(1)
     /// Records buffered between the poll thread and the caller before polling waits.
     package var bufferCapacity = 20_000
+    /// How long a broker may hold a fetch that finds nothing new. A real broker answers a
+    /// held fetch as soon as a record arrives, so there this only sets how often an idle
+    /// consumer asks (ten times a second per broker); librdkafka's mock cluster answers when
+    /// the wait runs out, so there it is the latency of every hop. librdkafka's default,
+    /// 500 ms, made a campaign's first request wait about a second on the dev cluster.
+    package var fetchWaitMax: Duration = .milliseconds(100)
 
     package init(client: KafkaClientConfiguration, groupID: String) {
         self.client = client
@@ -95,6 +101,7 @@ package struct KafkaConsumerConfiguration: Sendable {
             ("enable.auto.commit", "true"),
             ("auto.commit.interval.ms", String(autoCommitInterval.milliseconds)),
             ("enable.partition.eof", "false"),
+            ("fetch.wait.max.ms", String(fetchWaitMax.milliseconds)),
         ] + client.properties.sorted { $0.key < $1.key }.map { ($0.key, $0.value) }
     }
 }

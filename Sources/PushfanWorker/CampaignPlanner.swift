@@ -111,6 +111,7 @@ package struct CampaignPlanner: Sendable {
     }
 
     private func plan(_ record: KafkaRecord) async throws -> Outcome {
+        let started = ContinuousClock.now
         let campaign: Campaign
         do {
             campaign = try Campaign.decodeRecord(record.value)
@@ -149,6 +150,7 @@ package struct CampaignPlanner: Sendable {
         }
         do { try campaign.checkSchedule(now: Date()) } catch { throw refuse(error.code, error.description) }
         let audience = try await resolve(campaign, refuse: refuse)
+        let counted = ContinuousClock.now
         let definition = String(decoding: MessageCodec.encode(campaign), as: UTF8.self)
         if let sendAt = campaign.options.sendAt, sendAt > epochMillis() + CampaignDispatcher.lead.milliseconds {
             _ = try await store.campaigns.record(
@@ -168,7 +170,10 @@ package struct CampaignPlanner: Sendable {
             campaign: campaign.id, app: campaign.app, event: .accepted, audience: audience.count, submission: Self.submission(of: record), at: epochMillis())))
         if let error = await ResultsWriter.firstFailure(tickets) { throw error }
         _ = try await store.campaigns.transition(campaign.id, from: .planning, to: .running)
-        logger.notice("planner.planned", ["campaign.id": campaign.id, "app": campaign.app, "audience": String(audience.count), "tasks": String(ranges.count)])
+        logger.notice("planner.planned", [
+            "campaign.id": campaign.id, "app": campaign.app, "audience": String(audience.count), "tasks": String(ranges.count),
+            "count_ms": String((counted - started).milliseconds), "elapsed_ms": String((ContinuousClock.now - started).milliseconds),
+        ])
         return .planned(campaign: campaign.id, audience: audience.count, tasks: ranges.count)
     }
 

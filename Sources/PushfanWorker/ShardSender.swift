@@ -180,16 +180,19 @@ package struct ShardSender: Sendable {
     }
 
     /// A scheduled campaign's task arrives before its `send_at` (the dispatcher produces it
-    /// early): it waits for the moment, unless the campaign is cancelled meanwhile, and logs
-    /// how late it started (`task.scheduled_start`, `late_ms`).
+    /// early): it waits for the moment, unless the campaign is cancelled meanwhile. The first
+    /// task of each lane (shards `0 ..< lanes`; the later ones queue behind it) logs how late
+    /// it started (`task.scheduled_start`, `late_ms`): the schedule's own precision.
     private func waitForSendAt() async throws {
         guard let notBefore = task.notBefore else { return }
         while context.clock.wallMillis < notBefore, try await context.controls.refresh(task.campaign) != .cancelled {
             let left = Duration.milliseconds(notBefore - context.clock.wallMillis)
             try await context.clock.sleep(until: context.clock.now + min(left, .milliseconds(200)))
         }
+        guard task.shard < task.lanes else { return }
         context.logger.info("task.scheduled_start", [
-            "campaign.id": task.campaign, "task.shard": String(task.shard), "late_ms": String(context.clock.wallMillis - notBefore),
+            "campaign.id": task.campaign, "task.shard": String(task.shard), "task.lane": String(task.lane),
+            "late_ms": String(context.clock.wallMillis - notBefore),
         ])
     }
 
