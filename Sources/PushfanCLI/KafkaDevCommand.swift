@@ -39,11 +39,12 @@ struct KafkaDevCommand: Command {
             try cluster.createTopic(topic, partitions: partitions, replicationFactor: min(3, brokers))
         }
         let shutdown = ShutdownSignal.prepare()
-        print(cluster.bootstrapServers)
-        fflush(nil)
+        // The file before the line: whoever reads the line may look for the file at once.
         if let file = arguments.value("bootstrap-file") {
             try writeAtomically(cluster.bootstrapServers + "\n", to: file)
         }
+        print(cluster.bootstrapServers)
+        fflush(nil)
         logger.notice("kafka_dev.ready", ["kafka.brokers": cluster.bootstrapServers, "kafka.partitions": String(partitions)])
         startControlChannel(cluster)
         let signal = await shutdown()

@@ -48,17 +48,10 @@ package struct AudienceReader: Sendable {
         // page in the same worker, or the scan of a shard already found) need not wait for
         // all of it.
         while true {
-            let lower = after
-            let boundary = try await executor.run { connection throws(StoreError) in
-                try connection.queryOne("""
-                    SELECT row_key FROM devices WHERE app = \(app) AND row_key > \(lower ?? Int64.min)
-                    ORDER BY row_key LIMIT 1 OFFSET \(size - 1)
-                    """) { $0.int(0) } ?? nil
-            }
-            guard let boundary else { break }
-            shards.append(ShardRange(after: after, through: boundary))
+            guard let end = try await boundary(app: app, after: after, size: size) else { break }
+            shards.append(ShardRange(after: after, through: end))
             found(shards[shards.count - 1])
-            after = boundary
+            after = end
         }
         let lower = after
         let more = try await executor.run { connection throws(StoreError) in
@@ -69,6 +62,42 @@ package struct AudienceReader: Sendable {
             found(shards[shards.count - 1])
         }
         return shards
+    }
+
+    /// Exactly `count` contiguous ranges of about `size` devices, the last one open-ended,
+    /// so a caller can announce the count before the walk (each task names its campaign's
+    /// number of shards) and start on each range as `found` gives it. Devices registered
+    /// meanwhile fall in the last range; if devices went away and the walk runs out early,
+    /// the ranges still missing are empty ones above every row key.
+    package func shards(app: String, size: Int, count: Int, found: (ShardRange) -> Void) async throws(StoreError) -> [ShardRange] {
+        guard size > 0, count > 0 else { throw StoreError.invalidInput("shard size and count must be positive") }
+        var shards: [ShardRange] = []
+        var after: Int64?
+        while shards.count < count - 1 {
+            guard let end = try await boundary(app: app, after: after, size: size) else { break }
+            shards.append(ShardRange(after: after, through: end))
+            found(shards[shards.count - 1])
+            after = end
+        }
+        shards.append(ShardRange(after: after, through: nil))
+        found(shards[shards.count - 1])
+        var top = Int64.max - Int64(count)
+        while shards.count < count {
+            shards.append(ShardRange(after: top, through: top + 1))
+            found(shards[shards.count - 1])
+            top += 1
+        }
+        return shards
+    }
+
+    /// The row key `size` devices above `after`: where a shard starting there ends.
+    private func boundary(app: String, after: Int64?, size: Int) async throws(StoreError) -> Int64? {
+        try await executor.run { connection throws(StoreError) in
+            try connection.queryOne("""
+                SELECT row_key FROM devices WHERE app = \(app) AND row_key > \(after ?? Int64.min)
+                ORDER BY row_key LIMIT 1 OFFSET \(size - 1)
+                """) { $0.int(0) } ?? nil
+        }
     }
 
     /// One page of a shard: active matching devices with row key above `cursor` (and the

@@ -149,6 +149,8 @@ package struct CampaignPlanner: Sendable {
             throw refuse(error.code, "app \(campaign.app)'s bundle id cannot carry this campaign: \(error.description)")
         }
         do { try campaign.checkSchedule(now: Date()) } catch { throw refuse(error.code, error.description) }
+        // A segment's shards are cut from all the app's devices: counted beside the segment.
+        async let appDevices = appDeviceCount(campaign)
         let audience = try await resolve(campaign, refuse: refuse)
         let counted = ContinuousClock.now
         let definition = String(decoding: MessageCodec.encode(campaign), as: UTF8.self)
@@ -161,20 +163,28 @@ package struct CampaignPlanner: Sendable {
             logger.notice("planner.scheduled", ["campaign.id": campaign.id, "app": campaign.app, "audience": String(audience.count), "send_at": String(sendAt)])
             return .scheduled(campaign: campaign.id, sendAt: sendAt)
         }
-        let ranges = try await shardRanges(campaign, audience: audience)
-        _ = try await store.campaigns.record(
-            id: campaign.id, app: campaign.app, audience: audience.count, shards: ranges.count, definition: definition,
-            status: .planning, sendAt: campaign.options.sendAt)
-        var tickets = try await produceTasks(campaign, ranges, notBefore: campaign.options.sendAt)
-        tickets.append(try await writer.campaign(CampaignEvent(
-            campaign: campaign.id, app: campaign.app, event: .accepted, audience: audience.count, submission: Self.submission(of: record), at: epochMillis())))
+        let accepted = CampaignEvent(
+            campaign: campaign.id, app: campaign.app, event: .accepted, audience: audience.count, submission: Self.submission(of: record), at: epochMillis())
+        let tasks: Int
+        var tickets: [DeliveryTicket]
+        if audience.rowKeys == nil {
+            (tasks, tickets) = try await planSegment(campaign, audience: audience, appDevices: try await appDevices, definition: definition, accepted: accepted)
+        } else {
+            let ranges = try await shardRanges(campaign, audience: audience)
+            tasks = ranges.count
+            _ = try await store.campaigns.record(
+                id: campaign.id, app: campaign.app, audience: audience.count, shards: ranges.count, definition: definition,
+                status: .planning, sendAt: campaign.options.sendAt)
+            tickets = [try await writer.campaign(accepted)]
+            tickets += try await produceTasks(campaign, ranges, notBefore: campaign.options.sendAt)
+        }
         if let error = await ResultsWriter.firstFailure(tickets) { throw error }
         _ = try await store.campaigns.transition(campaign.id, from: .planning, to: .running)
         logger.notice("planner.planned", [
-            "campaign.id": campaign.id, "app": campaign.app, "audience": String(audience.count), "tasks": String(ranges.count),
+            "campaign.id": campaign.id, "app": campaign.app, "audience": String(audience.count), "tasks": String(tasks),
             "count_ms": String((counted - started).milliseconds), "elapsed_ms": String((ContinuousClock.now - started).milliseconds),
         ])
-        return .planned(campaign: campaign.id, audience: audience.count, tasks: ranges.count)
+        return .planned(campaign: campaign.id, audience: audience.count, tasks: tasks)
     }
 
     /// A parked campaign whose time has come (the dispatcher took it): its audience counted
@@ -209,87 +219,5 @@ package struct CampaignPlanner: Sendable {
             if let error = await ResultsWriter.firstFailure([failed]) { throw error }
             logger.error("planner.dispatch_failed", ["campaign.id": campaign.id, "error": refusal.code, "reason": refusal.reason])
         }
-    }
-
-    /// One task per range, each lane on a partition of its own; the tasks carry `notBefore`
-    /// while it is ahead.
-    private func produceTasks(_ campaign: Campaign, _ ranges: [PlannedRange], notBefore sendAt: Int64?) async throws -> [DeliveryTicket] {
-        // Each lane gets a partition of its own (while there are enough), at an offset that
-        // depends on the app, so lanes spread over the workers (round-robin assignment)
-        // instead of wherever the key hash puts them.
-        let partitions = try await writer.producer.partitionCount(topic: writer.topics.tasks)
-        let lanes = min(settings.lanes, partitions)
-        let base = Int(FNV1a.hash(campaign.app) % UInt64(partitions))
-        let notBefore = sendAt.flatMap { $0 > epochMillis() ? $0 : nil }
-        var batch: [ProducerRecord] = []
-        for (index, range) in ranges.enumerated() {
-            let task = TaskRecord(
-                campaign: campaign.id, app: campaign.app, shard: index, shards: ranges.count, after: range.after, through: range.through,
-                estimate: range.estimate, lane: index % lanes, lanes: lanes, notBefore: notBefore)
-            batch.append(ProducerRecord(
-                topic: writer.topics.tasks, key: task.kafkaKey, value: MessageCodec.encode(task), partition: Int32((base + task.lane) % partitions)))
-        }
-        return [try await writer.producer.enqueue(batch)]
-    }
-
-    /// The audience: the segment to expand, or the row keys of an explicit device list.
-    struct Audience {
-        var segment: SegmentExpression?
-        var rowKeys: [Int64]?
-        var count: Int
-    }
-
-    private func resolve(_ campaign: Campaign, refuse: (String, String) -> Refusal) async throws -> Audience {
-        switch campaign.audience {
-        case .segment(let text):
-            let segment: SegmentExpression
-            do { segment = try SegmentParser.parse(text) } catch {
-                throw refuse("invalid_segment", "audience.segment: \(error)")
-            }
-            return Audience(segment: segment, count: try await store.audience.count(app: campaign.app, segment: segment))
-        case .named(let name):
-            guard let text = try await store.audience.savedSegment(app: campaign.app, name: name) else {
-                throw refuse("unknown_segment", "audience.named: app \(campaign.app) has no saved segment \(name.debugDescription)")
-            }
-            let segment: SegmentExpression
-            do { segment = try SegmentParser.parse(text) } catch {
-                throw refuse("invalid_segment", "saved segment \(name): \(error)")
-            }
-            return Audience(segment: segment, count: try await store.audience.count(app: campaign.app, segment: segment))
-        case .devices(let ids):
-            let keys = try await store.audience.rowKeys(app: campaign.app, deviceIDs: ids)
-            return Audience(rowKeys: keys, count: keys.count)
-        }
-    }
-
-    struct PlannedRange {
-        var after: Int64?
-        var through: Int64?
-        var estimate: Int
-    }
-
-    /// Contiguous row-key ranges. At least `4 × lanes` of them when the app has that many
-    /// devices, so every lane gets work and lanes finish close together; at most
-    /// `shard_size` devices each.
-    private func shardRanges(_ campaign: Campaign, audience: Audience) async throws -> [PlannedRange] {
-        let spread = 4 * settings.lanes
-        if let keys = audience.rowKeys {
-            guard !keys.isEmpty else { return [PlannedRange(after: nil, through: nil, estimate: 0)] }
-            let size = max(1, min(settings.shardSize, (keys.count + spread - 1) / spread))
-            var ranges: [PlannedRange] = []
-            var after: Int64?
-            for start in stride(from: 0, to: keys.count, by: size) {
-                let end = min(start + size, keys.count)
-                ranges.append(PlannedRange(after: after, through: keys[end - 1], estimate: end - start))
-                after = keys[end - 1]
-            }
-            return ranges
-        }
-        let total = try await store.audience.count(app: campaign.app, segment: nil)
-        let size = max(1, min(settings.shardSize, (total + spread - 1) / spread))
-        let shards = try await store.audience.shards(app: campaign.app, size: size)
-        // Shards cover all the app's devices; the segment's share is spread evenly.
-        let estimate = total == 0 ? 0 : Int((Double(audience.count) / Double(total) * Double(size)).rounded(.up))
-        return shards.map { PlannedRange(after: $0.after, through: $0.through, estimate: estimate) }
     }
 }

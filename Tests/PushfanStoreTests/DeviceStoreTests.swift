@@ -329,6 +329,21 @@ struct DeviceStoreTests {
         let shards = try await store.audience.shards(app: "shop-ios", size: 37)
         #expect(shards.count == 9)  // ceil(300 / 37)
         #expect(shards.first?.after == nil && shards.last?.through == nil)
+
+        // Announced counts: the same cut when it matches, the rest in the open last shard
+        // when it is too small, empty shards above every key when it is too large; each
+        // given to `found` as it is cut.
+        var found: [ShardRange] = []
+        #expect(try await store.audience.shards(app: "shop-ios", size: 37, count: 9) { found.append($0) } == shards)
+        #expect(found == shards)
+        let fewer = try await store.audience.shards(app: "shop-ios", size: 37, count: 4) { _ in }
+        #expect(fewer.count == 4 && Array(fewer.prefix(3)) == Array(shards.prefix(3)) && fewer[3] == ShardRange(after: shards[2].through, through: nil))
+        let more = try await store.audience.shards(app: "shop-ios", size: 37, count: 11) { _ in }
+        #expect(more.count == 11 && Array(more.prefix(9)) == shards)
+        let allKeys = Array(rowKeys.values)
+        for extra in more.suffix(2) {
+            #expect(extra.after! > allKeys.max()! && extra.through! == extra.after! + 1, "\(extra)")
+        }
     }
 
     @Test(arguments: Backend.enabled)
