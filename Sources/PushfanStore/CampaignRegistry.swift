@@ -141,6 +141,14 @@ package struct CampaignRegistry: Sendable {
         }
     }
 
+    /// How many of a campaign's shards are finished.
+    package func finishedTasks(_ campaign: String) async throws(StoreError) -> Int {
+        try await executor.run { connection throws(StoreError) in
+            let count: Int64?? = try connection.queryOne("SELECT COUNT(*) FROM campaign_tasks WHERE campaign = \(campaign)") { $0.int(0) }
+            return Int((count ?? nil) ?? 0)
+        }
+    }
+
     /// Marks one task (shard) of a campaign finished; returns how many of its shards are
     /// finished now. Idempotent: a task processed twice counts once. Finishers of one
     /// campaign take turns (`SQLBackend.lockCampaign`), so the last one counts every shard.

@@ -5,40 +5,58 @@ import PushfanStore
 /// that finishes a campaign's last task ends it: `completed` (from running, or from paused
 /// when the pause came after the last send), or, for a cancelled campaign, the `cancelled`
 /// event with its counts. Announced again if this task is being re-processed after a crash:
-/// the event must not be lost.
+/// the event must not be lost. The worker forgets what it kept for the campaign either way.
 struct CampaignCompletion {
     let context: SenderContext
     let task: TaskRecord
 
     func finish(plan: CampaignPlan) async throws {
-        let store = context.store
-        let finished = try await store.campaigns.finishTask(campaign: task.campaign, shard: task.shard)
-        guard finished >= task.shards, let status = try await store.campaigns.get(task.campaign)?.status else { return }
+        let finished = try await context.store.campaigns.finishTask(campaign: task.campaign, shard: task.shard)
+        guard finished >= task.shards else { return }
+        try await Self.end(
+            store: context.store, writer: context.writer, logger: context.logger, campaign: task.campaign, app: task.app,
+            lastFinisher: finished == task.shards)
+        forget(plan)
+    }
+
+    /// The planner's half: a campaign whose every task finished before the planner marked
+    /// it running (its tasks go out before its `accepted` answer) was not ended by its last
+    /// finisher; the planner ends it once it has marked it running.
+    static func completeIfFinished(store: DeviceStore, writer: ResultsWriter, logger: Logger, campaign: String, app: String, shards: Int) async throws {
+        guard try await store.campaigns.finishedTasks(campaign) >= shards else { return }
+        try await end(store: store, writer: writer, logger: logger, campaign: campaign, app: app, lastFinisher: true)
+    }
+
+    /// Ends a campaign whose every task finished: `completed` (moved there from running or
+    /// paused by exactly one caller, announced again by a re-processed task) or, once
+    /// cancelled, the `cancelled` event. Still planning: the planner ends it
+    /// (`completeIfFinished`), so its `accepted` answer always comes first.
+    private static func end(store: DeviceStore, writer: ResultsWriter, logger: Logger, campaign: String, app: String, lastFinisher: Bool) async throws {
+        guard let status = try await store.campaigns.get(campaign)?.status else { return }
         let ending: CampaignEvent.Event
         var changed = false
         switch status {
         case .running, .paused:
-            changed = try await store.campaigns.transition(task.campaign, from: status, to: .completed)
+            changed = try await store.campaigns.transition(campaign, from: status, to: .completed)
             if !changed {
                 // Another finisher (or a command) moved it first: announce only a completion.
-                guard try await store.campaigns.get(task.campaign)?.status == .completed else { return }
+                guard try await store.campaigns.get(campaign)?.status == .completed else { return }
             }
             ending = .completed
         case .completed:
             ending = .completed
         case .cancelled:
             ending = .cancelled
-            changed = finished == task.shards
+            changed = lastFinisher
         case .scheduled, .planning:
             return
         }
-        let event = try await CampaignTotals.final(ending, store, campaign: task.campaign, app: task.app)
-        if let failure = await ResultsWriter.firstFailure([try await context.writer.campaign(event)]) {
-            throw NotDelivered("the \(ending.rawValue) event of \(task.campaign)", cause: failure)
+        let event = try await CampaignTotals.final(ending, store, campaign: campaign, app: app)
+        if let failure = await ResultsWriter.firstFailure([try await writer.campaign(event)]) {
+            throw NotDelivered("the \(ending.rawValue) event of \(campaign)", cause: failure)
         }
-        forget(plan)
         if changed {
-            context.logger.notice("campaign.\(ending.rawValue)", ["campaign.id": task.campaign, "audience": String(event.audience ?? 0)])
+            logger.notice("campaign.\(ending.rawValue)", ["campaign.id": campaign, "audience": String(event.audience ?? 0)])
         }
     }
 

@@ -149,42 +149,44 @@ package struct CampaignPlanner: Sendable {
             throw refuse(error.code, "app \(campaign.app)'s bundle id cannot carry this campaign: \(error.description)")
         }
         do { try campaign.checkSchedule(now: Date()) } catch { throw refuse(error.code, error.description) }
-        // A segment's shards are cut from all the app's devices: counted beside the segment.
-        async let appDevices = appDeviceCount(campaign)
-        let audience = try await resolve(campaign, refuse: refuse)
-        let counted = ContinuousClock.now
         let definition = String(decoding: MessageCodec.encode(campaign), as: UTF8.self)
+        let submission = Self.submission(of: record)
         if let sendAt = campaign.options.sendAt, sendAt > epochMillis() + CampaignDispatcher.lead.milliseconds {
+            let audience = try await resolve(campaign, refuse: refuse)
             _ = try await store.campaigns.record(
                 id: campaign.id, app: campaign.app, audience: audience.count, shards: 0, definition: definition, status: .scheduled, sendAt: sendAt)
             let accepted = try await writer.campaign(CampaignEvent(
-                campaign: campaign.id, app: campaign.app, event: .accepted, audience: audience.count, submission: Self.submission(of: record), at: epochMillis()))
+                campaign: campaign.id, app: campaign.app, event: .accepted, audience: audience.count, submission: submission, at: epochMillis()))
             if let error = await ResultsWriter.firstFailure([accepted]) { throw error }
             logger.notice("planner.scheduled", ["campaign.id": campaign.id, "app": campaign.app, "audience": String(audience.count), "send_at": String(sendAt)])
             return .scheduled(campaign: campaign.id, sendAt: sendAt)
         }
-        let accepted = CampaignEvent(
-            campaign: campaign.id, app: campaign.app, event: .accepted, audience: audience.count, submission: Self.submission(of: record), at: epochMillis())
+        let audience: Int
         let tasks: Int
         var tickets: [DeliveryTicket]
-        if audience.rowKeys == nil {
-            (tasks, tickets) = try await planSegment(campaign, audience: audience, appDevices: try await appDevices, definition: definition, accepted: accepted)
+        if let segment = try await segment(of: campaign, refuse: refuse) {
+            (audience, tasks, tickets) = try await planSegment(campaign, segment: segment, definition: definition, submission: submission)
         } else {
-            let ranges = try await shardRanges(campaign, audience: audience)
-            tasks = ranges.count
+            let listed = try await resolve(campaign, refuse: refuse)
+            let ranges = try await shardRanges(campaign, audience: listed)
+            (audience, tasks) = (listed.count, ranges.count)
             _ = try await store.campaigns.record(
-                id: campaign.id, app: campaign.app, audience: audience.count, shards: ranges.count, definition: definition,
+                id: campaign.id, app: campaign.app, audience: audience, shards: tasks, definition: definition,
                 status: .planning, sendAt: campaign.options.sendAt)
-            tickets = [try await writer.campaign(accepted)]
+            tickets = [try await writer.campaign(CampaignEvent(
+                campaign: campaign.id, app: campaign.app, event: .accepted, audience: audience, submission: submission, at: epochMillis()))]
             tickets += try await produceTasks(campaign, ranges, notBefore: campaign.options.sendAt)
         }
         if let error = await ResultsWriter.firstFailure(tickets) { throw error }
-        _ = try await store.campaigns.transition(campaign.id, from: .planning, to: .running)
+        if try await store.campaigns.transition(campaign.id, from: .planning, to: .running) {
+            // Its senders may all have finished before this: then the completion is ours to tell.
+            try await CampaignCompletion.completeIfFinished(store: store, writer: writer, logger: logger, campaign: campaign.id, app: campaign.app, shards: tasks)
+        }
         logger.notice("planner.planned", [
-            "campaign.id": campaign.id, "app": campaign.app, "audience": String(audience.count), "tasks": String(tasks),
-            "count_ms": String((counted - started).milliseconds), "elapsed_ms": String((ContinuousClock.now - started).milliseconds),
+            "campaign.id": campaign.id, "app": campaign.app, "audience": String(audience), "tasks": String(tasks),
+            "elapsed_ms": String((ContinuousClock.now - started).milliseconds),
         ])
-        return .planned(campaign: campaign.id, audience: audience.count, tasks: tasks)
+        return .planned(campaign: campaign.id, audience: audience, tasks: tasks)
     }
 
     /// A parked campaign whose time has come (the dispatcher took it): its audience counted
@@ -208,7 +210,10 @@ package struct CampaignPlanner: Sendable {
             // A cancelled one's devices end at once, whatever its time was.
             let tickets = try await produceTasks(campaign, ranges, notBefore: row.status == .cancelled ? nil : campaign.options.sendAt)
             if let error = await ResultsWriter.firstFailure(tickets) { throw error }
-            _ = try await store.campaigns.transition(campaign.id, from: .planning, to: .running)
+            if try await store.campaigns.transition(campaign.id, from: .planning, to: .running) {
+                try await CampaignCompletion.completeIfFinished(
+                    store: store, writer: writer, logger: logger, campaign: campaign.id, app: campaign.app, shards: ranges.count)
+            }
             logger.notice("planner.dispatched", [
                 "campaign.id": campaign.id, "audience": String(audience.count), "tasks": String(ranges.count),
                 "send_at": String(row.sendAt ?? 0), "ahead_ms": String((row.sendAt ?? 0) - epochMillis()),

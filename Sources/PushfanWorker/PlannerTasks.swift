@@ -7,40 +7,44 @@ import PushfanStore
 /// shards cut (from an explicit list's keys, or from the app's row keys for a segment), and
 /// one task per shard produced, each lane on a partition of its own.
 extension CampaignPlanner {
-    /// A segment campaign's row, `accepted` event and tasks, each task produced as soon as
-    /// the walk of the app's row keys finds its range: the first request need not wait for
-    /// the whole walk (a fifth of a second at a million devices). The number of shards comes
-    /// from the app's device count first, since every task names it.
+    /// A segment campaign's row, tasks and `accepted` event, the audience counted while the
+    /// tasks go out: the app's device count fixes the number of shards (every task names
+    /// it), the walk of its row keys finds them one by one, and each task is produced as
+    /// soon as its range is known, so the first request waits for neither the segment's
+    /// count nor the whole walk (together most of a second at a million devices). The
+    /// `accepted` event follows with the count; a completion that comes before the planner
+    /// marks the campaign running is announced by the planner (`CampaignCompletion`).
     func planSegment(
-        _ campaign: Campaign, audience: Audience, appDevices total: Int, definition: String, accepted: CampaignEvent
-    ) async throws -> (tasks: Int, tickets: [DeliveryTicket]) {
+        _ campaign: Campaign, segment: SegmentExpression, definition: String, submission: CampaignEvent.Submission
+    ) async throws -> (audience: Int, tasks: Int, tickets: [DeliveryTicket]) {
+        let (store, app) = (store, campaign.app)
+        async let counted = store.audience.count(app: app, segment: segment)
+        let total = try await store.audience.count(app: app, segment: nil)
         let size = shardSize(devices: total)
         let count = max(1, (total + size - 1) / size)
         _ = try await store.campaigns.record(
-            id: campaign.id, app: campaign.app, audience: audience.count, shards: count, definition: definition,
-            status: .planning, sendAt: campaign.options.sendAt)
-        var tickets = [try await writer.campaign(accepted)]
-        // Shards cover all the app's devices; the segment's share is spread evenly.
-        let estimate = total == 0 ? 0 : Int((Double(audience.count) / Double(total) * Double(size)).rounded(.up))
+            id: campaign.id, app: app, audience: 0, shards: count, definition: definition, status: .planning, sendAt: campaign.options.sendAt)
         let (found, finder) = AsyncStream.makeStream(of: ShardRange.self)
-        let (store, app) = (store, campaign.app)
         async let walked = Task {
             defer { finder.finish() }
             return try await store.audience.shards(app: app, size: size, count: count) { finder.yield($0) }
         }.value
-        var ranges: [PlannedRange] = []
+        var tickets: [DeliveryTicket] = []
+        var index = 0
         for await range in found {
-            ranges.append(PlannedRange(after: range.after, through: range.through, estimate: estimate))
-            tickets += try await produceTasks(campaign, ranges.suffix(1), first: ranges.count - 1, of: count, notBefore: campaign.options.sendAt)
+            // The segment's share of a shard, from all its devices, for progress only.
+            let estimate = total == 0 ? 0 : min(size, (total + count - 1) / count)
+            tickets += try await produceTasks(
+                campaign, [PlannedRange(after: range.after, through: range.through, estimate: estimate)], first: index, of: count,
+                notBefore: campaign.options.sendAt)
+            index += 1
         }
         _ = try await walked
-        return (count, tickets)
-    }
-
-    /// All the app's devices, for a segment campaign (an explicit list needs none).
-    func appDeviceCount(_ campaign: Campaign) async throws -> Int {
-        guard case .devices = campaign.audience else { return try await store.audience.count(app: campaign.app, segment: nil) }
-        return 0
+        let audience = try await counted
+        try await store.campaigns.planned(campaign.id, audience: audience, shards: count)
+        tickets.append(try await writer.campaign(CampaignEvent(
+            campaign: campaign.id, app: app, event: .accepted, audience: audience, submission: submission, at: epochMillis())))
+        return (audience, count, tickets)
     }
 
     /// Devices per shard for an app of `devices`: at least `4 × lanes` shards when the app
@@ -84,25 +88,30 @@ extension CampaignPlanner {
     }
 
     func resolve(_ campaign: Campaign, refuse: (String, String) -> Refusal) async throws -> Audience {
+        if let segment = try await segment(of: campaign, refuse: refuse) {
+            return Audience(segment: segment, count: try await store.audience.count(app: campaign.app, segment: segment))
+        }
+        guard case .devices(let ids) = campaign.audience else { return Audience(count: 0) }
+        let keys = try await store.audience.rowKeys(app: campaign.app, deviceIDs: ids)
+        return Audience(rowKeys: keys, count: keys.count)
+    }
+
+    /// A segment or saved segment's expression; nil for an explicit list.
+    func segment(of campaign: Campaign, refuse: (String, String) -> Refusal) async throws -> SegmentExpression? {
         switch campaign.audience {
         case .segment(let text):
-            let segment: SegmentExpression
-            do { segment = try SegmentParser.parse(text) } catch {
+            do { return try SegmentParser.parse(text) } catch {
                 throw refuse("invalid_segment", "audience.segment: \(error)")
             }
-            return Audience(segment: segment, count: try await store.audience.count(app: campaign.app, segment: segment))
         case .named(let name):
             guard let text = try await store.audience.savedSegment(app: campaign.app, name: name) else {
                 throw refuse("unknown_segment", "audience.named: app \(campaign.app) has no saved segment \(name.debugDescription)")
             }
-            let segment: SegmentExpression
-            do { segment = try SegmentParser.parse(text) } catch {
+            do { return try SegmentParser.parse(text) } catch {
                 throw refuse("invalid_segment", "saved segment \(name): \(error)")
             }
-            return Audience(segment: segment, count: try await store.audience.count(app: campaign.app, segment: segment))
-        case .devices(let ids):
-            let keys = try await store.audience.rowKeys(app: campaign.app, deviceIDs: ids)
-            return Audience(rowKeys: keys, count: keys.count)
+        case .devices:
+            return nil
         }
     }
 
