@@ -3,15 +3,23 @@ import PushfanCore
 import Synchronization
 
 /// The store's connections and the backend that speaks their dialect. A few connections,
-/// each with the serial queue every call on it runs on. Calls go to the connections in
-/// turn, so independent work (two shards of one audience, a claim while the next page is
-/// read) runs in parallel; each call is complete on one connection (its own statement or
+/// each with the serial queue every call on it runs on. A call goes to the connection with
+/// the fewest calls queued (in turn among equals), so independent work (two shards of one
+/// audience, a claim while the next page is read) runs in parallel and a long scan on one
+/// connection does not hold up the short calls behind it; each call is complete on one connection (its own statement or
 /// transaction), and both databases show every connection what another committed.
 final class StoreExecutor: @unchecked Sendable {
     /// One connection, only touched on its queue, which is what makes this type sendable.
-    private struct Lane {
+    private final class Lane: Sendable {
         let queue: DispatchQueue
-        let connection: any SQLConnection
+        nonisolated(unsafe) let connection: any SQLConnection
+        /// Calls queued or running on this connection.
+        let load = Atomic<Int>(0)
+
+        init(queue: DispatchQueue, connection: any SQLConnection) {
+            self.queue = queue
+            self.connection = connection
+        }
     }
 
     /// Connections per store: enough for a scan to overlap with other work on a 2-core
@@ -43,22 +51,37 @@ final class StoreExecutor: @unchecked Sendable {
         return StoreExecutor(connections: try made.get().value, backend: backend)
     }
 
-    /// Runs `body` on the next connection in turn, or on connection `lane` when given.
+    /// Runs `body` on the least loaded connection, or on connection `lane` when given.
     func run<T: Sendable>(lane index: Int? = nil, _ body: @escaping @Sendable (any SQLConnection) throws(StoreError) -> T) async throws(StoreError) -> T {
-        let lane = lanes[(index ?? next.wrappingAdd(1, ordering: .relaxed).oldValue) % lanes.count]
+        let lane = index.map { lanes[$0 % lanes.count] } ?? leastLoaded()
+        lane.load.add(1, ordering: .relaxed)
         let box = UncheckedBox(lane.connection)
         let result: Result<T, StoreError> = await withCheckedContinuation { continuation in
             lane.queue.async {
+                defer { lane.load.subtract(1, ordering: .relaxed) }
                 do throws(StoreError) { continuation.resume(returning: .success(try body(box.value))) } catch { continuation.resume(returning: .failure(error)) }
             }
         }
         return try result.get()
     }
 
+    /// The connection with the fewest calls queued; among equals, the next in turn.
+    private func leastLoaded() -> Lane {
+        let start = next.wrappingAdd(1, ordering: .relaxed).oldValue
+        var best = lanes[start % lanes.count]
+        for offset in 1..<lanes.count {
+            let lane = lanes[(start + offset) % lanes.count]
+            if lane.load.load(ordering: .relaxed) < best.load.load(ordering: .relaxed) { best = lane }
+        }
+        return best
+    }
+
     /// `run` for callers on a thread of their own (never Swift's cooperative pool): waits on
     /// the lane's queue.
     func runBlocking<T>(_ body: (any SQLConnection) throws(StoreError) -> T) throws(StoreError) -> T {
-        let lane = lanes[next.wrappingAdd(1, ordering: .relaxed).oldValue % lanes.count]
+        let lane = leastLoaded()
+        lane.load.add(1, ordering: .relaxed)
+        defer { lane.load.subtract(1, ordering: .relaxed) }
         let result: Result<T, StoreError> = lane.queue.sync {
             do throws(StoreError) { return .success(try body(lane.connection)) } catch { return .failure(error) }
         }

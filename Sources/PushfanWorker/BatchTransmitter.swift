@@ -101,7 +101,7 @@ struct BatchTransmitter {
     /// Where the rest goes when an operator's command stops the campaign; nil to go on (and
     /// the batch about to start is counted as this worker's latest for the campaign).
     private func controlled() -> WritableKeyPath<Transmission, [ShardSender.Pending]>? {
-        guard let status = context.controls.admits(task.campaign) else { return nil }
+        guard let status = context.controls.statusStopping(batchOf: task.campaign) else { return nil }
         context.controls.obeyed(task.campaign)
         return status == .cancelled ? \.cancelled : \.paused
     }

@@ -3,7 +3,7 @@ import PushfanStore
 import Synchronization
 
 /// What this worker knows of operators' commands, per campaign: the status a control
-/// record or the store last said. Senders ask it before every batch (`admits`), so a cancel
+/// record or the store last said. Senders ask it before every batch (`statusStopping`), so a cancel
 /// or pause stops new requests as soon as the record is read; the store's row is the
 /// durable truth, read again by `refresh` at most every `refreshInterval`, so a worker that
 /// started after the command, or missed its record, obeys too.
@@ -38,9 +38,10 @@ package final class CampaignControls: Sendable {
         self.refreshInterval = refreshInterval
     }
 
-    /// Whether a batch of the campaign may start now; records the start when it may.
-    /// Unknown campaigns may (their task reads the store before its first page).
-    package func admits(_ campaign: String) -> CampaignStatus? {
+    /// The status that stops a batch of the campaign from starting now (paused, cancelled),
+    /// or nil when it may start, which counts it as this worker's latest start for the
+    /// campaign. An unknown campaign may start: its task reads the store before each page.
+    package func statusStopping(batchOf campaign: String) -> CampaignStatus? {
         let now = clock.wallMillis
         return entries.withLock { entries in
             guard var entry = entries[campaign] else { return nil }
