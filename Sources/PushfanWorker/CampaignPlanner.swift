@@ -164,8 +164,9 @@ package struct CampaignPlanner: Sendable {
         let audience: Int
         let tasks: Int
         var tickets: [DeliveryTicket]
+        var firstTask = ContinuousClock.now
         if let segment = try await segment(of: campaign, refuse: refuse) {
-            (audience, tasks, tickets) = try await planSegment(campaign, segment: segment, definition: definition, submission: submission)
+            (audience, tasks, tickets, firstTask) = try await planSegment(campaign, segment: segment, definition: definition, submission: submission)
         } else {
             let listed = try await resolve(campaign, refuse: refuse)
             let ranges = try await shardRanges(campaign, audience: listed)
@@ -176,6 +177,7 @@ package struct CampaignPlanner: Sendable {
             tickets = [try await writer.campaign(CampaignEvent(
                 campaign: campaign.id, app: campaign.app, event: .accepted, audience: audience, submission: submission, at: epochMillis()))]
             tickets += try await produceTasks(campaign, ranges, notBefore: campaign.options.sendAt)
+            firstTask = .now
         }
         if let error = await ResultsWriter.firstFailure(tickets) { throw error }
         if try await store.campaigns.transition(campaign.id, from: .planning, to: .running) {
@@ -184,7 +186,7 @@ package struct CampaignPlanner: Sendable {
         }
         logger.notice("planner.planned", [
             "campaign.id": campaign.id, "app": campaign.app, "audience": String(audience), "tasks": String(tasks),
-            "elapsed_ms": String((ContinuousClock.now - started).milliseconds),
+            "first_task_ms": String((firstTask - started).milliseconds), "elapsed_ms": String((ContinuousClock.now - started).milliseconds),
         ])
         return .planned(campaign: campaign.id, audience: audience, tasks: tasks)
     }

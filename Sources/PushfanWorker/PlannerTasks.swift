@@ -16,7 +16,7 @@ extension CampaignPlanner {
     /// marks the campaign running is announced by the planner (`CampaignCompletion`).
     func planSegment(
         _ campaign: Campaign, segment: SegmentExpression, definition: String, submission: CampaignEvent.Submission
-    ) async throws -> (audience: Int, tasks: Int, tickets: [DeliveryTicket]) {
+    ) async throws -> (audience: Int, tasks: Int, tickets: [DeliveryTicket], firstTask: ContinuousClock.Instant) {
         let (store, app) = (store, campaign.app)
         async let counted = store.audience.count(app: app, segment: segment)
         let total = try await store.audience.count(app: app, segment: nil)
@@ -31,12 +31,14 @@ extension CampaignPlanner {
         }.value
         var tickets: [DeliveryTicket] = []
         var index = 0
+        var firstTask: ContinuousClock.Instant?
         for await range in found {
             // The segment's share of a shard, from all its devices, for progress only.
             let estimate = total == 0 ? 0 : min(size, (total + count - 1) / count)
             tickets += try await produceTasks(
                 campaign, [PlannedRange(after: range.after, through: range.through, estimate: estimate)], first: index, of: count,
                 notBefore: campaign.options.sendAt)
+            firstTask = firstTask ?? .now
             index += 1
         }
         _ = try await walked
@@ -44,7 +46,7 @@ extension CampaignPlanner {
         try await store.campaigns.planned(campaign.id, audience: audience, shards: count)
         tickets.append(try await writer.campaign(CampaignEvent(
             campaign: campaign.id, app: app, event: .accepted, audience: audience, submission: submission, at: epochMillis())))
-        return (audience, count, tickets)
+        return (audience, count, tickets, firstTask ?? .now)
     }
 
     /// Devices per shard for an app of `devices`: at least `4 × lanes` shards when the app
