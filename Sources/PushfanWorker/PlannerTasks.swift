@@ -32,12 +32,13 @@ extension CampaignPlanner {
         var tickets: [DeliveryTicket] = []
         var index = 0
         var firstTask: ContinuousClock.Instant?
+        let partitions = try await writer.producer.partitionCount(topic: writer.topics.tasks)
         for await range in found {
             // The segment's share of a shard, from all its devices, for progress only.
             let estimate = total == 0 ? 0 : min(size, (total + count - 1) / count)
             tickets += try await produceTasks(
                 campaign, [PlannedRange(after: range.after, through: range.through, estimate: estimate)], first: index, of: count,
-                notBefore: campaign.options.sendAt)
+                notBefore: campaign.options.sendAt, partitions: partitions)
             firstTask = firstTask ?? .now
             index += 1
         }
@@ -60,13 +61,16 @@ extension CampaignPlanner {
     /// One task per range, each lane on a partition of its own; the tasks carry `notBefore`
     /// while it is ahead.
     func produceTasks(
-        _ campaign: Campaign, _ ranges: some Collection<PlannedRange>, first: Int = 0, of total: Int? = nil, notBefore sendAt: Int64?
+        _ campaign: Campaign, _ ranges: some Collection<PlannedRange>, first: Int = 0, of total: Int? = nil, notBefore sendAt: Int64?,
+        partitions known: Int? = nil
     ) async throws -> [DeliveryTicket] {
         let shards = total ?? ranges.count
         // Each lane gets a partition of its own (while there are enough), at an offset that
         // depends on the app, so lanes spread over the workers (round-robin assignment)
         // instead of wherever the key hash puts them.
-        let partitions = try await writer.producer.partitionCount(topic: writer.topics.tasks)
+        // A metadata request: asked once per campaign, not once per task.
+        let partitions: Int
+        if let known { partitions = known } else { partitions = try await writer.producer.partitionCount(topic: writer.topics.tasks) }
         let lanes = min(settings.lanes, partitions)
         let base = Int(FNV1a.hash(campaign.app) % UInt64(partitions))
         let notBefore = sendAt.flatMap { $0 > epochMillis() ? $0 : nil }
