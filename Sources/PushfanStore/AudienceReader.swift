@@ -41,21 +41,10 @@ package struct AudienceReader: Sendable {
     /// while the rest are looked for.
     package func shards(app: String, size: Int, found: (ShardRange) -> Void = { _ in }) async throws(StoreError) -> [ShardRange] {
         guard size > 0 else { throw StoreError.invalidInput("shard size must be positive") }
-        var shards: [ShardRange] = []
-        var after: Int64?
-        // One call per boundary rather than one for all: on a large app the whole walk takes
-        // a while (0.2 s at 1M devices), and other calls on the same connection (a sender's
-        // page in the same worker, or the scan of a shard already found) need not wait for
-        // all of it.
-        while true {
-            guard let end = try await boundary(app: app, after: after, size: size) else { break }
-            shards.append(ShardRange(after: after, through: end))
-            found(shards[shards.count - 1])
-            after = end
-        }
-        let lower = after
+        var shards = try await walk(app: app, size: size, closed: Int.max, found: found)
+        let after = shards.last?.through
         let more = try await executor.run { connection throws(StoreError) in
-            try connection.queryOne("SELECT 1 FROM devices WHERE app = \(app) AND row_key > \(lower ?? Int64.min) LIMIT 1") { $0.int(0) } != nil
+            try connection.queryOne("SELECT 1 FROM devices WHERE app = \(app) AND row_key > \(after ?? Int64.min) LIMIT 1") { $0.int(0) } != nil
         }
         if more || shards.isEmpty {
             shards.append(ShardRange(after: after, through: nil))
@@ -71,21 +60,29 @@ package struct AudienceReader: Sendable {
     /// the ranges still missing are empty ones above every row key.
     package func shards(app: String, size: Int, count: Int, found: (ShardRange) -> Void) async throws(StoreError) -> [ShardRange] {
         guard size > 0, count > 0 else { throw StoreError.invalidInput("shard size and count must be positive") }
-        var shards: [ShardRange] = []
-        var after: Int64?
-        while shards.count < count - 1 {
-            guard let end = try await boundary(app: app, after: after, size: size) else { break }
-            shards.append(ShardRange(after: after, through: end))
-            found(shards[shards.count - 1])
-            after = end
-        }
-        shards.append(ShardRange(after: after, through: nil))
+        var shards = try await walk(app: app, size: size, closed: count - 1, found: found)
+        shards.append(ShardRange(after: shards.last?.through, through: nil))
         found(shards[shards.count - 1])
         var top = Int64.max - Int64(count)
         while shards.count < count {
             shards.append(ShardRange(after: top, through: top + 1))
             found(shards[shards.count - 1])
             top += 1
+        }
+        return shards
+    }
+
+    /// Up to `closed` ranges of `size` devices from the app's first row key, each given to
+    /// `found` as its boundary is known. One call per boundary rather than one for all: on a
+    /// large app the whole walk takes a while (0.2 s at 1M devices), and other calls on the
+    /// same connection need not wait for all of it.
+    private func walk(app: String, size: Int, closed: Int, found: (ShardRange) -> Void) async throws(StoreError) -> [ShardRange] {
+        var shards: [ShardRange] = []
+        var after: Int64?
+        while shards.count < closed, let end = try await boundary(app: app, after: after, size: size) {
+            shards.append(ShardRange(after: after, through: end))
+            found(shards[shards.count - 1])
+            after = end
         }
         return shards
     }
