@@ -43,6 +43,11 @@ struct CampaignsStatusCommand: Command {
         }
         print("campaign \(row.id) (app \(row.app)): \(row.status.rawValue)")
         print("  audience \(row.audience) in \(row.shards) shards")
+        if let sendAt = row.sendAt, row.parked { print("  send at \(isoTime(sendAt))") }
+        let waves = try await store.waves.parked(campaign: id)
+        if let next = waves.next {
+            print("  \(waves.count) wave\(waves.count == 1 ? "" : "s") parked, the next at \(isoTime(next))")
+        }
         let counts = try await store.ledger.progressCounts(campaign: id)
         for (state, count) in counts.sorted(by: { $0.key.rawValue < $1.key.rawValue }) where count > 0 && state != .claimed {
             print("  " + state.rawValue.padding(toLength: 15, withPad: " ", startingAt: 0) + String(format: "%9d", count))
@@ -124,4 +129,9 @@ enum CampaignReport {
     static func finished(_ store: DeviceStore, _ id: String) async throws -> Int {
         try await store.ledger.progressCounts(campaign: id).filter { $0.key != .claimed }.values.reduce(0, +)
     }
+}
+
+/// An epoch-milliseconds time as ISO 8601, UTC.
+private func isoTime(_ millis: Int64) -> String {
+    ISO8601DateFormatter().string(from: Date(timeIntervalSince1970: Double(millis) / 1000))
 }

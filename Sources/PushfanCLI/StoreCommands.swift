@@ -36,6 +36,7 @@ struct AppsAddCommand: Command {
             .option("cert-key", "F", "private key of the certificate, PEM"),
             .option("rate", "N", "sends per second across all workers (default 1000)"),
             .option("environment", "E", "production or sandbox (default production)"),
+            .option("time-zone", "TZ", "IANA zone of devices that registered none, for local-time campaigns (default UTC)"),
         ] + StoreOptions.specs)
 
     static func run(_ arguments: ParsedArguments, _ context: CommandContext) async throws -> Int32 {
@@ -65,7 +66,7 @@ struct AppsAddCommand: Command {
         let registration = AppRegistration(
             app: try arguments.required("app"), topic: try arguments.required("topic"), credentials: credentials,
             environment: try APNsEnvironment(parsing: arguments.value("environment") ?? "production"),
-            ratePerSecond: try arguments.int("rate", default: 1000, range: 1...1_000_000))
+            ratePerSecond: try arguments.int("rate", default: 1000, range: 1...1_000_000), timeZone: arguments.value("time-zone"))
         let store = try await StoreOptions.open(arguments, context)
         let secret = try await store.apps.add(registration)
         print("app \(registration.app) added (topic \(registration.topic), \(registration.ratePerSecond)/s)")
@@ -88,6 +89,7 @@ struct DevicesRegisterCommand: Command {
             .option("environment", "E", "production or sandbox (default production)"),
             .option("locale", "L", "e.g. de_DE"),
             .option("timezone", "TZ", "IANA name, e.g. Europe/Berlin"),
+            .option("quiet-hours", "HH:MM-HH:MM", "do not disturb (local time), e.g. 22:00-07:00: alert pushes wait until it ends"),
             .option("app-version", "V", "app version, e.g. 2.3.1"),
             .option("os-version", "V", "iOS version, e.g. 17.4"),
             .option("tag", "T", "a tag", repeatable: true),
@@ -100,6 +102,11 @@ struct DevicesRegisterCommand: Command {
         registration.environment = try APNsEnvironment(parsing: arguments.value("environment") ?? "production")
         registration.locale = arguments.value("locale")
         registration.timezone = arguments.value("timezone")
+        if let window = arguments.value("quiet-hours") {
+            let ends = window.split(separator: "-", omittingEmptySubsequences: false).map(String.init)
+            guard ends.count == 2 else { throw UsageError("--quiet-hours must look like 22:00-07:00, got '\(window)'") }
+            registration.quietHours = try Validation.quietHours(start: ends[0], end: ends[1])
+        }
         registration.appVersion = arguments.value("app-version")
         registration.osVersion = arguments.value("os-version")
         registration.tags = arguments.values("tag")

@@ -15,6 +15,7 @@ package struct AppDirectory: Sendable {
         guard (1...1_000_000).contains(registration.ratePerSecond) else {
             throw StoreError.invalidInput("rate must be between 1 and 1000000 per second, got \(registration.ratePerSecond)")
         }
+        if let zone = registration.timeZone { try Validation.timeZone(zone) }
         let secret = SecretHash.generateSecret()
         let hashed = SecretHash(secret: secret)
         let (team, key, keyFile, certFile, certKey): (String?, String?, String?, String?, String?) =
@@ -25,9 +26,10 @@ package struct AppDirectory: Sendable {
         let now = DeviceStore.now()
         let inserted = try await executor.run { connection throws(StoreError) in
             try connection.execute("""
-                INSERT INTO apps (app, secret_salt, secret_hash, topic, team_id, key_id, key_file, cert_file, cert_key_file, environment, rate_per_second, created_at)
+                INSERT INTO apps (app, secret_salt, secret_hash, topic, team_id, key_id, key_file, cert_file, cert_key_file, environment, rate_per_second, created_at, time_zone)
                 VALUES (\(registration.app), \(hashed.salt), \(hashed.hash), \(registration.topic), \(.optional(team)), \(.optional(key)), \(.optional(keyFile)),
-                        \(.optional(certFile)), \(.optional(certKey)), \(registration.environment.rawValue), \(registration.ratePerSecond), \(now))
+                        \(.optional(certFile)), \(.optional(certKey)), \(registration.environment.rawValue), \(registration.ratePerSecond), \(now),
+                        \(.optional(registration.timeZone)))
                 ON CONFLICT (app) DO NOTHING
                 """)
         }
@@ -39,7 +41,7 @@ package struct AppDirectory: Sendable {
     package func get(_ key: String) async throws(StoreError) -> AppRecord? {
         try await executor.run { connection throws(StoreError) in
             try connection.queryOne("""
-                SELECT app, topic, team_id, key_id, key_file, cert_file, cert_key_file, environment, rate_per_second, created_at
+                SELECT app, topic, team_id, key_id, key_file, cert_file, cert_key_file, environment, rate_per_second, created_at, time_zone
                 FROM apps WHERE app = \(key)
                 """) { row in
                 let credentials: APNsCredentialsReference =
@@ -51,7 +53,7 @@ package struct AppDirectory: Sendable {
                 return AppRecord(
                     app: row.text(0) ?? "", topic: row.text(1) ?? "", credentials: credentials,
                     environment: APNsEnvironment(rawValue: row.text(7) ?? "") ?? .production,
-                    ratePerSecond: Int(row.int(8) ?? 0), createdAt: row.int(9) ?? 0)
+                    ratePerSecond: Int(row.int(8) ?? 0), createdAt: row.int(9) ?? 0, timeZone: row.text(10))
             }
         }
     }

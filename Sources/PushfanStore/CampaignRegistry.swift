@@ -33,12 +33,13 @@ package struct CampaignRegistry: Sendable {
 
     /// Records a campaign once; false when its id was already known (the same id twice is
     /// one campaign).
-    /// A `scheduled` campaign is parked: it waits, undispatched, for `sendAt`.
+    /// A `scheduled` campaign is parked (it waits, undispatched, for `sendAt`) unless its
+    /// tasks are parked in waves instead (`parked` false: a local-time campaign).
     package func record(
         id: String, app: String, audience: Int, shards: Int, definition: String? = nil, status: CampaignStatus = .running,
-        sendAt: Int64? = nil, now: Int64 = DeviceStore.now()
+        sendAt: Int64? = nil, parked: Bool? = nil, now: Int64 = DeviceStore.now()
     ) async throws(StoreError) -> Bool {
-        let dispatched: Int64? = status == .scheduled ? nil : now
+        let dispatched: Int64? = parked ?? (status == .scheduled) ? nil : now
         return try await executor.run { connection throws(StoreError) in
             try connection.execute("""
                 INSERT INTO campaigns (id, app, status, audience, shards, definition, created_at, updated_at, send_at, dispatched_at)
@@ -75,10 +76,16 @@ package struct CampaignRegistry: Sendable {
         }
     }
 
-    /// A dispatched campaign's audience and shards, counted again at its time.
-    package func planned(_ id: String, audience: Int, shards: Int, now: Int64 = DeviceStore.now()) async throws(StoreError) {
+    /// A campaign's audience, counted once its tasks are cut, and (for a dispatched campaign,
+    /// before any task exists) its shards. Nil `shards` leaves them: tasks already running
+    /// may have added quiet-hours holds.
+    package func planned(_ id: String, audience: Int, shards: Int? = nil, now: Int64 = DeviceStore.now()) async throws(StoreError) {
         _ = try await executor.run { connection throws(StoreError) in
-            try connection.execute("UPDATE campaigns SET audience = \(audience), shards = \(shards), updated_at = \(now) WHERE id = \(id)")
+            if let shards {
+                try connection.execute("UPDATE campaigns SET audience = \(audience), shards = \(shards), updated_at = \(now) WHERE id = \(id)")
+            } else {
+                try connection.execute("UPDATE campaigns SET audience = \(audience), updated_at = \(now) WHERE id = \(id)")
+            }
         }
     }
 

@@ -152,7 +152,7 @@ package struct DeviceDirectory: Sendable {
     private static func records(_ connection: any SQLConnection, _ condition: SQLStatement) throws(StoreError) -> [DeviceRecord] {
         var records = try connection.queryAll("""
             SELECT row_key, device_id, token, environment, locale, timezone, app_version, os_version, attributes,
-                   created_at, last_seen_at, status, invalid_reason, invalid_at
+                   created_at, last_seen_at, status, invalid_reason, invalid_at, quiet_start, quiet_end
             FROM devices WHERE\u{20}
             """ + condition, Self.deviceRecord)
         for index in records.indices {
@@ -168,6 +168,12 @@ package struct DeviceDirectory: Sendable {
             environment: APNsEnvironment(rawValue: row.text(3) ?? "") ?? .production, locale: row.text(4), timezone: row.text(5),
             appVersion: row.text(6), osVersion: row.text(7), tags: [], attributes: attributes,
             createdAt: row.int(9) ?? 0, lastSeenAt: row.int(10) ?? 0, status: DeviceStatus(rawValue: row.text(11) ?? "") ?? .active,
-            invalidReason: row.text(12), invalidAt: row.int(13))
+            invalidReason: row.text(12), invalidAt: row.int(13), quietHours: quietHours(row, start: 14))
+    }
+
+    /// The quiet hours kept in columns `start` and `start + 1`; nil when there are none.
+    static func quietHours(_ row: any SQLRow, start column: Int) -> QuietHours? {
+        guard let start = row.int(column), let end = row.int(column + 1) else { return nil }
+        return try? QuietHours(start: Int(start), end: Int(end))
     }
 }

@@ -16,7 +16,7 @@ package struct DeviceImportParser: Sendable {
     /// read, so an error now ends the import.
     package var needsHeader: Bool { format == .csv && columns == nil }
 
-    package static let csvColumns: Set<String> = ["device_id", "token", "environment", "locale", "timezone", "app_version", "os_version", "tags", "last_seen"]
+    package static let csvColumns: Set<String> = ["device_id", "token", "environment", "locale", "timezone", "app_version", "os_version", "tags", "last_seen", "quiet_start", "quiet_end"]
 
     package init(format: Format) { self.format = format }
 
@@ -83,6 +83,7 @@ package struct DeviceImportParser: Sendable {
         registration.appVersion = value("app_version")
         registration.osVersion = value("os_version")
         registration.tags = value("tags").map { $0.split(separator: ";").map(String.init) } ?? []
+        registration.quietHours = try Validation.quietHours(start: value("quiet_start"), end: value("quiet_end"))
         if let seen = value("last_seen") {
             guard let millis = Int64(seen) else { throw StoreError.invalidInput("last_seen must be milliseconds since the epoch, got '\(seen)'") }
             registration.seenAt = millis

@@ -53,6 +53,20 @@ final class DeviceJSONReader {
                 case .object(let members): registration.attributes = members
                 default: throw StoreError.invalidInput("attributes: wrong type, expected an object")
                 }
+            case "quiet_hours":
+                switch try readValue(depth: 0) {
+                case .null: break
+                case .object(let window):
+                    func time(_ name: String) throws(StoreError) -> String? {
+                        switch window[name] {
+                        case nil, .null?: return nil
+                        case .string(let text)?: return text
+                        default: throw StoreError.invalidInput("quiet_hours.\(name): wrong type, expected a time like \"22:00\"")
+                        }
+                    }
+                    registration.quietHours = try Validation.quietHours(start: try time("start"), end: try time("end"))
+                default: throw StoreError.invalidInput("quiet_hours: wrong type, expected an object like {\"start\": \"22:00\", \"end\": \"07:00\"}")
+                }
             case "last_seen":
                 switch try readValue(depth: 0) {
                 case .null: break

@@ -9,6 +9,7 @@ import PushfanCore
 /// - `devices`: registration, import, unregistering, token hygiene (`DeviceDirectory`)
 /// - `audience`: saved segments, counts, shards and pages (`AudienceReader`)
 /// - `campaigns`: campaign rows and their lifecycle (`CampaignRegistry`)
+/// - `waves`: tasks parked until their time: zone waves and quiet-hours holds (`CampaignWaves`)
 /// - `ledger`: claims and final outcomes per device (`DeliveryLedger`)
 /// - `providerTokens`: APNs provider tokens shared by workers (`ProviderTokenStore`)
 ///
@@ -23,6 +24,7 @@ package final class DeviceStore: Sendable {
     package let devices: DeviceDirectory
     package let audience: AudienceReader
     package let campaigns: CampaignRegistry
+    package let waves: CampaignWaves
     package let ledger: DeliveryLedger
     package let providerTokens: ProviderTokenStore
 
@@ -63,6 +65,7 @@ package final class DeviceStore: Sendable {
         devices = DeviceDirectory(executor: executor)
         audience = AudienceReader(executor: executor)
         campaigns = CampaignRegistry(executor: executor)
+        waves = CampaignWaves(executor: executor)
         ledger = DeliveryLedger(executor: executor)
         providerTokens = ProviderTokenStore(executor: executor)
     }

@@ -19,13 +19,19 @@ package struct AppRegistration: Sendable {
     package var environment: APNsEnvironment
     /// Sends per second across all workers.
     package var ratePerSecond: Int
+    /// The IANA zone of devices that registered none (local-time campaigns); nil: UTC.
+    package var timeZone: String?
 
-    package init(app: String, topic: String, credentials: APNsCredentialsReference, environment: APNsEnvironment = .production, ratePerSecond: Int = 1000) {
+    package init(
+        app: String, topic: String, credentials: APNsCredentialsReference, environment: APNsEnvironment = .production, ratePerSecond: Int = 1000,
+        timeZone: String? = nil
+    ) {
         self.app = app
         self.topic = topic
         self.credentials = credentials
         self.environment = environment
         self.ratePerSecond = ratePerSecond
+        self.timeZone = timeZone
     }
 }
 
@@ -37,6 +43,11 @@ package struct AppRecord: Sendable, Equatable {
     package let environment: APNsEnvironment
     package let ratePerSecond: Int
     package let createdAt: Int64
+    /// Devices without a zone of their own are in this one (nil: UTC).
+    package var timeZone: String? = nil
+
+    /// `timeZone` as a zone; UTC when the app has none.
+    package var defaultZone: TimeZone { timeZone.flatMap(TimeZone.init(identifier:)) ?? TimeZone(secondsFromGMT: 0)! }
 }
 
 /// What a client SDK registers: the device id (stable per install), its token and traits.
@@ -50,6 +61,8 @@ package struct DeviceRegistration: Sendable, Equatable {
     package var osVersion: String?
     package var tags: [String] = []
     package var attributes: [String: JSONValue] = [:]
+    /// Do-not-disturb, in the device's local time: alert pushes wait until it ends.
+    package var quietHours: QuietHours?
     /// When the device was seen (ms since the epoch); registration time by default.
     package var seenAt: Int64?
 
@@ -86,6 +99,7 @@ package struct DeviceRecord: Sendable, Equatable {
     package let status: DeviceStatus
     package let invalidReason: String?
     package let invalidAt: Int64?
+    package var quietHours: QuietHours? = nil
 }
 
 /// What expansion yields per device: enough to render and send.
@@ -95,6 +109,9 @@ package struct DeviceTarget: Sendable, Equatable {
     package let token: String
     package let environment: APNsEnvironment
     package let locale: String?
+    /// Its IANA zone (nil: the app's default) and do-not-disturb window, for quiet hours.
+    package var timezone: String? = nil
+    package var quietHours: QuietHours? = nil
 }
 
 /// A contiguous range of row keys, `(after, through]`; nil bounds are open.

@@ -188,6 +188,32 @@ enum Schema {
                 ALTER TABLE campaigns ADD COLUMN dispatched_at BIGINT;
                 CREATE INDEX campaigns_parked ON campaigns (send_at) WHERE send_at IS NOT NULL AND dispatched_at IS NULL;
                 """),
+        Migration(
+            version: 6, summary: "local time and quiet hours: apps' default zone, devices' quiet hours, parked waves of tasks",
+            sqlite: """
+                ALTER TABLE apps ADD COLUMN time_zone TEXT;
+                ALTER TABLE devices ADD COLUMN quiet_start INTEGER;
+                ALTER TABLE devices ADD COLUMN quiet_end INTEGER;
+                CREATE TABLE campaign_waves (
+                    campaign TEXT NOT NULL, wave TEXT NOT NULL, send_at INTEGER NOT NULL,
+                    first_shard INTEGER NOT NULL, shards INTEGER NOT NULL, lane INTEGER,
+                    zones TEXT, row_keys TEXT, skip TEXT, dispatched_at INTEGER, produced_at INTEGER,
+                    PRIMARY KEY (campaign, wave)
+                ) WITHOUT ROWID;
+                CREATE INDEX campaign_waves_parked ON campaign_waves (send_at) WHERE produced_at IS NULL;
+                """,
+            postgres: """
+                ALTER TABLE apps ADD COLUMN time_zone TEXT;
+                ALTER TABLE devices ADD COLUMN quiet_start INTEGER;
+                ALTER TABLE devices ADD COLUMN quiet_end INTEGER;
+                CREATE TABLE campaign_waves (
+                    campaign TEXT NOT NULL, wave TEXT NOT NULL, send_at BIGINT NOT NULL,
+                    first_shard BIGINT NOT NULL, shards BIGINT NOT NULL, lane BIGINT,
+                    zones TEXT, row_keys TEXT, skip TEXT, dispatched_at BIGINT, produced_at BIGINT,
+                    PRIMARY KEY (campaign, wave)
+                );
+                CREATE INDEX campaign_waves_parked ON campaign_waves (send_at) WHERE produced_at IS NULL;
+                """),
     ]
 
     /// Brings the database to the newest version; returns the versions applied now.

@@ -15,6 +15,7 @@ package struct ValidatedDevice: Sendable, Equatable {
     package let tags: [String]
     package let attributesJSON: String
     package let seenAt: Int64?
+    package var quietHours: QuietHours? = nil
 }
 
 /// Input rules for the store; every refusal says what was wrong.
@@ -100,9 +101,7 @@ package enum Validation {
         try deviceID(id)
         let token = try token(registration.token)
         let locale = try registration.locale.map(locale)
-        if let timezone = registration.timezone, !knownTimeZones.contains(timezone) {
-            throw StoreError.invalidInput("unknown time zone '\(timezone)' (use an IANA name like Europe/Berlin)")
-        }
+        if let timezone = registration.timezone { try timeZone(timezone) }
         var tags: [String] = []
         for tag in registration.tags {
             guard (1...maxTagLength).contains(tag.utf8.count), !hasControlCharacters(tag) else {
@@ -121,6 +120,20 @@ package enum Validation {
             deviceID: id, token: token, environment: registration.environment, locale: locale, timezone: registration.timezone,
             appVersion: registration.appVersion, appVersionKey: registration.appVersion.flatMap(VersionKey.key),
             osVersion: registration.osVersion, osVersionKey: registration.osVersion.flatMap(VersionKey.key),
-            tags: tags, attributesJSON: attributes, seenAt: registration.seenAt)
+            tags: tags, attributesJSON: attributes, seenAt: registration.seenAt, quietHours: registration.quietHours)
+    }
+
+    /// Quiet hours from their `HH:MM` start and end: both or neither.
+    package static func quietHours(start: String?, end: String?) throws(StoreError) -> QuietHours? {
+        switch (start, end) {
+        case (nil, nil): return nil
+        case (let start?, let end?):
+            do { return try QuietHours(start: start, end: end) } catch { throw StoreError.invalidInput(error.description) }
+        default: throw StoreError.invalidInput("quiet hours need both a start and an end, like 22:00 and 07:00")
+        }
+    }
+
+    package static func timeZone(_ name: String) throws(StoreError) {
+        guard knownTimeZones.contains(name) else { throw StoreError.invalidInput("unknown time zone '\(name)' (use an IANA name like Europe/Berlin)") }
     }
 }

@@ -12,18 +12,20 @@ struct CampaignCompletion {
 
     func finish(plan: CampaignPlan) async throws {
         let finished = try await context.store.campaigns.finishTask(campaign: task.campaign, shard: task.shard)
-        guard finished >= task.shards else { return }
+        // The task's count first (no query on most tasks), then the store's: quiet-hours
+        // holds add shards while the campaign sends.
+        guard finished >= task.shards, let shards = try await context.store.campaigns.get(task.campaign)?.shards, finished >= shards else { return }
         try await Self.end(
             store: context.store, writer: context.writer, logger: context.logger, campaign: task.campaign, app: task.app,
-            lastFinisher: finished == task.shards)
+            lastFinisher: finished == shards)
         forget(plan)
     }
 
     /// The planner's half: a campaign whose every task finished before the planner marked
     /// it running (its tasks go out before its `accepted` answer) was not ended by its last
     /// finisher; the planner ends it once it has marked it running.
-    static func completeIfFinished(store: DeviceStore, writer: ResultsWriter, logger: Logger, campaign: String, app: String, shards: Int) async throws {
-        guard try await store.campaigns.finishedTasks(campaign) >= shards else { return }
+    static func completeIfFinished(store: DeviceStore, writer: ResultsWriter, logger: Logger, campaign: String, app: String) async throws {
+        guard let shards = try await store.campaigns.get(campaign)?.shards, try await store.campaigns.finishedTasks(campaign) >= shards else { return }
         try await end(store: store, writer: writer, logger: logger, campaign: campaign, app: app, lastFinisher: true)
     }
 

@@ -6,7 +6,8 @@ import PushfanStore
 /// wins), and has the planner produce its tasks with `not_before` = `send_at`, so senders
 /// have them before the moment and start their first request at it. Nothing is kept in
 /// memory: a restart, or another worker, picks up where this one left off. A cancelled
-/// parked campaign is dispatched at once, so its devices end `cancelled`.
+/// parked campaign is dispatched at once, so its devices end `cancelled`. Parked waves
+/// (`CampaignWaves`) go the same way.
 struct CampaignDispatcher {
     /// How early tasks are produced: planning a large audience takes a second or two, and
     /// senders need their tasks before `send_at`.
@@ -33,11 +34,16 @@ struct CampaignDispatcher {
         }
     }
 
-    /// One look at the store.
+    /// One look at the store: parked campaigns, then parked waves (zone waves, quiet-hours
+    /// holds).
     func dispatchDue() async throws {
         let due = try await store.campaigns.dispatchable(now: clock.wallMillis, lead: Self.lead, staleAfter: Self.staleAfter)
         for row in due where try await store.campaigns.claimDispatch(row.id, staleAfter: Self.staleAfter, now: clock.wallMillis) {
             try await planner.dispatch(row)
+        }
+        let waves = try await store.waves.due(now: clock.wallMillis, lead: Self.lead, staleAfter: Self.staleAfter)
+        for wave in waves where try await store.waves.claim(wave, staleAfter: Self.staleAfter, now: clock.wallMillis) {
+            try await planner.dispatch(wave)
         }
     }
 }

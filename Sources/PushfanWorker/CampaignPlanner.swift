@@ -16,12 +16,15 @@ package struct CampaignPlanner: Sendable {
     package let store: DeviceStore
     package let writer: ResultsWriter
     package let settings: PushfanConfiguration.Worker
+    /// Wall time for schedules: when `send_at` and local times come.
+    package let clock: any WorkerClock
     package let logger: Logger
 
-    package init(store: DeviceStore, writer: ResultsWriter, settings: PushfanConfiguration.Worker, logger: Logger) {
+    package init(store: DeviceStore, writer: ResultsWriter, settings: PushfanConfiguration.Worker, clock: any WorkerClock = SystemClock(), logger: Logger) {
         self.store = store
         self.writer = writer
         self.settings = settings
+        self.clock = clock
         self.logger = logger
     }
 
@@ -148,10 +151,13 @@ package struct CampaignPlanner: Sendable {
         do { _ = try APNsNotification.requestTopic(app.topic, pushType: campaign.notification.pushType) } catch {
             throw refuse(error.code, "app \(campaign.app)'s bundle id cannot carry this campaign: \(error.description)")
         }
-        do { try campaign.checkSchedule(now: Date()) } catch { throw refuse(error.code, error.description) }
+        do { try campaign.checkSchedule(now: clock.wall) } catch { throw refuse(error.code, error.description) }
         let definition = String(decoding: MessageCodec.encode(campaign), as: UTF8.self)
         let submission = Self.submission(of: record)
-        if let sendAt = campaign.options.sendAt, sendAt > epochMillis() + CampaignDispatcher.lead.milliseconds {
+        if let localTime = campaign.options.localTime {
+            return try await planLocalTime(campaign, localTime, app: app, definition: definition, submission: submission, refuse: refuse)
+        }
+        if let sendAt = campaign.options.sendAt, sendAt > clock.wallMillis + CampaignDispatcher.lead.milliseconds {
             let audience = try await resolve(campaign, refuse: refuse)
             _ = try await store.campaigns.record(
                 id: campaign.id, app: campaign.app, audience: audience.count, shards: 0, definition: definition, status: .scheduled, sendAt: sendAt)
@@ -182,7 +188,7 @@ package struct CampaignPlanner: Sendable {
         if let error = await ResultsWriter.firstFailure(tickets) { throw error }
         if try await store.campaigns.transition(campaign.id, from: .planning, to: .running) {
             // Its senders may all have finished before this: then the completion is ours to tell.
-            try await CampaignCompletion.completeIfFinished(store: store, writer: writer, logger: logger, campaign: campaign.id, app: campaign.app, shards: tasks)
+            try await CampaignCompletion.completeIfFinished(store: store, writer: writer, logger: logger, campaign: campaign.id, app: campaign.app)
         }
         logger.notice("planner.planned", [
             "campaign.id": campaign.id, "app": campaign.app, "audience": String(audience), "tasks": String(tasks),
@@ -213,12 +219,11 @@ package struct CampaignPlanner: Sendable {
             let tickets = try await produceTasks(campaign, ranges, notBefore: row.status == .cancelled ? nil : campaign.options.sendAt)
             if let error = await ResultsWriter.firstFailure(tickets) { throw error }
             if try await store.campaigns.transition(campaign.id, from: .planning, to: .running) {
-                try await CampaignCompletion.completeIfFinished(
-                    store: store, writer: writer, logger: logger, campaign: campaign.id, app: campaign.app, shards: ranges.count)
+                try await CampaignCompletion.completeIfFinished(store: store, writer: writer, logger: logger, campaign: campaign.id, app: campaign.app)
             }
             logger.notice("planner.dispatched", [
                 "campaign.id": campaign.id, "audience": String(audience.count), "tasks": String(ranges.count),
-                "send_at": String(row.sendAt ?? 0), "ahead_ms": String((row.sendAt ?? 0) - epochMillis()),
+                "send_at": String(row.sendAt ?? 0), "ahead_ms": String((row.sendAt ?? 0) - clock.wallMillis),
             ])
         } catch let refusal as Refusal {
             for status in [CampaignStatus.scheduled, .planning, .paused] where try await store.campaigns.transition(campaign.id, from: status, to: .cancelled) { break }

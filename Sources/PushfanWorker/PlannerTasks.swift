@@ -44,7 +44,7 @@ extension CampaignPlanner {
         }
         _ = try await walked
         let audience = try await counted
-        try await store.campaigns.planned(campaign.id, audience: audience, shards: count)
+        try await store.campaigns.planned(campaign.id, audience: audience)
         tickets.append(try await writer.campaign(CampaignEvent(
             campaign: campaign.id, app: app, event: .accepted, audience: audience, submission: submission, at: epochMillis())))
         return (audience, count, tickets, firstTask ?? .now)
@@ -60,9 +60,11 @@ extension CampaignPlanner {
 
     /// One task per range, each lane on a partition of its own; the tasks carry `notBefore`
     /// while it is ahead.
+    /// A zone wave's tasks carry its `zones` and, for a zone whose time had passed, `skip`; a
+    /// quiet-hours hold's one task its `rows`, in the `lane` of the task it came from.
     func produceTasks(
         _ campaign: Campaign, _ ranges: some Collection<PlannedRange>, first: Int = 0, of total: Int? = nil, notBefore sendAt: Int64?,
-        partitions known: Int? = nil
+        partitions known: Int? = nil, zones: [String]? = nil, skip: String? = nil, lane fixedLane: Int? = nil, rows: [Int64]? = nil
     ) async throws -> [DeliveryTicket] {
         let shards = total ?? ranges.count
         // Each lane gets a partition of its own (while there are enough), at an offset that
@@ -73,13 +75,13 @@ extension CampaignPlanner {
         if let known { partitions = known } else { partitions = try await writer.producer.partitionCount(topic: writer.topics.tasks) }
         let lanes = min(settings.lanes, partitions)
         let base = Int(FNV1a.hash(campaign.app) % UInt64(partitions))
-        let notBefore = sendAt.flatMap { $0 > epochMillis() ? $0 : nil }
+        let notBefore = sendAt.flatMap { $0 > clock.wallMillis ? $0 : nil }
         var batch: [ProducerRecord] = []
         for (offset, range) in ranges.enumerated() {
             let index = first + offset
             let task = TaskRecord(
                 campaign: campaign.id, app: campaign.app, shard: index, shards: shards, after: range.after, through: range.through,
-                estimate: range.estimate, lane: index % lanes, lanes: lanes, notBefore: notBefore)
+                estimate: range.estimate, lane: (fixedLane ?? index) % lanes, lanes: lanes, notBefore: notBefore, zones: zones, rows: rows, skip: skip)
             batch.append(ProducerRecord(
                 topic: writer.topics.tasks, key: task.kafkaKey, value: MessageCodec.encode(task), partition: Int32((base + task.lane) % partitions)))
         }

@@ -31,13 +31,16 @@ struct SendRound {
             state.holdForResume(pending, now: context.clock.now)
             return
         case .cancelled?:
-            for item in pending { finals.add(item, campaign: task.campaign, state: .cancelled, reason: Self.cancelledReason, at: now) }
-            if let ticket = try await recorder.record(finals) { state.tickets.append(ticket) }
+            try await end(pending, as: .cancelled, reason: Self.cancelledReason, state: &state)
             context.controls.obeyed(task.campaign)
-            context.progress.touch(campaign: task.campaign, app: task.app)
             return
         default:
             break
+        }
+        if let reason = task.skip {
+            // A zone whose local time had passed, under `late: skip`.
+            try await end(pending, as: .skipped, reason: reason, state: &state)
+            return
         }
         let ready = prepare(pending, finals: &finals, state: &state, at: now)
         var unsent: [ShardSender.Pending] = []
@@ -65,6 +68,15 @@ struct SendRound {
             try await context.store.ledger.release(campaign: task.campaign, owner: context.workerID, rowKeys: unsent.map(\.target.rowKey))
             throw CancellationError()
         }
+    }
+
+    /// Every device of `pending` ends `final` without a request.
+    func end(_ pending: [ShardSender.Pending], as final: LedgerState, reason: String, state: inout ShardSender.TaskState) async throws {
+        var finals = OutcomeRecorder.Finals()
+        let now = context.clock.wallMillis
+        for item in pending { finals.add(item, campaign: task.campaign, state: final, reason: reason, at: now) }
+        if let ticket = try await recorder.record(finals) { state.tickets.append(ticket) }
+        context.progress.touch(campaign: task.campaign, app: task.app)
     }
 
     /// The requests to send; devices that end without one go to `finals`. Requests are

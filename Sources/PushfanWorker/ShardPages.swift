@@ -3,8 +3,9 @@ import PushfanStore
 
 /// The pages of one task's shard, in row-key order, each read while the one before it is
 /// being sent. A segment audience pages through the shard's row-key range with the segment
-/// applied in SQL; an explicit audience reads its listed devices by row key, never the app's
-/// other devices in the range.
+/// applied in SQL; an explicit audience (or a quiet-hours hold) reads its listed devices by
+/// row key, never the app's other devices in the range. A zone wave's task reads only the
+/// devices in its zones.
 ///
 /// Only reading runs ahead: a page is claimed when its turn comes, so a crash leaves nothing
 /// claimed that was not about to be sent.
@@ -18,6 +19,8 @@ struct ShardPages {
     private let app: String
     private let pageSize: Int
     private let source: Source
+    /// A zone wave's zones: only its devices are read.
+    private let zones: [String]?
     private var next: Task<[DeviceTarget], any Error>?
     /// Explicit audience: where the next page starts in `rowKeys`.
     private var listedOffset = 0
@@ -27,7 +30,11 @@ struct ShardPages {
         app = task.app
         self.pageSize = pageSize
         let shard = ShardRange(after: task.after, through: task.through)
-        if let keys = plan.rowKeys {
+        zones = task.zones
+        if let rows = task.rows {
+            // A quiet-hours hold: exactly its devices.
+            source = .listed(rowKeys: ArraySlice(rows.sorted()))
+        } else if let keys = plan.rowKeys {
             // The listed keys inside (after, through]: the planner cut its shards from them.
             let start = task.after.map { after in keys.partitioningIndex(where: { $0 > after }) } ?? keys.startIndex
             let end = task.through.map { through in keys.partitioningIndex(where: { $0 > through }) } ?? keys.endIndex
@@ -57,14 +64,14 @@ struct ShardPages {
     func cancel() { next?.cancel() }
 
     private func read(after cursor: Int64?) -> Task<[DeviceTarget], any Error> {
-        let (store, app, limit) = (self.store, self.app, pageSize)
+        let (store, app, limit, zones) = (self.store, self.app, pageSize, self.zones)
         switch source {
         case .range(let segment, let shard):
-            return Task { try await store.audience.page(app: app, segment: segment, shard: shard, cursor: cursor, limit: limit) }
+            return Task { try await store.audience.page(app: app, segment: segment, shard: shard, cursor: cursor, limit: limit, zones: zones) }
         case .listed(let keys):
             let start = keys.startIndex + listedOffset
             let page = Array(keys[start..<min(start + limit, keys.endIndex)])
-            return Task { page.isEmpty ? [] : try await store.audience.devices(app: app, rowKeys: page) }
+            return Task { page.isEmpty ? [] : try await store.audience.devices(app: app, rowKeys: page, zones: zones) }
         }
     }
 }

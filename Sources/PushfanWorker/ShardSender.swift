@@ -158,6 +158,8 @@ package struct ShardSender: Sendable {
         var tickets: [DeliveryTicket] = []
         /// Answers that were credentials failures, so far.
         var credentialFailures = 0
+        /// Devices' time zones by name, for quiet hours.
+        var zones: [String: TimeZone] = [:]
         /// Payloads by device locale: built and checked once, not once per device.
         var payloads: [String: Result<APNsPreparedPayload, APNsRequestError>] = [:]
 
@@ -180,16 +182,19 @@ package struct ShardSender: Sendable {
     }
 
     /// A scheduled campaign's task arrives before its `send_at` (the dispatcher produces it
-    /// early): it waits for the moment, unless the campaign is cancelled meanwhile. The first
-    /// task of each lane (shards `0 ..< lanes`; the later ones queue behind it) logs how late
-    /// it started (`task.scheduled_start`, `late_ms`): the schedule's own precision.
+    /// early): it waits for the moment, unless the campaign is cancelled meanwhile. The tasks
+    /// that start a lane's part of a wave (they waited, or are shards `0 ..< lanes`; the later
+    /// ones queue behind them) log how late they started (`task.scheduled_start`, `late_ms`):
+    /// the schedule's own precision.
     private func waitForSendAt() async throws {
         guard let notBefore = task.notBefore else { return }
+        var waited = false
         while context.clock.wallMillis < notBefore, try await context.controls.refresh(task.campaign) != .cancelled {
             let left = Duration.milliseconds(notBefore - context.clock.wallMillis)
             try await context.clock.sleep(until: context.clock.now + min(left, .milliseconds(200)))
+            waited = true
         }
-        guard task.shard < task.lanes else { return }
+        guard waited || task.shard < task.lanes else { return }
         context.logger.info("task.scheduled_start", [
             "campaign.id": task.campaign, "task.shard": String(task.shard), "task.lane": String(task.lane),
             "late_ms": String(context.clock.wallMillis - notBefore),
@@ -215,17 +220,42 @@ package struct ShardSender: Sendable {
     private func claimAndSend(_ targets: [DeviceTarget], plan: CampaignPlan, state: inout TaskState) async throws {
         let claim = try await context.store.ledger.claim(
             campaign: task.campaign, targets: targets, owner: context.workerID, lease: context.lease, now: context.clock.wallMillis)
-        let now = context.clock.now
         let round = SendRound(context: context, task: task, plan: plan)
         // The usual case: every device of the page is newly ours.
-        if claim.toSend.count == targets.count {
-            try await round.send(targets.map { Pending(target: $0, attempts: 0, firstAttemptAt: nil, notBefore: now) }, state: &state)
-            return
+        if claim.toSend.count != targets.count {
+            let owned = Set(claim.toSend.map(\.rowKey))
+            let finalKeys = claim.alreadyFinal > 0 ? try await reemitFinished(targets, state: &state) : []
+            state.held += targets.filter { !owned.contains($0.rowKey) && !finalKeys.contains($0.rowKey) }
         }
-        let owned = Set(claim.toSend.map(\.rowKey))
-        let finalKeys = claim.alreadyFinal > 0 ? try await reemitFinished(targets, state: &state) : []
-        state.held += targets.filter { !owned.contains($0.rowKey) && !finalKeys.contains($0.rowKey) }
-        try await round.send(claim.toSend.map { Pending(target: $0, attempts: 0, firstAttemptAt: nil, notBefore: now) }, state: &state)
+        var owned = claim.toSend
+        if QuietHold.applies(to: plan.campaign), !context.hasExpired(plan.campaign), owned.contains(where: { $0.quietHours != nil }) {
+            owned = try await holdQuiet(owned, plan: plan, round: round, state: &state)
+        }
+        let now = context.clock.now
+        try await round.send(owned.map { Pending(target: $0, attempts: 0, firstAttemptAt: nil, notBefore: now) }, state: &state)
+    }
+
+    /// Quiet hours: the owned devices inside their window are parked in the store as a hold
+    /// (one more shard of the campaign, dispatched when the window ends) and their claims let
+    /// go; those whose window outlasts the expiration end `expired`. Returns the rest.
+    private func holdQuiet(_ owned: [DeviceTarget], plan: CampaignPlan, round: SendRound, state: inout TaskState) async throws -> [DeviceTarget] {
+        let split = QuietHold.split(
+            owned, now: context.clock.wallMillis, defaultZone: plan.app.defaultZone, expiration: plan.campaign.options.expiration, zones: &state.zones)
+        for (until, devices) in split.held.sorted(by: { $0.key < $1.key }) {
+            let keys = devices.map(\.rowKey)
+            // The same page held again (its task re-run) is the same hold.
+            let shard = try await context.store.waves.hold(
+                campaign: task.campaign, key: "quiet-\(task.shard)-\(keys[0])-\(until)", sendAt: until, lane: task.lane, rowKeys: keys)
+            try await context.store.ledger.release(campaign: task.campaign, owner: context.workerID, rowKeys: keys)
+            context.logger.info("quiet.held", [
+                "campaign.id": task.campaign, "task.shard": String(task.shard), "devices": String(keys.count), "until": String(until), "hold.shard": String(shard),
+            ])
+        }
+        if !split.expired.isEmpty {
+            try await round.end(split.expired.map { Pending(target: $0, attempts: 0, firstAttemptAt: nil, notBefore: context.clock.now) },
+                                as: .expired, reason: QuietHold.expiredReason, state: &state)
+        }
+        return split.send
     }
 
     /// Produces again the results of the page's devices that are final in the ledger;

@@ -48,7 +48,7 @@ package final class Worker: Sendable {
     private let controls: CampaignControls
     private let scheduler: TaskScheduler?
     private let stopping = StopSignal()
-    private let clock: any WorkerClock = SystemClock()
+    private let clock: any WorkerClock
     private let plannerJoined = Atomic<Bool>(false)
     private let senderJoined = Atomic<Bool>(false)
     private let controlJoined = Atomic<Bool>(false)
@@ -58,13 +58,15 @@ package final class Worker: Sendable {
         self.options = options
         self.store = store
         self.logger = logger
+        let clock = SystemClock(offset: TimeInterval(options.settings.clockOffsetSeconds))
+        self.clock = clock
         var producerConfiguration = KafkaProducerConfiguration(client: options.kafka)
         producerConfiguration.linger = .milliseconds(5)
         producer = try KafkaProducer(configuration: producerConfiguration, logger: logger.child("producer"))
         writer = ResultsWriter(producer: producer, topics: options.topics)
         // One provider token per signing key across all workers (through the store): APNs
         // refuses a key's token changing more often than every 20 minutes.
-        let sharedTokens = ProviderTokenCache(exchange: { signed, key in
+        let sharedTokens = ProviderTokenCache(now: { clock.wall }, exchange: { signed, key in
             do {
                 let current = try store.providerTokens.exchange(
                     teamID: key.teamID, keyID: key.keyID, jwt: signed.jwt, issuedAt: signed.issuedAtClaim, replaceAfter: 40 * 60)
@@ -184,7 +186,7 @@ package final class Worker: Sendable {
         logger.notice("worker.stopped", ["worker.id": options.workerID, "elapsed_ms": String((ContinuousClock.now - started).milliseconds)])
     }
 
-    private var planner: CampaignPlanner { CampaignPlanner(store: store, writer: writer, settings: options.settings, logger: logger) }
+    private var planner: CampaignPlanner { CampaignPlanner(store: store, writer: writer, settings: options.settings, clock: clock, logger: logger) }
 
     private func runPlanner(_ consumer: KafkaConsumer) async {
         let planner = self.planner

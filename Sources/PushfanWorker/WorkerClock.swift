@@ -12,11 +12,14 @@ package protocol WorkerClock: Sendable {
     func sleep(until deadline: ContinuousClock.Instant) async throws
 }
 
-/// `ContinuousClock`: monotonic, and counting while the machine sleeps.
+/// `ContinuousClock`: monotonic, and counting while the machine sleeps. `offset` shifts the
+/// wall clock (`worker.clock_offset_s`), for tests of local times that are hours away; the
+/// simulator's `--clock-offset` must match it, or provider tokens look expired.
 package struct SystemClock: WorkerClock {
-    package init() {}
+    package let offset: TimeInterval
+    package init(offset: TimeInterval = 0) { self.offset = offset }
     package var now: ContinuousClock.Instant { .now }
-    package var wall: Date { Date() }
+    package var wall: Date { Date(timeIntervalSinceNow: offset) }
     package func sleep(until deadline: ContinuousClock.Instant) async throws {
         try await Task.sleep(until: deadline, clock: .continuous)
     }

@@ -61,20 +61,22 @@ final class Pipeline: @unchecked Sendable {
     }
 
     /// Registers an app and imports `count` devices `<app>-<i>`; `prefix(i)` starts the
-    /// token of device i (simulator rules match on prefixes).
+    /// token of device i (simulator rules match on prefixes), `fields(i)` adds members to its
+    /// import line (`"timezone":"Asia/Tokyo"`), `appArguments` go to `apps add`.
     func addApp(
         _ app: String, topic: String, rate: Int, devices count: Int, locales: [String] = ["en_US", "de_DE", "fr_FR"], keyFile: String? = nil,
-        prefix: (Int) -> String = { _ in "" }
+        appArguments: [String] = [], prefix: (Int) -> String = { _ in "" }, fields: (Int) -> String? = { _ in nil }
     ) async throws {
         try await run([
             "apps", "add", "--database", database, "--app", app, "--topic", topic, "--team-id", "TEAM000001", "--key-id", "KEY0000001",
             "--key-file", keyFile ?? self.keyFile, "--rate", String(rate),
-        ])
+        ] + appArguments)
         let file = directory + "/\(app)-devices.ndjson"
         var text = ""
         text.reserveCapacity(count * 120)
         for index in 0..<count {
-            text += #"{"device_id":"\#(app)-\#(index)","token":"\#(Self.token(index, prefix: prefix(index)))","locale":"\#(locales[index % locales.count])"}"# + "\n"
+            let extra = fields(index).map { "," + $0 } ?? ""
+            text += #"{"device_id":"\#(app)-\#(index)","token":"\#(Self.token(index, prefix: prefix(index)))","locale":"\#(locales[index % locales.count])"\#(extra)}"# + "\n"
         }
         try text.write(toFile: file, atomically: true, encoding: .utf8)
         try await run(["devices", "import", "--database", database, "--app", app, file])

@@ -58,7 +58,7 @@ import Testing
         var csv = DeviceImportParser(format: .csv)
         #expect(csv.needsHeader)
         #expect(throws: StoreError.invalidInput(
-            "unknown CSV column 'id'; known: app_version, device_id, environment, last_seen, locale, os_version, tags, timezone, token, attr.NAME")) {
+            "unknown CSV column 'id'; known: app_version, device_id, environment, last_seen, locale, os_version, quiet_end, quiet_start, tags, timezone, token, attr.NAME")) {
             try csv.parse("id,token")
         }
         #expect(csv.needsHeader)

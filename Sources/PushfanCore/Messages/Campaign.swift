@@ -373,10 +373,18 @@ extension Campaign {
         /// When the first request may go out, in milliseconds since the epoch (UTC). Nil or a
         /// moment already past: now. At most `Campaign.maxScheduleAhead` ahead.
         package var sendAt: Int64?
+        /// Send each device when its own clock reads this (its IANA zone, or the app's
+        /// default zone): one zone wave per moment (`ZoneWave`). Not with `sendAt`.
+        package var localTime: LocalTime?
+        /// Devices whose `localTime` has passed when the campaign is planned; nil: `skip`.
+        package var late: LatePolicy?
+        /// Transactional sends: alert pushes go out inside devices' quiet hours too.
+        package var ignoreQuietHours: Bool
 
         package init(
             priority: Int? = nil, expiration: Int64? = nil, collapseID: String? = nil,
-            rate: Int? = nil, dryRun: Bool = false, sendAt: Int64? = nil
+            rate: Int? = nil, dryRun: Bool = false, sendAt: Int64? = nil, localTime: LocalTime? = nil, late: LatePolicy? = nil,
+            ignoreQuietHours: Bool = false
         ) {
             self.priority = priority
             self.expiration = expiration
@@ -384,10 +392,17 @@ extension Campaign {
             self.rate = rate
             self.dryRun = dryRun
             self.sendAt = sendAt
+            self.localTime = localTime
+            self.late = late
+            self.ignoreQuietHours = ignoreQuietHours
         }
+
+        /// What late devices get: `skip` unless the campaign says otherwise.
+        package var latePolicy: LatePolicy { late ?? .skip }
 
         private enum CodingKeys: String, CodingKey {
             case priority, expiration, collapseID = "collapse_id", rate, dryRun = "dry_run", sendAt = "send_at"
+            case localTime = "local_time", late, ignoreQuietHours = "ignore_quiet_hours"
         }
 
         package init(from decoder: any Decoder) throws {
@@ -398,6 +413,9 @@ extension Campaign {
             rate = try container.optionalField(.rate)
             dryRun = try container.optionalField(.dryRun) ?? false
             sendAt = try container.optionalField(.sendAt)
+            if let text: String = try container.optionalField(.localTime) { localTime = try LocalTime(parsing: text) }
+            late = try container.optionalField(.late)
+            ignoreQuietHours = try container.optionalField(.ignoreQuietHours) ?? false
         }
 
         package func encode(to encoder: any Encoder) throws {
@@ -408,6 +426,9 @@ extension Campaign {
             try container.encodeIfPresent(rate, forKey: .rate)
             try container.encode(dryRun, forKey: .dryRun)
             try container.encodeIfPresent(sendAt, forKey: .sendAt)
+            try container.encodeIfPresent(localTime?.description, forKey: .localTime)
+            try container.encodeIfPresent(late?.rawValue, forKey: .late)
+            if ignoreQuietHours { try container.encode(true, forKey: .ignoreQuietHours) }
         }
     }
 }
@@ -577,6 +598,12 @@ extension Campaign {
             throw Self.refusal(error, locale: nil)
         }
         if let sendAt = options.sendAt { try Rules.epochMillis(sendAt, field: "options.send_at") }
+        if options.sendAt != nil && options.localTime != nil {
+            throw .invalidField("options.local_time", "cannot be given with options.send_at; choose one moment for everyone (send_at) or each device's own clock (local_time)")
+        }
+        if options.late != nil && options.localTime == nil {
+            throw .invalidField("options.late", "applies only to a campaign with options.local_time")
+        }
         if let rate = options.rate, rate <= 0 {
             throw .invalidField("options.rate", "must be more than 0 sends per second, got \(rate)")
         }

@@ -32,11 +32,24 @@ extension Campaign {
         }
     }
 
-    /// `options.send_at` at most `maxScheduleAhead` from `now`; one already past sends now.
+    /// `options.send_at` at most `maxScheduleAhead` from `now` (one already past sends now);
+    /// `options.local_time` still ahead in some zone and at most that far ahead in the first.
     /// The planner checks it too, for records produced straight onto the topic.
     package func checkSchedule(now: Date) throws(MessageDecodingError) {
-        guard let sendAt = options.sendAt else { return }
         let nowMillis = Int64(now.timeIntervalSince1970 * 1000)
+        if let localTime = options.localTime {
+            // Its first wave is where the day starts first (UTC+14), its last where it ends (UTC-12).
+            let first = localTime.instant(in: TimeZone(secondsFromGMT: 14 * 3600) ?? .current)
+            let last = localTime.instant(in: TimeZone(secondsFromGMT: -12 * 3600) ?? .current)
+            guard first - nowMillis <= Self.maxScheduleAhead else {
+                throw .invalidField(
+                    "options.local_time", "\(localTime) comes more than 30 days ahead in the first time zone; Pushfan schedules at most 30 days ahead")
+            }
+            guard last > nowMillis else {
+                throw .invalidField("options.local_time", "\(localTime) has passed in every time zone; give a local time still ahead somewhere")
+            }
+        }
+        guard let sendAt = options.sendAt else { return }
         guard sendAt - nowMillis <= Self.maxScheduleAhead else {
             let when = ISO8601DateFormatter().string(from: Date(timeIntervalSince1970: Double(sendAt) / 1000))
             throw .invalidField(

@@ -15,7 +15,8 @@ package struct TaskRecord: VersionedMessage, Hashable {
     package var app: String
     /// This shard's number, `0 ..< shards`.
     package var shard: Int
-    /// How many shards the campaign was split into.
+    /// How many shards the campaign had when this task was made (quiet-hours tasks add to
+    /// them later: the store's count is the one that ends the campaign).
     package var shards: Int
     /// Exclusive lower bound of the device row key; nil = from the first row.
     package var after: Int64?
@@ -30,10 +31,20 @@ package struct TaskRecord: VersionedMessage, Hashable {
     /// A scheduled campaign's `send_at` (ms since the epoch): the sender starts no request
     /// before it. Nil: at once.
     package var notBefore: Int64?
+    /// A zone wave's time zones (`ZoneWave`): only the shard's devices in these are its own;
+    /// `""` stands for devices without a zone. Nil: every zone.
+    package var zones: [String]?
+    /// Devices held back by quiet hours (`QuietHours`): exactly these row keys of the shard,
+    /// not the whole range. Nil: the range.
+    package var rows: [Int64]?
+    /// The shard's devices end `skipped` with this reason, without a request
+    /// (`LatePolicy.skippedReason`). Nil: they are sent.
+    package var skip: String?
 
     package init(
         campaign: String, app: String, shard: Int, shards: Int,
-        after: Int64?, through: Int64?, estimate: Int, lane: Int, lanes: Int, notBefore: Int64? = nil
+        after: Int64?, through: Int64?, estimate: Int, lane: Int, lanes: Int, notBefore: Int64? = nil,
+        zones: [String]? = nil, rows: [Int64]? = nil, skip: String? = nil
     ) {
         self.campaign = campaign
         self.app = app
@@ -45,6 +56,9 @@ package struct TaskRecord: VersionedMessage, Hashable {
         self.lane = lane
         self.lanes = lanes
         self.notBefore = notBefore
+        self.zones = zones
+        self.rows = rows
+        self.skip = skip
     }
 
     /// `<app>#<lane>`: all tasks of one lane of one app go to one partition.
@@ -58,7 +72,7 @@ package struct TaskRecord: VersionedMessage, Hashable {
     }
 
     private enum CodingKeys: String, CodingKey {
-        case v, campaign, app, shard, shards, after, through, estimate, lane, lanes, notBefore = "not_before"
+        case v, campaign, app, shard, shards, after, through, estimate, lane, lanes, notBefore = "not_before", zones, rows, skip
     }
 
     package init(from decoder: any Decoder) throws {
@@ -73,6 +87,9 @@ package struct TaskRecord: VersionedMessage, Hashable {
         lane = try container.field(.lane)
         lanes = try container.field(.lanes)
         notBefore = try container.optionalField(.notBefore)
+        zones = try container.optionalField(.zones)
+        rows = try container.optionalField(.rows)
+        skip = try container.optionalField(.skip)
     }
 
     /// Open bounds are written as explicit `null`s so a reader sees them.
@@ -89,6 +106,9 @@ package struct TaskRecord: VersionedMessage, Hashable {
         try container.encode(lane, forKey: .lane)
         try container.encode(lanes, forKey: .lanes)
         try container.encodeIfPresent(notBefore, forKey: .notBefore)
+        try container.encodeIfPresent(zones, forKey: .zones)
+        try container.encodeIfPresent(rows, forKey: .rows)
+        try container.encodeIfPresent(skip, forKey: .skip)
     }
 
     package func validate() throws(MessageDecodingError) {
@@ -107,5 +127,13 @@ package struct TaskRecord: VersionedMessage, Hashable {
             throw .invalidField("through", "must be greater than after (\(after)), got \(through)")
         }
         if let notBefore { try Rules.epochMillis(notBefore, field: "not_before") }
+        if let zones, zones.isEmpty { throw .invalidField("zones", "must name at least one time zone when present") }
+        if let rows, rows.count > Self.maxRows { throw .invalidField("rows", "lists at most \(Self.maxRows) row keys, got \(rows.count)") }
+        if let skip, skip != LatePolicy.skippedReason {
+            throw .invalidField("skip", "must be \(LatePolicy.skippedReason.debugDescription) when present, got \(Quote.clip(skip, max: 40))")
+        }
     }
+
+    /// Most row keys a task lists (`rows`): one page of held devices is far fewer.
+    package static let maxRows = 10_000
 }

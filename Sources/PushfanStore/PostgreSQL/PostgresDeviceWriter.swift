@@ -10,7 +10,7 @@ enum PostgresDeviceWriter {
         CREATE TEMP TABLE IF NOT EXISTS device_import (
             device_id text NOT NULL, token text NOT NULL, environment text NOT NULL,
             locale text, timezone text, app_version text, app_version_key text, os_version text, os_version_key text,
-            attributes text NOT NULL, seen_at bigint, tags text[] NOT NULL, row_key bigint
+            attributes text NOT NULL, seen_at bigint, tags text[] NOT NULL, row_key bigint, quiet_start integer, quiet_end integer
         ) ON COMMIT DELETE ROWS
         """
 
@@ -33,11 +33,13 @@ enum PostgresDeviceWriter {
             rows.field(device.attributesJSON)
             rows.field(device.seenAt)
             rows.field(PostgresArray.literal(device.tags))
+            rows.field(device.quietHours.map { Int64($0.start) })
+            rows.field(device.quietHours.map { Int64($0.end) })
             rows.endRow()
         }
         _ = try connection.copyIn("""
             COPY device_import (device_id, token, environment, locale, timezone, app_version, app_version_key, os_version, os_version_key,
-                                attributes, seen_at, tags) FROM STDIN
+                                attributes, seen_at, tags, quiet_start, quiet_end) FROM STDIN
             """, rows.bytes)
         // Tokens this batch takes over from other devices: those devices go, and their tags
         // with them (PostgreSQL has no cascading key on tags). The joins are written so that only index
@@ -65,14 +67,15 @@ enum PostgresDeviceWriter {
         try connection.execute("""
             WITH up AS (
                 INSERT INTO devices (app, device_id, token, environment, locale, timezone, app_version, app_version_key, os_version, os_version_key,
-                                     attributes, created_at, last_seen_at, status)
+                                     attributes, created_at, last_seen_at, status, quiet_start, quiet_end)
                 SELECT \(app), device_id, token, environment, locale, timezone, app_version, app_version_key, os_version, os_version_key,
-                       attributes::jsonb, \(now), coalesce(seen_at, \(now)), 'active'
+                       attributes::jsonb, \(now), coalesce(seen_at, \(now)), 'active', quiet_start, quiet_end
                 FROM device_import
                 ON CONFLICT (app, device_id) DO UPDATE SET token = excluded.token, environment = excluded.environment, locale = excluded.locale,
                     timezone = excluded.timezone, app_version = excluded.app_version, app_version_key = excluded.app_version_key,
                     os_version = excluded.os_version, os_version_key = excluded.os_version_key, attributes = excluded.attributes,
-                    last_seen_at = excluded.last_seen_at, status = 'active', invalid_reason = NULL, invalid_at = NULL
+                    last_seen_at = excluded.last_seen_at, status = 'active', invalid_reason = NULL, invalid_at = NULL,
+                    quiet_start = excluded.quiet_start, quiet_end = excluded.quiet_end
                 RETURNING row_key, device_id)
             UPDATE device_import i SET row_key = up.row_key FROM up WHERE i.device_id = up.device_id
             """)

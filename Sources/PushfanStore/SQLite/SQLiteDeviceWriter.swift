@@ -15,12 +15,13 @@ enum SQLiteDeviceWriter {
         let remove = try connection.pinned("DELETE FROM devices WHERE row_key = ?1")
         let upsert = try connection.pinned("""
             INSERT INTO devices (app, device_id, token, environment, locale, timezone, app_version, app_version_key, os_version, os_version_key,
-                                 attributes, created_at, last_seen_at, status)
-            VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, 'active')
+                                 attributes, created_at, last_seen_at, status, quiet_start, quiet_end)
+            VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, 'active', ?14, ?15)
             ON CONFLICT (app, device_id) DO UPDATE SET token = excluded.token, environment = excluded.environment, locale = excluded.locale,
                 timezone = excluded.timezone, app_version = excluded.app_version, app_version_key = excluded.app_version_key,
                 os_version = excluded.os_version, os_version_key = excluded.os_version_key, attributes = excluded.attributes,
-                last_seen_at = excluded.last_seen_at, status = 'active', invalid_reason = NULL, invalid_at = NULL
+                last_seen_at = excluded.last_seen_at, status = 'active', invalid_reason = NULL, invalid_at = NULL,
+                quiet_start = excluded.quiet_start, quiet_end = excluded.quiet_end
             """)
         // RETURNING would materialise a result table per row; an insert's key is known
         // without it, only an update needs this lookup.
@@ -59,6 +60,8 @@ enum SQLiteDeviceWriter {
             try upsert.bind(10, device.osVersionKey)
             try upsert.bind(11, device.attributesJSON)
             try upsert.bind(13, device.seenAt ?? now)
+            try upsert.bind(14, device.quietHours.map { Int64($0.start) })
+            try upsert.bind(15, device.quietHours.map { Int64($0.end) })
             let lastInsert = connection.lastInsertRowKey
             do {
                 try upsert.run()
