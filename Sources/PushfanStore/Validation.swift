@@ -1,5 +1,6 @@
 import Foundation
 import PushfanCore
+import Synchronization
 
 /// A registration that passed validation, normalised and ready to write.
 package struct ValidatedDevice: Sendable, Equatable {
@@ -133,7 +134,16 @@ package enum Validation {
         }
     }
 
+    /// An IANA zone name. Foundation's list lacks some current names the system's zone
+    /// database has (`Asia/Kolkata` beside the old `Asia/Calcutta`), so a name it does not
+    /// list is looked up once in the database and remembered.
     package static func timeZone(_ name: String) throws(StoreError) {
-        guard knownTimeZones.contains(name) else { throw StoreError.invalidInput("unknown time zone '\(name)' (use an IANA name like Europe/Berlin)") }
+        if knownTimeZones.contains(name) || lookedUpZones.withLock({ $0.contains(name) }) { return }
+        guard name.contains("/"), TimeZone(identifier: name) != nil else {
+            throw StoreError.invalidInput("unknown time zone '\(name)' (use an IANA name like Europe/Berlin)")
+        }
+        lookedUpZones.withLock { _ = $0.insert(name) }
     }
+
+    private static let lookedUpZones = Mutex<Set<String>>([])
 }

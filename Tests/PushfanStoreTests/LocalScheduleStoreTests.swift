@@ -61,14 +61,15 @@ import Testing
         await #expect(throws: StoreError.invalidInput("unknown time zone 'Mars/Olympus' (use an IANA name like Europe/Berlin)")) {
             _ = try await store.apps.add(AppRegistration(app: "other", topic: "com.example.o", credentials: .token(teamID: "TEAM123456", keyID: "KEY1234567", keyFile: "/k.p8"), timeZone: "Mars/Olympus"))
         }
-        let zones = ["Asia/Tokyo", nil, "America/New_York", "Asia/Tokyo", nil, "Europe/Berlin"]
+        // Asia/Kolkata: in the zone database, though not in Foundation's list of names.
+        let zones = ["Asia/Tokyo", nil, "America/New_York", "Asia/Tokyo", nil, "Europe/Berlin", "Asia/Kolkata"]
         for (index, zone) in zones.enumerated() {
             var registration = DeviceRegistration(deviceID: "d\(index)", token: Self.token(index))
             registration.timezone = zone
             registration.tags = index < 3 ? ["early"] : []
             _ = try await store.devices.register(app: "shop-ios", registration)
         }
-        #expect(try await store.audience.zones(app: "shop-ios", segment: nil).sorted() == ["", "America/New_York", "Asia/Tokyo", "Europe/Berlin"])
+        #expect(try await store.audience.zones(app: "shop-ios", segment: nil).sorted() == ["", "America/New_York", "Asia/Kolkata", "Asia/Tokyo", "Europe/Berlin"])
         #expect(try await store.audience.zones(app: "shop-ios", segment: try SegmentParser.parse("tag:early")).sorted() == ["", "America/New_York", "Asia/Tokyo"])
         let all = ShardRange(after: nil, through: nil)
         let tokyo = try await store.audience.page(app: "shop-ios", segment: nil, shard: all, cursor: nil, limit: 10, zones: ["Asia/Tokyo"])
