@@ -87,6 +87,12 @@ package struct AudienceReader: Sendable {
         return shards
     }
 
+    /// Whether the app has at least `devices` devices (any status): a walk of that many
+    /// entries of its row-key index, far cheaper than counting a large app.
+    package func hasAtLeast(app: String, devices: Int) async throws(StoreError) -> Bool {
+        try await boundary(app: app, after: nil, size: max(1, devices)) != nil
+    }
+
     /// The row key `size` devices above `after`: where a shard starting there ends.
     private func boundary(app: String, after: Int64?, size: Int) async throws(StoreError) -> Int64? {
         try await executor.run { connection throws(StoreError) in

@@ -157,20 +157,35 @@ package struct CampaignRegistry: Sendable {
     }
 
     /// Marks one task (shard) of a campaign finished; returns how many of its shards are
-    /// finished now. Idempotent: a task processed twice counts once. Finishers of one
-    /// campaign take turns (`SQLBackend.lockCampaign`), so the last one counts every shard.
-    package func finishTask(campaign: String, shard: Int, now: Int64 = DeviceStore.now()) async throws(StoreError) -> Int {
+    /// finished now and how many it has (the row's count: the planner's, plus quiet-hours
+    /// holds). Idempotent: a task processed twice counts once. Finishers of one campaign take
+    /// turns (`SQLBackend.lockCampaign`), so the last one counts every shard.
+    package func finishTask(campaign: String, shard: Int, now: Int64 = DeviceStore.now()) async throws(StoreError) -> (finished: Int, shards: Int) {
         let backend = executor.backend
         return try await executor.run { connection throws(StoreError) in
-            try connection.transaction { () throws(StoreError) -> Int in
+            try connection.transaction { () throws(StoreError) -> (finished: Int, shards: Int) in
                 try backend.lockCampaign(connection, campaign)
                 try connection.execute("""
                     INSERT INTO campaign_tasks (campaign, shard, finished_at) VALUES (\(campaign), \(shard), \(now))
                     ON CONFLICT (campaign, shard) DO NOTHING
                     """)
                 let count: Int64?? = try connection.queryOne("SELECT COUNT(*) FROM campaign_tasks WHERE campaign = \(campaign)") { $0.int(0) }
-                return Int((count ?? nil) ?? 0)
+                let shards: Int64?? = try connection.queryOne("SELECT shards FROM campaigns WHERE id = \(campaign)") { $0.int(0) }
+                return (Int((count ?? nil) ?? 0), Int((shards ?? nil) ?? Int64.max))
             }
+        }
+    }
+
+    /// Shards a campaign is recorded with while its planner is still finding them: no count
+    /// of finished tasks reaches it, so nothing completes the campaign before `settleShards`.
+    package static let shardsNotYetKnown = Int(Int32.max)
+
+    /// The planner found `shards`: the row's count becomes that, plus any quiet-hours holds
+    /// added meanwhile (each added one to the provisional count).
+    package func settleShards(_ id: String, shards: Int, now: Int64 = DeviceStore.now()) async throws(StoreError) {
+        let excess = Self.shardsNotYetKnown - shards
+        _ = try await executor.run { connection throws(StoreError) in
+            try connection.execute("UPDATE campaigns SET shards = shards - \(excess), updated_at = \(now) WHERE id = \(id) AND shards >= \(Self.shardsNotYetKnown)")
         }
     }
 }

@@ -11,10 +11,10 @@ struct CampaignCompletion {
     let task: TaskRecord
 
     func finish(plan: CampaignPlan) async throws {
-        let finished = try await context.store.campaigns.finishTask(campaign: task.campaign, shard: task.shard)
-        // The task's count first (no query on most tasks), then the store's: quiet-hours
-        // holds add shards while the campaign sends.
-        guard finished >= task.shards, let shards = try await context.store.campaigns.get(task.campaign)?.shards, finished >= shards else { return }
+        // The store's count, not the task's: the planner may still be finding shards, and
+        // quiet-hours holds add shards while the campaign sends.
+        let (finished, shards) = try await context.store.campaigns.finishTask(campaign: task.campaign, shard: task.shard)
+        guard finished >= shards else { return }
         try await Self.end(
             store: context.store, writer: context.writer, logger: context.logger, campaign: task.campaign, app: task.app,
             lastFinisher: finished == shards)

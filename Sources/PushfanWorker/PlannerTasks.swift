@@ -8,46 +8,56 @@ import PushfanStore
 /// one task per shard produced, each lane on a partition of its own.
 extension CampaignPlanner {
     /// A segment campaign's row, tasks and `accepted` event, the audience counted while the
-    /// tasks go out: the app's device count fixes the number of shards (every task names
-    /// it), the walk of its row keys finds them one by one, and each task is produced as
-    /// soon as its range is known, so the first request waits for neither the segment's
-    /// count nor the whole walk (together most of a second at a million devices). The
-    /// `accepted` event follows with the count; a completion that comes before the planner
-    /// marks the campaign running is announced by the planner (`CampaignCompletion`).
+    /// tasks go out. An app with enough devices for full shards everywhere (`4 × lanes ×
+    /// shard_size`, found by a walk of that many index entries) is not counted at all: its
+    /// shards are `shard_size` devices, the walk of its row keys finds them one by one, and
+    /// each task is produced as soon as its range is known, the row holding a count no
+    /// finisher reaches until the walk ends (`settleShards`). A smaller app is counted first
+    /// (cheap at its size) to size its shards. So the first request waits for neither count
+    /// nor walk (at a million devices, counting alone took 0.27 s). The `accepted` event
+    /// follows with the segment's count; a completion that comes before the planner marks the
+    /// campaign running is announced by the planner (`CampaignCompletion`).
     func planSegment(
         _ campaign: Campaign, segment: SegmentExpression, definition: String, submission: CampaignEvent.Submission
     ) async throws -> (audience: Int, tasks: Int, tickets: [DeliveryTicket], firstTask: ContinuousClock.Instant) {
         let (store, app) = (store, campaign.app)
         async let counted = store.audience.count(app: app, segment: segment)
-        let total = try await store.audience.count(app: app, segment: nil)
-        let size = shardSize(devices: total)
-        let count = max(1, (total + size - 1) / size)
+        let full = settings.shardSize * 4 * settings.lanes
+        var size = settings.shardSize
+        var known: Int?
+        if try await !store.audience.hasAtLeast(app: app, devices: full) {
+            let total = try await store.audience.count(app: app, segment: nil)
+            size = shardSize(devices: total)
+            known = max(1, (total + size - 1) / size)
+        }
         _ = try await store.campaigns.record(
-            id: campaign.id, app: app, audience: 0, shards: count, definition: definition, status: .planning, sendAt: campaign.options.sendAt)
+            id: campaign.id, app: app, audience: 0, shards: known ?? CampaignRegistry.shardsNotYetKnown, definition: definition, status: .planning,
+            sendAt: campaign.options.sendAt)
         let (found, finder) = AsyncStream.makeStream(of: ShardRange.self)
-        async let walked = Task {
+        async let walked = Task { [size, known] in
             defer { finder.finish() }
-            return try await store.audience.shards(app: app, size: size, count: count) { finder.yield($0) }
+            if let known { return try await store.audience.shards(app: app, size: size, count: known) { finder.yield($0) } }
+            return try await store.audience.shards(app: app, size: size) { finder.yield($0) }
         }.value
         var tickets: [DeliveryTicket] = []
         var index = 0
         var firstTask: ContinuousClock.Instant?
         let partitions = try await writer.producer.partitionCount(topic: writer.topics.tasks)
         for await range in found {
-            // The segment's share of a shard, from all its devices, for progress only.
-            let estimate = total == 0 ? 0 : min(size, (total + count - 1) / count)
+            // A shard's devices of every segment (progress only).
             tickets += try await produceTasks(
-                campaign, [PlannedRange(after: range.after, through: range.through, estimate: estimate)], first: index, of: count,
+                campaign, [PlannedRange(after: range.after, through: range.through, estimate: size)], first: index, of: known ?? index + 1,
                 notBefore: campaign.options.sendAt, partitions: partitions)
             firstTask = firstTask ?? .now
             index += 1
         }
-        _ = try await walked
+        let shards = try await walked.count
+        if known == nil { try await store.campaigns.settleShards(campaign.id, shards: shards) }
         let audience = try await counted
         try await store.campaigns.planned(campaign.id, audience: audience)
         tickets.append(try await writer.campaign(CampaignEvent(
             campaign: campaign.id, app: app, event: .accepted, audience: audience, submission: submission, at: epochMillis())))
-        return (audience, count, tickets, firstTask ?? .now)
+        return (audience, shards, tickets, firstTask ?? .now)
     }
 
     /// Devices per shard for an app of `devices`: at least `4 × lanes` shards when the app

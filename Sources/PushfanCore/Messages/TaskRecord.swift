@@ -15,8 +15,9 @@ package struct TaskRecord: VersionedMessage, Hashable {
     package var app: String
     /// This shard's number, `0 ..< shards`.
     package var shard: Int
-    /// How many shards the campaign had when this task was made (quiet-hours tasks add to
-    /// them later: the store's count is the one that ends the campaign).
+    /// How many shards the campaign had, as far as the planner knew when it made this task:
+    /// at least `shard + 1` (a large app's tasks go out while its shards are still being
+    /// found, and quiet-hours holds add shards later); the store's count ends the campaign.
     package var shards: Int
     /// Exclusive lower bound of the device row key; nil = from the first row.
     package var after: Int64?
