@@ -32,18 +32,15 @@ struct CampaignWatch {
         var last: CampaignEvent?
         var lastLine = ContinuousClock.now - .seconds(10)
         let key = Array(campaignID.utf8)
-        var answered = false
+        var gate = SubmissionGate(submission: submission)
         loop: for await event in consumer.events {
             guard case .records(let records) = event else { continue }
-            for record in records where record.key.map(Array.init) == key {
-                guard case .campaign(let update) = try? MessageCodec.decode(ResultRecord.self, from: Data(record.value)) else { continue }
-                if !answered {
-                    guard update.submission == submission else { continue }
-                    answered = true
-                } else if let other = update.submission, other != submission {
-                    // The planner answering someone else's record of this id.
-                    continue
-                }
+            for record in records {
+                gate.saw(partition: record.partition, offset: record.offset)
+                guard record.key.map(Array.init) == key,
+                      case .campaign(let update) = try? MessageCodec.decode(ResultRecord.self, from: Data(record.value)),
+                      gate.admits(update, partition: record.partition)
+                else { continue }
                 last = update
                 switch update.event {
                 case .paused, .resumed:
@@ -98,6 +95,39 @@ struct CampaignWatch {
             lines.append("  " + "not finished".padding(toLength: 15, withPad: " ", startingAt: 0) + String(format: "%9d", audience - total))
         }
         return lines.joined(separator: "\n")
+    }
+}
+
+/// Which of a campaign id's events belong to one submission: none before the planner's
+/// answer to its record (they are an earlier submission's), then every event but answers to
+/// other records of the id. A reader that fell behind the topic's retention may find the
+/// answer dropped: records missing from a partition (its offsets jump) mean everything of
+/// the id before the jump went with them, so on that partition the next event without
+/// another record's answer is this submission's.
+struct SubmissionGate {
+    let submission: CampaignEvent.Submission
+    private(set) var answered = false
+    private var next: [Int32: Int64] = [:]
+    private var gapped: Set<Int32> = []
+
+    init(submission: CampaignEvent.Submission) { self.submission = submission }
+
+    /// Every record read, in order, before `admits` for it.
+    mutating func saw(partition: Int32, offset: Int64) {
+        if let expected = next[partition], offset > expected { gapped.insert(partition) }
+        next[partition] = offset + 1
+    }
+
+    mutating func admits(_ update: CampaignEvent, partition: Int32) -> Bool {
+        if let other = update.submission, other != submission {
+            // The planner answering someone else's record of this id.
+            return false
+        }
+        if !answered {
+            guard update.submission == submission || gapped.contains(partition) else { return false }
+            answered = true
+        }
+        return true
     }
 }
 
