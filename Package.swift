@@ -16,6 +16,7 @@ let package = Package(
         .systemLibrary(name: "CCurl", pkgConfig: "libcurl", providers: [.apt(["libcurl4-openssl-dev"])]),
         .systemLibrary(name: "COpenSSL", pkgConfig: "openssl", providers: [.apt(["libssl-dev"])]),
         .systemLibrary(name: "CNghttp2", pkgConfig: "libnghttp2", providers: [.apt(["libnghttp2-dev"])]),
+        .systemLibrary(name: "CMicrohttpd", pkgConfig: "libmicrohttpd", providers: [.apt(["libmicrohttpd-dev"])]),
         // Linux epoll and eventfd (not exported by Swift's Glibc module), for the simulator's event loop.
         .systemLibrary(name: "CEpoll"),
 
@@ -35,8 +36,10 @@ let package = Package(
         .target(name: "PushfanAPNsSim", dependencies: ["PushfanCore", "PushfanCrypto", "CNghttp2", "CEpoll"]),
         // The pipeline: planner and sender roles of `pushfan worker`.
         .target(name: "PushfanWorker", dependencies: ["PushfanCore", "PushfanKafka", "PushfanStore", "PushfanAPNs", "PushfanCrypto"]),
+        // `pushfan api`: the HTTP API on libmicrohttpd (server, router, routes).
+        .target(name: "PushfanAPI", dependencies: ["PushfanCore", "PushfanKafka", "PushfanStore", "PushfanWorker", "CMicrohttpd"]),
         // Subcommands and argument parsing; the executable only dispatches into it.
-        .target(name: "PushfanCLI", dependencies: ["PushfanCore", "PushfanKafka", "PushfanStore", "PushfanAPNs", "PushfanAPNsSim", "PushfanCrypto", "PushfanWorker"]),
+        .target(name: "PushfanCLI", dependencies: ["PushfanCore", "PushfanKafka", "PushfanStore", "PushfanAPNs", "PushfanAPNsSim", "PushfanCrypto", "PushfanWorker", "PushfanAPI"]),
         .executableTarget(name: "pushfan", dependencies: ["PushfanCLI"]),
 
         // Starting and stopping real processes (kafka-dev, simulators) for the suites below.
@@ -45,6 +48,7 @@ let package = Package(
         .testTarget(name: "PushfanCoreTests", dependencies: ["PushfanCore", "PushfanTestSupport", "SegmentTestSupport"]),
         .testTarget(name: "PushfanKafkaTests", dependencies: ["PushfanKafka", "PushfanCore", "PushfanTestSupport"]),
         .testTarget(name: "PushfanCLITests", dependencies: ["PushfanCLI"]),
+        .testTarget(name: "PushfanAPITests", dependencies: ["PushfanAPI", "PushfanCore"]),
         .testTarget(name: "PushfanCryptoTests", dependencies: ["PushfanCrypto"]),
         .testTarget(name: "PushfanAPNsTests", dependencies: ["PushfanAPNs", "PushfanCore", "PushfanCrypto", "PushfanTestSupport"]),
         .testTarget(name: "PushfanStoreTests", dependencies: ["PushfanStore", "PushfanCore", "PushfanTestSupport", "SegmentTestSupport"]),

@@ -28,6 +28,7 @@ package enum PushfanMain {
         CampaignControlCommand<PauseAction>.self,
         CampaignControlCommand<ResumeAction>.self,
         WorkerCommand.self,
+        APICommand.self,
         ResultsTailCommand.self,
         AppsAddCommand.self,
         DevicesRegisterCommand.self,

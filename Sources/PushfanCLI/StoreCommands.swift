@@ -68,10 +68,12 @@ struct AppsAddCommand: Command {
             environment: try APNsEnvironment(parsing: arguments.value("environment") ?? "production"),
             ratePerSecond: try arguments.int("rate", default: 1000, range: 1...1_000_000), timeZone: arguments.value("time-zone"))
         let store = try await StoreOptions.open(arguments, context)
-        let secret = try await store.apps.add(registration)
+        let secrets = try await store.apps.add(registration)
         print("app \(registration.app) added (topic \(registration.topic), \(registration.ratePerSecond)/s)")
-        print("secret: \(secret)")
-        print("This secret is shown once and stored only as a salted hash.")
+        print("master secret: \(secrets.master)")
+        print("application secret: \(secrets.application)")
+        print("The master secret is for server calls (campaigns, segments, device lists); the application secret ships in the app and only registers its devices.")
+        print("Both are shown once and stored only as salted hashes.")
         return 0
     }
 }

@@ -6,8 +6,8 @@ import PushfanCrypto
 package struct AppDirectory: Sendable {
     let executor: StoreExecutor
 
-    /// Adds an app and returns its secret, which is shown once and stored only hashed.
-    package func add(_ registration: AppRegistration) async throws(StoreError) -> String {
+    /// Adds an app and returns its secrets, shown once and stored only hashed.
+    package func add(_ registration: AppRegistration) async throws(StoreError) -> AppSecrets {
         try Validation.appKey(registration.app)
         guard !registration.topic.isEmpty, registration.topic.allSatisfy({ $0.isLetter || $0.isNumber || $0 == "." || $0 == "-" || $0 == "_" }) else {
             throw StoreError.invalidInput("topic must be a bundle id like com.example.app, got '\(registration.topic)'")
@@ -18,6 +18,8 @@ package struct AppDirectory: Sendable {
         if let zone = registration.timeZone { try Validation.timeZone(zone) }
         let secret = SecretHash.generateSecret()
         let hashed = SecretHash(secret: secret)
+        let appSecret = SecretHash.generateSecret()
+        let appHashed = SecretHash(secret: appSecret)
         let (team, key, keyFile, certFile, certKey): (String?, String?, String?, String?, String?) =
             switch registration.credentials {
             case .token(let teamID, let keyID, let file): (teamID, keyID, file, nil, nil)
@@ -26,15 +28,16 @@ package struct AppDirectory: Sendable {
         let now = DeviceStore.now()
         let inserted = try await executor.run { connection throws(StoreError) in
             try connection.execute("""
-                INSERT INTO apps (app, secret_salt, secret_hash, topic, team_id, key_id, key_file, cert_file, cert_key_file, environment, rate_per_second, created_at, time_zone)
+                INSERT INTO apps (app, secret_salt, secret_hash, topic, team_id, key_id, key_file, cert_file, cert_key_file, environment, rate_per_second, created_at, time_zone,
+                                  app_secret_salt, app_secret_hash)
                 VALUES (\(registration.app), \(hashed.salt), \(hashed.hash), \(registration.topic), \(.optional(team)), \(.optional(key)), \(.optional(keyFile)),
                         \(.optional(certFile)), \(.optional(certKey)), \(registration.environment.rawValue), \(registration.ratePerSecond), \(now),
-                        \(.optional(registration.timeZone)))
+                        \(.optional(registration.timeZone)), \(appHashed.salt), \(appHashed.hash))
                 ON CONFLICT (app) DO NOTHING
                 """)
         }
         guard inserted == 1 else { throw StoreError.conflict("app \(registration.app) already exists") }
-        return secret
+        return AppSecrets(master: secret, application: appSecret)
     }
 
     /// The app with this key; nil when there is none.
@@ -57,6 +60,24 @@ package struct AppDirectory: Sendable {
             }
         }
     }
+
+    /// Which of the app's secrets `secret` is: the master secret (every call), the
+    /// application secret (its devices only), or neither (nil, also for an unknown app). Both
+    /// hashes are compared, in constant time, whatever matches, and an unknown app is compared
+    /// against a made-up secret, so timing tells nothing about which app keys exist.
+    package func authenticate(app: String, secret: String) async throws(StoreError) -> AppRole? {
+        let stored = try await executor.run { connection throws(StoreError) in
+            try connection.queryOne("SELECT secret_salt, secret_hash, app_secret_salt, app_secret_hash FROM apps WHERE app = \(app)") { row in
+                (SecretHash(salt: row.text(0) ?? "", hash: row.text(1) ?? ""), SecretHash(salt: row.text(2) ?? "", hash: row.text(3) ?? ""))
+            }
+        }
+        let (master, application) = stored ?? (Self.nobody, Self.nobody)
+        let (isMaster, isApplication) = (master.matches(secret), application.matches(secret))
+        guard stored != nil else { return nil }
+        return isMaster ? .master : isApplication ? .application : nil
+    }
+
+    private static let nobody = SecretHash(secret: SecretHash.generateSecret())
 
     /// Checks an app's secret in constant time.
     package func verifySecret(app: String, secret: String) async throws(StoreError) -> Bool {

@@ -7,7 +7,7 @@ import PushfanCore
 /// casts back cost more than the rest of an import together (profiled at about 60% of the
 /// parsing thread). This reader follows RFC 8259's grammar for the whole line, builds
 /// strings only for the fields a device has, and keeps attributes as `JSONValue`.
-final class DeviceJSONReader {
+package final class DeviceJSONReader {
     private let bytes: UnsafeRawBufferPointer
     private var index = 0
     /// Nesting allowed inside `attributes` and ignored members.
@@ -18,10 +18,19 @@ final class DeviceJSONReader {
     private static let notAnObject = StoreError.invalidInput("not a JSON object")
 
     static func registration(_ line: UnsafeRawBufferPointer) throws(StoreError) -> DeviceRegistration {
-        try DeviceJSONReader(line).readDevice()
+        try DeviceJSONReader(line).readDevice(deviceID: nil)
     }
 
-    private func readDevice() throws(StoreError) -> DeviceRegistration {
+    /// One device as the API receives it: `deviceID` from the path; a `device_id` in the
+    /// body must be the same.
+    package static func registration(json: [UInt8], deviceID: String) throws(StoreError) -> DeviceRegistration {
+        let registration = json.withUnsafeBytes { raw -> Result<DeviceRegistration, StoreError> in
+            do throws(StoreError) { return .success(try DeviceJSONReader(raw).readDevice(deviceID: deviceID)) } catch { return .failure(error) }
+        }
+        return try registration.get()
+    }
+
+    private func readDevice(deviceID pathID: String?) throws(StoreError) -> DeviceRegistration {
         skipSpace()
         guard peek == UInt8(ascii: "{") else { throw Self.notAnObject }
         var deviceID: String?
@@ -80,7 +89,10 @@ final class DeviceJSONReader {
         }
         skipSpace()
         guard index == bytes.count else { throw Self.notAnObject }
-        guard let deviceID else { throw StoreError.invalidInput("missing field device_id") }
+        if let pathID, let deviceID, deviceID != pathID {
+            throw StoreError.invalidInput("device_id: \(deviceID.debugDescription) in the body is not the device \(pathID.debugDescription) of the path")
+        }
+        guard let deviceID = deviceID ?? pathID else { throw StoreError.invalidInput("missing field device_id") }
         guard let token else { throw StoreError.invalidInput("missing field token") }
         registration.deviceID = deviceID
         registration.token = token

@@ -35,6 +35,19 @@ package struct AppRegistration: Sendable {
     }
 }
 
+/// An app's two secrets, as `apps add` shows them once: the master secret for server calls
+/// (campaigns, segments, device lists), the application secret that ships inside the app
+/// and may only register and update devices.
+package struct AppSecrets: Sendable, Equatable {
+    package let master: String
+    package let application: String
+}
+
+/// Which secret a caller presented.
+package enum AppRole: String, Sendable, Equatable {
+    case master, application
+}
+
 /// An app as stored (without its secret, which exists only as a salted hash).
 package struct AppRecord: Sendable, Equatable {
     package let app: String

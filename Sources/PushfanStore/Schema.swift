@@ -214,6 +214,16 @@ enum Schema {
                 );
                 CREATE INDEX campaign_waves_parked ON campaign_waves (send_at) WHERE produced_at IS NULL;
                 """),
+        Migration(
+            version: 7, summary: "an application secret per app beside its master secret, for the HTTP API",
+            sqlite: """
+                ALTER TABLE apps ADD COLUMN app_secret_salt TEXT;
+                ALTER TABLE apps ADD COLUMN app_secret_hash TEXT;
+                """,
+            postgres: """
+                ALTER TABLE apps ADD COLUMN app_secret_salt TEXT;
+                ALTER TABLE apps ADD COLUMN app_secret_hash TEXT;
+                """),
     ]
 
     /// Brings the database to the newest version; returns the versions applied now.

@@ -1,0 +1,143 @@
+import Foundation
+import PushfanCore
+import PushfanKafka
+import PushfanStore
+import PushfanWorker
+import Synchronization
+
+/// What a route handler gets: the request, the path's parameters, and who is calling.
+package struct RouteCall: Sendable {
+    package let request: HTTPRequest
+    package let parameters: [String: String]
+    /// The secret the caller presented, for routes under an app.
+    package var role: AppRole?
+
+    package func parameter(_ name: String) -> String { parameters[name] ?? "" }
+}
+
+/// A route: who may call it and what it does.
+package struct Route: Sendable {
+    /// The secrets that may call it; empty: anyone (health checks).
+    package let roles: Set<AppRole>
+    package let handle: @Sendable (RouteCall) async throws -> HTTPResponse
+}
+
+/// The API behind `pushfan api`: the router, HTTP Basic authentication with an app's key
+/// and one of its secrets (`/v1/apps/{app}/…`; the key must be the path's app), throttling
+/// of failed authentication per client address, and the one error shape for everything
+/// that goes wrong. Store and Kafka outages answer 503: the client may retry.
+package final class APIService: Sendable {
+    let store: DeviceStore
+    let writer: ResultsWriter
+    let logger: Logger
+    private let router: Router<Route>
+    private let throttle: Mutex<AuthThrottle>
+
+    package init(store: DeviceStore, writer: ResultsWriter, throttle: AuthThrottle = AuthThrottle(), logger: Logger) {
+        self.throttle = Mutex(throttle)
+        self.store = store
+        self.writer = writer
+        self.logger = logger
+        var router = Router<Route>()
+        HealthRoutes.add(to: &router, store: store, writer: writer)
+        DeviceRoutes.add(to: &router, store: store)
+        CampaignRoutes.add(to: &router, store: store, writer: writer)
+        self.router = router
+    }
+
+    package func handle(_ request: HTTPRequest) async -> HTTPResponse {
+        let started = ContinuousClock.now
+        let response: HTTPResponse
+        do {
+            response = try await dispatch(request)
+        } catch let error as APIError {
+            response = error.response
+        } catch let error as StoreError {
+            response = Self.storeError(error).response
+        } catch let error as KafkaError {
+            logger.warning("api.kafka_unavailable", ["error": error.description])
+            response = APIError(503, "kafka_unavailable", "Kafka did not take the record; nothing was submitted, retry later", headers: ["Retry-After": "1"]).response
+        } catch {
+            logger.error("api.internal_error", ["error": "\(error)"])
+            response = APIError(500, "internal_error", "the server failed; nothing was changed").response
+        }
+        logger.info("api.request", [
+            "http.method": request.method, "http.path": request.path, "http.status": String(response.status),
+            "elapsed_ms": String((ContinuousClock.now - started).milliseconds),
+        ])
+        return response
+    }
+
+    private func dispatch(_ request: HTTPRequest) async throws -> HTTPResponse {
+        switch router.match(method: request.method, path: request.path) {
+        case .notFound:
+            throw APIError.notFound("no route \(request.method) \(request.path)")
+        case .methodNotAllowed(let allowed):
+            throw APIError(405, "method_not_allowed", "\(request.path) takes \(allowed.joined(separator: ", "))", headers: ["Allow": allowed.joined(separator: ", ")])
+        case .found(let route, let parameters):
+            var call = RouteCall(request: request, parameters: parameters)
+            if !route.roles.isEmpty {
+                let role = try await authenticate(request, app: parameters["app"] ?? "")
+                guard route.roles.contains(role) else {
+                    throw APIError(403, "forbidden", "the application secret may only register and update devices; this call needs the master secret")
+                }
+                call.role = role
+            }
+            return try await route.handle(call)
+        }
+    }
+
+    /// HTTP Basic `appKey:secret`. An unknown app and a wrong secret get the same 401.
+    private func authenticate(_ request: HTTPRequest, app: String) async throws -> AppRole {
+        let address = request.clientAddress
+        if let wait = throttle.withLock({ $0.retryAfter(address, now: .now) }) {
+            throw APIError(429, "too_many_failures", "too many failed authentications from this address; retry in \(wait) s", headers: ["Retry-After": String(wait)])
+        }
+        let unauthorized = APIError(
+            401, "unauthorized", "give the app key and one of its secrets as HTTP Basic credentials", headers: ["WWW-Authenticate": #"Basic realm="pushfan""#])
+        guard let (key, secret) = Self.basicCredentials(request.header("authorization")), key == app else {
+            throttle.withLock { $0.failed(address, now: .now) }
+            throw unauthorized
+        }
+        guard let role = try await store.apps.authenticate(app: key, secret: secret) else {
+            throttle.withLock { $0.failed(address, now: .now) }
+            logger.notice("api.unauthorized", ["app": key, "client": address])
+            throw unauthorized
+        }
+        throttle.withLock { $0.succeeded(address) }
+        return role
+    }
+
+    /// `Basic base64(key:secret)` → (key, secret).
+    static func basicCredentials(_ header: String?) -> (String, String)? {
+        guard let header, header.count > 6, header.prefix(6).lowercased() == "basic " else { return nil }
+        guard let data = Data(base64Encoded: String(header.dropFirst(6)).trimmingCharacters(in: .whitespaces)),
+              let text = String(data: data, encoding: .utf8), let colon = text.firstIndex(of: ":")
+        else { return nil }
+        return (String(text[..<colon]), String(text[text.index(after: colon)...]))
+    }
+
+    static func storeError(_ error: StoreError) -> APIError {
+        switch error.code {
+        case .invalidInput:
+            // The store's messages start with the field at fault, when there is one.
+            let field = error.message.split(separator: ":", maxSplits: 1).first.map(String.init).flatMap { name in
+                name.allSatisfy({ $0.isLetter || $0.isNumber || $0 == "_" || $0 == "." }) ? name : nil
+            }
+            return APIError(400, "invalid_input", error.message, field: field)
+        case .notFound: return APIError.notFound(error.message)
+        case .conflict: return APIError(409, "conflict", error.message)
+        case .unavailable: return APIError(503, "store_unavailable", "the device store is not answering; retry later", headers: ["Retry-After": "1"])
+        case .database: return APIError(500, "store_error", "the device store failed; nothing was changed")
+        }
+    }
+
+    /// A JSON body, or the reason there is none: 415 for another content type.
+    static func requireJSON(_ request: HTTPRequest) throws -> [UInt8] {
+        let type = request.header("content-type")?.split(separator: ";").first?.trimmingCharacters(in: .whitespaces).lowercased()
+        guard type == "application/json" else {
+            throw APIError(415, "unsupported_media_type", "send the body as application/json (got \(request.header("content-type") ?? "no content type"))")
+        }
+        return request.body
+    }
+}

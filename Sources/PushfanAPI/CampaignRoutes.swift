@@ -1,0 +1,81 @@
+import Foundation
+import PushfanCore
+import PushfanKafka
+import PushfanStore
+import PushfanWorker
+
+/// `/v1/apps/{app}/campaigns`: submit (produced to the campaigns topic once Kafka has it),
+/// list, read one with its counts, and cancel, pause or resume (`OperatorCommand`, as
+/// `pushfan campaigns` does). All need the master secret.
+enum CampaignRoutes {
+    static func add(to router: inout Router<Route>, store: DeviceStore, writer: ResultsWriter) {
+        router.add("POST", "/v1/apps/{app}/campaigns", Route(roles: [.master]) { call in
+            let body = try APIService.requireJSON(call.request)
+            let campaign: Campaign
+            do throws(MessageDecodingError) {
+                campaign = try Campaign.decodeRecord(body)
+                try campaign.checkSubmittable(now: Date())
+            } catch {
+                throw APIError(error.code == "record_too_large" ? 413 : 400, error.code, error.description, field: error.field)
+            }
+            guard campaign.app == call.parameter("app") else {
+                throw APIError(422, "app_mismatch", "the campaign is for app \(campaign.app), not \(call.parameter("app")) of the path", field: "app")
+            }
+            let report = try await writer.producer.send(ProducerRecord(topic: writer.topics.campaigns, key: campaign.id, value: MessageCodec.encode(campaign)))
+            return .json(202, [
+                "campaign": .string(campaign.id), "status": "submitted",
+                "submission": ["partition": .int(Int64(report.partition)), "offset": .int(report.offset)],
+            ], headers: ["Location": "/v1/apps/\(campaign.app)/campaigns/\(campaign.id)"])
+        })
+        router.add("GET", "/v1/apps/{app}/campaigns", Route(roles: [.master]) { call in
+            let limit = Int(call.request.query["limit"] ?? "20") ?? -1
+            guard (1...1000).contains(limit) else { throw APIError(400, "invalid_input", "limit must be 1 to 1000", field: "limit") }
+            // The newest first; other apps' campaigns are not shown.
+            let rows = try await store.campaigns.list(limit: 10_000).filter { $0.app == call.parameter("app") }.prefix(limit)
+            return .json(200, ["campaigns": .array(rows.map { row in
+                ["id": .string(row.id), "status": .string(row.status.rawValue), "audience": .int(Int64(row.audience))]
+            })])
+        })
+        router.add("GET", "/v1/apps/{app}/campaigns/{campaign}", Route(roles: [.master]) { call in
+            let row = try await campaign(store, call)
+            let counts = try await store.ledger.progressCounts(campaign: row.id)
+            var outcomes: [String: JSONValue] = [:]
+            var finished = 0
+            for (state, count) in counts where state.isFinal && count > 0 {
+                outcomes[state.rawValue] = .int(Int64(count))
+                finished += count
+            }
+            var answer: [String: JSONValue] = [
+                "id": .string(row.id), "app": .string(row.app), "status": .string(row.status.rawValue), "audience": .int(Int64(row.audience)),
+                "finished": .int(Int64(finished)), "outcomes": .object(outcomes),
+            ]
+            if let sendAt = row.sendAt { answer["send_at"] = .int(sendAt) }
+            return .json(200, .object(answer))
+        })
+        router.add("POST", "/v1/apps/{app}/campaigns/{campaign}/{action}", Route(roles: [.master]) { call in
+            guard let action = ControlRecord.Action(rawValue: call.parameter("action")) else {
+                throw APIError.notFound("no route \(call.request.method) \(call.request.path): the actions are cancel, pause and resume")
+            }
+            let row = try await campaign(store, call)
+            switch try await OperatorCommand(store: store, writer: writer).run(action, campaign: row.id) {
+            case .unknownCampaign:
+                throw APIError.notFound("app \(row.app) has no campaign \(row.id)")
+            case .decided(.move(let from, let to)):
+                return .json(200, ["campaign": .string(row.id), "from": .string(from.rawValue), "status": .string(to.rawValue)])
+            case .decided(.already(let status)):
+                return .json(200, ["campaign": .string(row.id), "status": .string(status.rawValue), "changed": false])
+            case .decided(.refused(let reason)):
+                throw APIError(409, "not_applicable", reason)
+            }
+        })
+    }
+
+    /// The path's campaign, which must be the path's app's: another app's campaign is
+    /// answered as unknown.
+    private static func campaign(_ store: DeviceStore, _ call: RouteCall) async throws -> CampaignRegistry.Row {
+        guard let row = try await store.campaigns.get(call.parameter("campaign")), row.app == call.parameter("app") else {
+            throw APIError.notFound("app \(call.parameter("app")) has no campaign \(call.parameter("campaign"))")
+        }
+        return row
+    }
+}

@@ -1,0 +1,60 @@
+import Foundation
+import PushfanCore
+
+/// A request as a handler sees it: read whole (within the body limit) before the handler
+/// runs. Header names are lower-cased.
+package struct HTTPRequest: Sendable {
+    package var method: String
+    package var path: String
+    package var query: [String: String]
+    package var headers: [String: String]
+    package var body: [UInt8]
+    package var clientAddress: String
+
+    package init(method: String, path: String, query: [String: String] = [:], headers: [String: String] = [:], body: [UInt8] = [], clientAddress: String = "") {
+        (self.method, self.path, self.query, self.headers, self.body, self.clientAddress) = (method, path, query, headers, body, clientAddress)
+    }
+
+    package func header(_ name: String) -> String? { headers[name.lowercased()] }
+}
+
+/// A response: status, headers, body.
+package struct HTTPResponse: Sendable, Equatable {
+    package var status: Int
+    package var headers: [String: String]
+    package var body: [UInt8]
+
+    package init(status: Int, headers: [String: String] = [:], body: [UInt8] = []) {
+        (self.status, self.headers, self.body) = (status, headers, body)
+    }
+
+    /// A JSON body (compact, keys sorted).
+    package static func json(_ status: Int, _ value: JSONValue, headers: [String: String] = [:]) -> HTTPResponse {
+        var all = headers
+        all["Content-Type"] = "application/json"
+        return HTTPResponse(status: status, headers: all, body: Array((value.compactJSON + "\n").utf8))
+    }
+}
+
+/// The one error shape every route answers with: `{"error": {"code", "message", "field"}}`.
+/// The code is a fixed string a client can branch on; the message is for people; `field` is
+/// the JSON path of the input at fault, when there is one.
+package struct APIError: Error, Sendable, Equatable {
+    package let status: Int
+    package let code: String
+    package let message: String
+    package var field: String? = nil
+    package var headers: [String: String] = [:]
+
+    package init(_ status: Int, _ code: String, _ message: String, field: String? = nil, headers: [String: String] = [:]) {
+        (self.status, self.code, self.message, self.field, self.headers) = (status, code, message, field, headers)
+    }
+
+    package var response: HTTPResponse {
+        var error: [String: JSONValue] = ["code": .string(code), "message": .string(message)]
+        if let field { error["field"] = .string(field) }
+        return .json(status, .object(["error": .object(error)]), headers: headers)
+    }
+
+    package static func notFound(_ what: String) -> APIError { APIError(404, "not_found", what) }
+}

@@ -1,0 +1,29 @@
+import PushfanCore
+import PushfanStore
+import PushfanWorker
+
+/// `GET /healthz` (the process answers) and `GET /readyz` (the store and Kafka answer).
+enum HealthRoutes {
+    static func add(to router: inout Router<Route>, store: DeviceStore, writer: ResultsWriter) {
+        router.add("GET", "/healthz", Route(roles: []) { _ in .json(200, ["status": "ok"]) })
+        router.add("GET", "/readyz", Route(roles: []) { _ in
+            var checks: [String: JSONValue] = [:]
+            var ready = true
+            do {
+                _ = try await store.apps.get("readyz-probe")
+                checks["store"] = "ok"
+            } catch {
+                checks["store"] = .string("\(error)")
+                ready = false
+            }
+            do {
+                _ = try await writer.producer.partitionCount(topic: writer.topics.campaigns, timeout: .seconds(2))
+                checks["kafka"] = "ok"
+            } catch {
+                checks["kafka"] = .string("\(error)")
+                ready = false
+            }
+            return .json(ready ? 200 : 503, ["status": ready ? "ready" : "not_ready", "checks": .object(checks)])
+        })
+    }
+}

@@ -1,0 +1,54 @@
+import Foundation
+import PushfanAPI
+import PushfanCore
+import PushfanKafka
+import PushfanStore
+import PushfanWorker
+
+/// `pushfan api`: the HTTP API for apps and marketing tools, until SIGTERM.
+struct APICommand: Command {
+    static let spec = CommandSpec(
+        name: "api",
+        summary: "Serve the HTTP API: device registration, campaigns, status and control (docs/api.md)",
+        discussion: """
+            Listens on --port (0: a free one) of 127.0.0.1, or of every interface with
+            --listen-all, and prints "api listening on http://HOST:PORT" once it does. Plain
+            HTTP/1.1: terminate TLS in a reverse proxy in front of it. Campaigns go to the
+            campaigns topic; devices and campaign rows are read from and written to the store.
+            SIGTERM or SIGINT stops accepting, lets running requests finish and exits.
+            """,
+        options: [
+            .option("port", "N", "TCP port (default 8080; 0 picks a free one)"),
+            .flag("listen-all", "listen on every interface, not only 127.0.0.1"),
+            .option("max-body", "BYTES", "largest request body (default 1048576); larger ones get 413"),
+            .option("kafka-timeout", "SECONDS", "how long a campaign submission waits for Kafka before answering 503 (default 10)"),
+            .option("auth-window", "SECONDS", "10 failed authentications from one address within this long block it for the rest of it (default 60)"),
+        ] + StoreOptions.specs + KafkaOptions.specs)
+
+    static func run(_ arguments: ParsedArguments, _ context: CommandContext) async throws -> Int32 {
+        var limits = HTTPServer.Limits()
+        limits.maxBodyBytes = try arguments.int("max-body", default: limits.maxBodyBytes, range: 1024...(64 << 20))
+        let store = try await StoreOptions.open(arguments, context)
+        var producerConfiguration = KafkaProducerConfiguration(client: try KafkaOptions.client(arguments, context))
+        producerConfiguration.linger = .milliseconds(1)
+        // A client waits on the answer: Kafka's own five minutes would hold it far too long.
+        producerConfiguration.messageTimeout = .seconds(try arguments.int("kafka-timeout", default: 10, range: 1...300))
+        let producer = try KafkaProducer(configuration: producerConfiguration, logger: context.logger.child("producer"))
+        let service = APIService(
+            store: store, writer: ResultsWriter(producer: producer, topics: context.configuration.kafka.topics),
+            throttle: AuthThrottle(window: .seconds(try arguments.int("auth-window", default: 60, range: 1...86_400))), logger: context.logger.child("api"))
+        let loopbackOnly = !arguments.flag("listen-all")
+        let server = try HTTPServer(
+            port: try arguments.int("port", default: 8080, range: 0...65_535), loopbackOnly: loopbackOnly, limits: limits) { await service.handle($0) }
+        print("api listening on http://\(loopbackOnly ? "127.0.0.1" : "0.0.0.0"):\(server.port)")
+        fflush(nil)
+        context.logger.notice("api.started", ["port": String(server.port), "store": store.location])
+        let stopped = AsyncStream<Void>.makeStream()
+        ShutdownSignal.install { _ in stopped.continuation.yield() }
+        for await _ in stopped.stream { break }
+        context.logger.notice("api.stopping", [:])
+        await server.stop()
+        await producer.close()
+        return 0
+    }
+}

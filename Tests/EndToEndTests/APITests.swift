@@ -1,0 +1,199 @@
+import Foundation
+import PushfanCore
+import PushfanTestSupport
+import Testing
+
+/// `pushfan api` as a client sees it: a real server process over the dev cluster, the store
+/// and the simulator, curl as the client. Every route's answer and every refusal, with the
+/// status and body a user gets; a campaign submitted over HTTP is delivered by workers.
+@Suite(.serialized, .timeLimit(.minutes(10)))
+struct APITests {
+    /// A running `pushfan api` and the secrets of the app `shop`.
+    struct Server {
+        let process: ManagedProcess
+        let url: String
+        let master: String
+        let application: String
+
+        /// One request with curl: status, headers (lower-cased names) and the body.
+        func call(
+            _ method: String, _ path: String, secret: String? = nil, app: String = "shop", json: String? = nil,
+            contentType: String = "application/json", headers: [String] = []
+        ) async throws -> (status: Int, headers: [String: String], body: String) {
+            var arguments = ["-s", "-S", "-i", "-X", method, url + path]
+            if let secret { arguments += ["-u", "\(app):\(secret)"] }
+            if let json { arguments += ["-H", "Content-Type: \(contentType)", "--data-binary", json] }
+            for header in headers { arguments += ["-H", header] }
+            let result = try await CommandLineTool.run("curl", arguments)
+            guard result.status == 0 else { throw TestFailure("curl \(method) \(path): \(result.error)") }
+            let parts = result.output.components(separatedBy: "\r\n\r\n")
+            let head = parts[0].split(separator: "\r\n")
+            let status = Int(head.first?.split(separator: " ")[1] ?? "") ?? 0
+            var fields: [String: String] = [:]
+            for line in head.dropFirst() {
+                if let colon = line.firstIndex(of: ":") {
+                    fields[line[..<colon].lowercased()] = line[line.index(after: colon)...].trimmingCharacters(in: .whitespaces)
+                }
+            }
+            return (status, fields, parts.dropFirst().joined(separator: "\r\n\r\n").trimmingCharacters(in: .whitespacesAndNewlines))
+        }
+    }
+
+    static func start(_ pipeline: Pipeline, brokers: [String]? = nil, extra: [String] = []) async throws -> Server {
+        let added = try await pipeline.run([
+            "apps", "add", "--database", pipeline.database, "--app", "shop", "--topic", "com.example.shop", "--team-id", "TEAM000001",
+            "--key-id", "KEY0000001", "--key-file", pipeline.keyFile, "--rate", "20000",
+        ]).output
+        func secret(_ label: String) -> String {
+            added.split(separator: "\n").first { $0.hasPrefix(label) }.map { String($0.dropFirst(label.count)) } ?? ""
+        }
+        let process = try ManagedProcess(
+            TestBinaries.pushfan, ["api", "--port", "0", "--database", pipeline.database, "--log-level", "info"] + (brokers ?? pipeline.kafkaArguments) + extra,
+            name: "api")
+        guard let output = await process.waitForOutput(timeout: .seconds(20), { $0.contains("api listening on ") }),
+              let line = output.split(separator: "\n").first(where: { $0.hasPrefix("api listening on ") })
+        else { throw TestFailure("pushfan api did not start: \(process.standardError)") }
+        return Server(process: process, url: String(line.dropFirst("api listening on ".count)), master: secret("master secret: "), application: secret("application secret: "))
+    }
+
+    static func token(_ index: Int) -> String { String(format: "%064x", index + 1) }
+
+    @Test("devices over HTTP: the application secret registers, updates and unregisters; reading needs the master secret; every refusal has its status and error")
+    func devices() async throws {
+        let pipeline = try await Pipeline()
+        defer { pipeline.stop() }
+        let server = try await Self.start(pipeline, extra: ["--max-body", "2048"])
+        defer { server.process.signal(SIGTERM) }
+        #expect(!server.master.isEmpty && !server.application.isEmpty && server.master != server.application)
+
+        let health = try await server.call("GET", "/healthz")
+        #expect(health.status == 200 && health.body == #"{"status":"ok"}"#)
+        let ready = try await server.call("GET", "/readyz")
+        #expect(ready.status == 200 && ready.body.contains(#""status":"ready""#), "\(ready.body)")
+
+        let body = #"{"token":"\#(Self.token(1))","locale":"de_DE","timezone":"Europe/Berlin","tags":["vip"],"attributes":{"plan":"pro"},"quiet_hours":{"start":"22:00","end":"07:00"}}"#
+        let created = try await server.call("PUT", "/v1/apps/shop/devices/phone-1", secret: server.application, json: body)
+        #expect(created.status == 201 && created.body == #"{"created":true,"device":"phone-1"}"#, "\(created.body)")
+        let updated = try await server.call("PUT", "/v1/apps/shop/devices/phone-1", secret: server.application, json: body)
+        #expect(updated.status == 200 && updated.body == #"{"created":false,"device":"phone-1"}"#)
+        // The token moves to the device that registers it now.
+        let moved = try await server.call("PUT", "/v1/apps/shop/devices/phone-2", secret: server.application, json: #"{"token":"\#(Self.token(1))"}"#)
+        #expect(moved.status == 201 && moved.body.contains(#""token_moved_from":["phone-1"]"#), "\(moved.body)")
+        _ = try await server.call("PUT", "/v1/apps/shop/devices/phone-1", secret: server.application, json: body.replacingOccurrences(of: Self.token(1), with: Self.token(3)))
+
+        let forbidden = try await server.call("GET", "/v1/apps/shop/devices/phone-1", secret: server.application)
+        #expect(forbidden.status == 403 && forbidden.body.contains(#""code":"forbidden""#))
+        let read = try await server.call("GET", "/v1/apps/shop/devices/phone-1", secret: server.master)
+        #expect(read.status == 200, "\(read.body)")
+        for part in [#""quiet_hours":{"end":"07:00","start":"22:00"}"#, #""tags":["vip"]"#, #""attributes":{"plan":"pro"}"#, #""timezone":"Europe/Berlin""#, #""token":"\#(Self.token(3))""#] {
+            #expect(read.body.contains(part), "\(part) not in \(read.body)")
+        }
+
+        let gone = try await server.call("DELETE", "/v1/apps/shop/devices/phone-2", secret: server.application)
+        #expect(gone.status == 204)
+        let again = try await server.call("DELETE", "/v1/apps/shop/devices/nobody", secret: server.application)
+        #expect(again.status == 404 && again.body.contains(#""code":"not_found""#))
+
+        // Refusals, as a client sees them.
+        let anonymous = try await server.call("GET", "/v1/apps/shop/devices/phone-1")
+        #expect(anonymous.status == 401 && anonymous.headers["www-authenticate"] == #"Basic realm="pushfan""#)
+        let wrongSecret = try await server.call("GET", "/v1/apps/shop/devices/phone-1", secret: "wrong")
+        let unknownApp = try await server.call("GET", "/v1/apps/other/devices/phone-1", secret: server.master, app: "other")
+        #expect(wrongSecret.status == 401 && unknownApp.status == 401 && wrongSecret.body == unknownApp.body, "an unknown app must look like a wrong secret")
+        let otherApp = try await server.call("GET", "/v1/apps/other/devices/phone-1", secret: server.master)
+        #expect(otherApp.status == 401, "the key must be the path's app")
+        let cases: [(String, String, String?, String, Int, String)] = [
+            ("PUT", "/v1/apps/shop/devices/phone-9", #"{"token":"\#(Self.token(9))"}"#, "text/plain", 415, "unsupported_media_type"),
+            ("PUT", "/v1/apps/shop/devices/phone-9", #"{"token":"#, "application/json", 400, "invalid_input"),
+            ("PUT", "/v1/apps/shop/devices/phone-9", #"{"token":"xyz"}"#, "application/json", 400, "invalid_input"),
+            ("PUT", "/v1/apps/shop/devices/phone-9", #"{"device_id":"phone-8","token":"\#(Self.token(9))"}"#, "application/json", 400, "invalid_input"),
+            ("PUT", "/v1/apps/shop/devices/phone-9", #"{"token":"\#(Self.token(9))","timezone":"Mars/Olympus"}"#, "application/json", 400, "invalid_input"),
+            ("PUT", "/v1/apps/shop/devices/phone-9", #"{"token":"\#(Self.token(9))","quiet_hours":{"start":"22:00"}}"#, "application/json", 400, "invalid_input"),
+            ("PUT", "/v1/apps/shop/devices/phone-9", #"{"token":"\#(Self.token(9))","tags":["\#(String(repeating: "x", count: 3000))"]}"#, "application/json", 413, "body_too_large"),
+            ("PATCH", "/v1/apps/shop/devices/phone-9", "{}", "application/json", 405, "method_not_allowed"),
+            ("GET", "/v1/nothing/here", nil, "application/json", 404, "not_found"),
+        ]
+        for (method, path, json, type, status, code) in cases {
+            let answer = try await server.call(method, path, secret: server.application, json: json, contentType: type)
+            #expect(answer.status == status && answer.body.contains(#""code":"\#(code)""#), "\(method) \(path) \(json?.prefix(60) ?? ""): \(answer.status) \(answer.body)")
+        }
+        let patch = try await server.call("PATCH", "/v1/apps/shop/devices/phone-9", secret: server.application, json: "{}")
+        #expect(patch.headers["allow"] == "PUT, DELETE, GET")
+        let invalidToken = try await server.call("PUT", "/v1/apps/shop/devices/phone-9", secret: server.application, json: #"{"token":"xyz"}"#)
+        #expect(invalidToken.body.contains(#""field":"token""#) && invalidToken.body.contains("must be"), "\(invalidToken.body)")
+        let badZone = try await server.call("PUT", "/v1/apps/shop/devices/phone-9", secret: server.application, json: #"{"token":"\#(Self.token(9))","tags":"vip"}"#)
+        #expect(badZone.body.contains(#""field":"tags""#), "\(badZone.body)")
+    }
+
+    @Test("ten failed authentications from one address answer 429 with Retry-After until the window has passed")
+    func failedAuthenticationIsThrottled() async throws {
+        let pipeline = try await Pipeline()
+        defer { pipeline.stop() }
+        let server = try await Self.start(pipeline, extra: ["--auth-window", "3"])
+        defer { server.process.signal(SIGTERM) }
+        for attempt in 0..<10 {
+            let answer = try await server.call("GET", "/v1/apps/shop/devices/d", secret: "guess-\(attempt)")
+            #expect(answer.status == 401, "attempt \(attempt): \(answer.status)")
+        }
+        let blocked = try await server.call("GET", "/v1/apps/shop/devices/d", secret: server.master)
+        #expect(blocked.status == 429 && blocked.body.contains(#""code":"too_many_failures""#), "\(blocked.body)")
+        let wait = Int(blocked.headers["retry-after"] ?? "") ?? 0
+        #expect((1...3).contains(wait), "Retry-After \(blocked.headers["retry-after"] ?? "missing")")
+        try await Task.sleep(for: .seconds(3.5))
+        let lifted = try await server.call("GET", "/v1/apps/shop/devices/d", secret: server.master)
+        #expect(lifted.status == 404, "after the window the right secret works again: \(lifted.status) \(lifted.body)")
+    }
+
+    @Test("a campaign over HTTP: the master secret submits it, workers deliver it, its status and counts read back; the application secret and bad campaigns are refused")
+    func campaignDeliveredEndToEnd() async throws {
+        let pipeline = try await Pipeline()
+        defer { pipeline.stop() }
+        let server = try await Self.start(pipeline)
+        defer { server.process.signal(SIGTERM) }
+        for index in 0..<30 {
+            let answer = try await server.call("PUT", "/v1/apps/shop/devices/d\(index)", secret: server.application, json: #"{"token":"\#(Self.token(index))","locale":"en_US"}"#)
+            #expect(answer.status == 201)
+        }
+        try pipeline.startWorker("a")
+        let campaign = Pipeline.campaign("shop-http-1", app: "shop", audience: #"{"segment":"locale = en_US"}"#)
+        let denied = try await server.call("POST", "/v1/apps/shop/campaigns", secret: server.application, json: campaign)
+        #expect(denied.status == 403)
+        let mismatch = try await server.call("POST", "/v1/apps/shop/campaigns", secret: server.master, json: campaign.replacingOccurrences(of: #""app":"shop""#, with: #""app":"other""#))
+        #expect(mismatch.status == 422 && mismatch.body.contains(#""code":"app_mismatch""#), "\(mismatch.body)")
+        let invalid = try await server.call("POST", "/v1/apps/shop/campaigns", secret: server.master, json: campaign.replacingOccurrences(of: #""options":{}"#, with: #""options":{"priority":7}"#))
+        #expect(invalid.status == 400 && invalid.body.contains(#""field":"options.priority""#), "\(invalid.body)")
+
+        let submitted = try await server.call("POST", "/v1/apps/shop/campaigns", secret: server.master, json: campaign)
+        #expect(submitted.status == 202 && submitted.body.contains(#""campaign":"shop-http-1""#), "\(submitted.body)")
+        #expect(submitted.headers["location"] == "/v1/apps/shop/campaigns/shop-http-1")
+        let results = try await pipeline.results(of: "shop-http-1")
+        #expect(results.completed?.count(of: .delivered) == 30)
+        #expect(pipeline.delivered(topic: "com.example.shop").count == 30)
+
+        let status = try await server.call("GET", "/v1/apps/shop/campaigns/shop-http-1", secret: server.master)
+        #expect(status.status == 200 && status.body.contains(#""status":"completed""#) && status.body.contains(#""delivered":30"#), "\(status.body)")
+        let list = try await server.call("GET", "/v1/apps/shop/campaigns?limit=5", secret: server.master)
+        #expect(list.status == 200 && list.body.contains(#""id":"shop-http-1""#), "\(list.body)")
+        let late = try await server.call("POST", "/v1/apps/shop/campaigns/shop-http-1/cancel", secret: server.master)
+        #expect(late.status == 409 && late.body.contains("has completed"), "\(late.body)")
+        let unknown = try await server.call("POST", "/v1/apps/shop/campaigns/nope/pause", secret: server.master)
+        #expect(unknown.status == 404)
+        let badAction = try await server.call("POST", "/v1/apps/shop/campaigns/shop-http-1/explode", secret: server.master)
+        #expect(badAction.status == 404)
+    }
+
+    @Test("with Kafka unreachable a submission answers 503 with Retry-After and /readyz says not ready, while /healthz and devices still answer")
+    func kafkaDownAnswers503() async throws {
+        let pipeline = try await Pipeline()
+        defer { pipeline.stop() }
+        let dead = try FreePort.pick()
+        let server = try await Self.start(pipeline, brokers: ["--brokers", "127.0.0.1:\(dead)"], extra: ["--kafka-timeout", "2"])
+        defer { server.process.signal(SIGTERM) }
+        let submitted = try await server.call("POST", "/v1/apps/shop/campaigns", secret: server.master, json: Pipeline.campaign("shop-down-1", app: "shop"))
+        #expect(submitted.status == 503 && submitted.body.contains(#""code":"kafka_unavailable""#) && submitted.headers["retry-after"] == "1", "\(submitted.status) \(submitted.body)")
+        let ready = try await server.call("GET", "/readyz")
+        #expect(ready.status == 503 && ready.body.contains(#""store":"ok""#), "\(ready.body)")
+        #expect(try await server.call("GET", "/healthz").status == 200)
+        #expect(try await server.call("PUT", "/v1/apps/shop/devices/d1", secret: server.application, json: #"{"token":"\#(Self.token(1))"}"#).status == 201)
+    }
+}

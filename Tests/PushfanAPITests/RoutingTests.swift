@@ -1,0 +1,57 @@
+import Testing
+
+@testable import PushfanAPI
+
+/// The API's pure pieces: routing by method and path with parameters, Basic credentials,
+/// and the failed-authentication throttle.
+@Suite struct RoutingTests {
+    @Test func routesByMethodAndPathWithParameters() {
+        var router = Router<String>()
+        router.add("PUT", "/v1/apps/{app}/devices/{device}", "register")
+        router.add("GET", "/v1/apps/{app}/devices/{device}", "read")
+        router.add("GET", "/healthz", "health")
+        guard case .found(let handler, let parameters) = router.match(method: "PUT", path: "/v1/apps/shop/devices/d%3A1") else {
+            Issue.record("no match")
+            return
+        }
+        #expect(handler == "register" && parameters == ["app": "shop", "device": "d:1"])
+        if case .methodNotAllowed(let allowed) = router.match(method: "DELETE", path: "/v1/apps/shop/devices/d1") {
+            #expect(allowed == ["PUT", "GET"])
+        } else {
+            Issue.record("DELETE should be 405")
+        }
+        for path in ["/v1/apps/shop/devices", "/v1/apps/shop/devices/d1/extra", "/nothing", "/v1/apps//devices/d1"] {
+            guard case .notFound = router.match(method: "GET", path: path) else {
+                Issue.record("\(path) matched")
+                continue
+            }
+        }
+        guard case .found("health", _) = router.match(method: "GET", path: "/healthz/") else {
+            Issue.record("a trailing slash is the same path")
+            return
+        }
+    }
+
+    @Test func basicCredentials() {
+        #expect(APIService.basicCredentials("Basic c2hvcDpzM2NyZXQ6eA==").map { [$0.0, $0.1] } == ["shop", "s3cret:x"])
+        for bad in [nil, "Bearer abc", "Basic !!!", "Basic c2hvcA==", "Basic"] as [String?] {
+            #expect(APIService.basicCredentials(bad) == nil, "\(bad ?? "nil")")
+        }
+    }
+
+    @Test func throttleStartsAfterTenFailuresAndLifts() {
+        var throttle = AuthThrottle(limit: 10, window: .seconds(60))
+        let start = ContinuousClock.now
+        for second in 0..<9 { throttle.failed("10.0.0.1", now: start + .seconds(second)) }
+        #expect(throttle.retryAfter("10.0.0.1", now: start + .seconds(9)) == nil)
+        throttle.failed("10.0.0.1", now: start + .seconds(9))
+        #expect(throttle.retryAfter("10.0.0.1", now: start + .seconds(10)) == 50)
+        #expect(throttle.retryAfter("10.0.0.2", now: start + .seconds(10)) == nil, "another address is not blocked")
+        #expect(throttle.retryAfter("10.0.0.1", now: start + .seconds(61)) == nil)
+        // A new failure after the window starts counting again.
+        throttle.failed("10.0.0.1", now: start + .seconds(61))
+        #expect(throttle.retryAfter("10.0.0.1", now: start + .seconds(62)) == nil)
+        throttle.succeeded("10.0.0.1")
+        #expect(throttle.retryAfter("10.0.0.1", now: start + .seconds(62)) == nil)
+    }
+}
