@@ -21,11 +21,8 @@ enum CampaignRoutes {
             guard campaign.app == call.parameter("app") else {
                 throw APIError(422, "app_mismatch", "the campaign is for app \(campaign.app), not \(call.parameter("app")) of the path", field: "app")
             }
-            let report = try await writer.producer.send(ProducerRecord(topic: writer.topics.campaigns, key: campaign.id, value: MessageCodec.encode(campaign)))
-            return .json(202, [
-                "campaign": .string(campaign.id), "status": "submitted",
-                "submission": ["partition": .int(Int64(report.partition)), "offset": .int(report.offset)],
-            ], headers: ["Location": "/v1/apps/\(campaign.app)/campaigns/\(campaign.id)"])
+            guard let key = try idempotencyKey(call.request) else { return try await submit(campaign, writer) }
+            return try await once(store, app: campaign.app, key: key, body: body) { try await submit(campaign, writer) }
         })
         router.add("GET", "/v1/apps/{app}/campaigns", Route(roles: [.master]) { call in
             let limit = Int(call.request.query["limit"] ?? "20") ?? -1
@@ -68,6 +65,58 @@ enum CampaignRoutes {
                 throw APIError(409, "not_applicable", reason)
             }
         })
+    }
+
+    private static func submit(_ campaign: Campaign, _ writer: ResultsWriter) async throws -> HTTPResponse {
+        let report = try await writer.producer.send(ProducerRecord(topic: writer.topics.campaigns, key: campaign.id, value: MessageCodec.encode(campaign)))
+        return .json(202, [
+            "campaign": .string(campaign.id), "status": "submitted",
+            "submission": ["partition": .int(Int64(report.partition)), "offset": .int(report.offset)],
+        ], headers: ["Location": "/v1/apps/\(campaign.app)/campaigns/\(campaign.id)"])
+    }
+
+    /// `Idempotency-Key`: 1 to 255 visible ASCII characters, or none.
+    private static func idempotencyKey(_ request: HTTPRequest) throws -> String? {
+        guard let key = request.header("idempotency-key") else { return nil }
+        guard (1...255).contains(key.utf8.count), key.utf8.allSatisfy({ (0x21...0x7E).contains($0) }) else {
+            throw APIError(400, "invalid_input", "Idempotency-Key must be 1 to 255 visible ASCII characters", field: "Idempotency-Key")
+        }
+        return key
+    }
+
+    /// Runs `work` once per key: a retry with the same key and body gets the first answer
+    /// (a concurrent one waits for it), another body under the key is refused with 422. A
+    /// failure (Kafka down) gives the key back, so the client's retry with it can succeed.
+    private static func once(
+        _ store: DeviceStore, app: String, key: String, body: [UInt8], work: () async throws -> HTTPResponse
+    ) async throws -> HTTPResponse {
+        let deadline = ContinuousClock.now + IdempotencyKeys.abandonAfter
+        while true {
+            switch try await store.idempotency.claim(app: app, key: key, body: body) {
+            case .claimed:
+                let response: HTTPResponse
+                do {
+                    response = try await work()
+                } catch {
+                    try? await store.idempotency.release(app: app, key: key)
+                    throw error
+                }
+                try await store.idempotency.complete(
+                    app: app, key: key, status: response.status, body: String(decoding: response.body, as: UTF8.self), location: response.headers["Location"])
+                return response
+            case .answered(let status, let text, let location):
+                var headers = ["Content-Type": "application/json"]
+                if let location { headers["Location"] = location }
+                return HTTPResponse(status: status, headers: headers, body: Array(text.utf8))
+            case .mismatch:
+                throw APIError(422, "idempotency_key_reused", "Idempotency-Key \(key) was used for a different request; use a new key for a new request", field: "Idempotency-Key")
+            case .inProgress:
+                guard ContinuousClock.now < deadline else {
+                    throw APIError(409, "idempotency_key_in_use", "a request with Idempotency-Key \(key) is still being processed; retry later")
+                }
+                try await Task.sleep(for: .milliseconds(25))
+            }
+        }
     }
 
     /// The path's campaign, which must be the path's app's: another app's campaign is

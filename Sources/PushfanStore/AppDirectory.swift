@@ -10,7 +10,7 @@ package struct AppDirectory: Sendable {
     package func add(_ registration: AppRegistration) async throws(StoreError) -> AppSecrets {
         try Validation.appKey(registration.app)
         guard !registration.topic.isEmpty, registration.topic.allSatisfy({ $0.isLetter || $0.isNumber || $0 == "." || $0 == "-" || $0 == "_" }) else {
-            throw StoreError.invalidInput("topic must be a bundle id like com.example.app, got '\(registration.topic)'")
+            throw StoreError.invalidInput("topic must be a bundle id like com.example.app, got '\(Validation.clip(registration.topic))'")
         }
         guard (1...1_000_000).contains(registration.ratePerSecond) else {
             throw StoreError.invalidInput("rate must be between 1 and 1000000 per second, got \(registration.ratePerSecond)")
@@ -65,16 +65,71 @@ package struct AppDirectory: Sendable {
     /// application secret (its devices only), or neither (nil, also for an unknown app). Both
     /// hashes are compared, in constant time, whatever matches, and an unknown app is compared
     /// against a made-up secret, so timing tells nothing about which app keys exist.
-    package func authenticate(app: String, secret: String) async throws(StoreError) -> AppRole? {
+    /// A rotated secret's predecessor counts until its grace period ends.
+    package func authenticate(app: String, secret: String, now: Int64 = DeviceStore.now()) async throws(StoreError) -> AppRole? {
         let stored = try await executor.run { connection throws(StoreError) in
-            try connection.queryOne("SELECT secret_salt, secret_hash, app_secret_salt, app_secret_hash FROM apps WHERE app = \(app)") { row in
-                (SecretHash(salt: row.text(0) ?? "", hash: row.text(1) ?? ""), SecretHash(salt: row.text(2) ?? "", hash: row.text(3) ?? ""))
+            try connection.queryOne("""
+                SELECT secret_salt, secret_hash, app_secret_salt, app_secret_hash,
+                       previous_secret_salt, previous_secret_hash, previous_secret_until,
+                       previous_app_secret_salt, previous_app_secret_hash, previous_app_secret_until
+                FROM apps WHERE app = \(app)
+                """) { row in
+                func hash(_ column: Int) -> SecretHash { SecretHash(salt: row.text(column) ?? "", hash: row.text(column + 1) ?? "") }
+                func previous(_ column: Int) -> SecretHash { (row.int(column + 2) ?? 0) > now ? hash(column) : Self.nobody }
+                return (master: [hash(0), previous(4)], application: [hash(2), previous(7)])
             }
         }
-        let (master, application) = stored ?? (Self.nobody, Self.nobody)
-        let (isMaster, isApplication) = (master.matches(secret), application.matches(secret))
+        let hashes = stored ?? (master: [Self.nobody, Self.nobody], application: [Self.nobody, Self.nobody])
+        // Every hash is compared, whichever matches.
+        let isMaster = hashes.master.map { $0.matches(secret) }.contains(true)
+        let isApplication = hashes.application.map { $0.matches(secret) }.contains(true)
         guard stored != nil else { return nil }
         return isMaster ? .master : isApplication ? .application : nil
+    }
+
+    /// Replaces one of an app's secrets and returns the new one (shown once). The old one
+    /// keeps working for `grace`, so apps in the field and servers can move over; then it stops.
+    package func rotate(app: String, _ role: AppRole, grace: Duration, now: Int64 = DeviceStore.now()) async throws(StoreError) -> String {
+        let secret = SecretHash.generateSecret()
+        let hashed = SecretHash(secret: secret)
+        let until = now + grace.milliseconds
+        let changed = try await executor.run { connection throws(StoreError) in
+            switch role {
+            case .master:
+                try connection.execute("""
+                    UPDATE apps SET previous_secret_salt = secret_salt, previous_secret_hash = secret_hash, previous_secret_until = \(until),
+                           secret_salt = \(hashed.salt), secret_hash = \(hashed.hash) WHERE app = \(app)
+                    """)
+            case .application:
+                try connection.execute("""
+                    UPDATE apps SET previous_app_secret_salt = app_secret_salt, previous_app_secret_hash = app_secret_hash,
+                           previous_app_secret_until = \(until), app_secret_salt = \(hashed.salt), app_secret_hash = \(hashed.hash) WHERE app = \(app)
+                    """)
+            }
+        }
+        guard changed == 1 else { throw StoreError.notFound("app \(app) is not registered") }
+        return secret
+    }
+
+    /// Every app, by key.
+    package func list() async throws(StoreError) -> [AppRecord] {
+        let keys = try await executor.run { connection throws(StoreError) in
+            try connection.queryAll("SELECT app FROM apps ORDER BY app") { $0.text(0) ?? "" }
+        }
+        var apps: [AppRecord] = []
+        for key in keys { if let app = try await get(key) { apps.append(app) } }
+        return apps
+    }
+
+    /// Changes an app's send rate (per second, across all workers).
+    package func setRate(app: String, ratePerSecond: Int) async throws(StoreError) {
+        guard (1...1_000_000).contains(ratePerSecond) else {
+            throw StoreError.invalidInput("rate must be between 1 and 1000000 per second, got \(ratePerSecond)")
+        }
+        let changed = try await executor.run { connection throws(StoreError) in
+            try connection.execute("UPDATE apps SET rate_per_second = \(ratePerSecond) WHERE app = \(app)")
+        }
+        guard changed == 1 else { throw StoreError.notFound("app \(app) is not registered") }
     }
 
     private static let nobody = SecretHash(secret: SecretHash.generateSecret())

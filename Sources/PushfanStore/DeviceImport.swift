@@ -85,7 +85,7 @@ package struct DeviceImportParser: Sendable {
         registration.tags = value("tags").map { $0.split(separator: ";").map(String.init) } ?? []
         registration.quietHours = try Validation.quietHours(start: value("quiet_start"), end: value("quiet_end"))
         if let seen = value("last_seen") {
-            guard let millis = Int64(seen) else { throw StoreError.invalidInput("last_seen must be milliseconds since the epoch, got '\(seen)'") }
+            guard let millis = Int64(seen) else { throw StoreError.invalidInput("last_seen must be milliseconds since the epoch, got '\(Validation.clip(seen))'") }
             registration.seenAt = millis
         }
         for (column, text) in row where column.hasPrefix("attr.") && !text.isEmpty {

@@ -10,6 +10,7 @@ import PushfanCore
 /// - `audience`: saved segments, counts, shards and pages (`AudienceReader`)
 /// - `campaigns`: campaign rows and their lifecycle (`CampaignRegistry`)
 /// - `waves`: tasks parked until their time: zone waves and quiet-hours holds (`CampaignWaves`)
+/// - `idempotency`: API requests' idempotency keys and their answers (`IdempotencyKeys`)
 /// - `ledger`: claims and final outcomes per device (`DeliveryLedger`)
 /// - `providerTokens`: APNs provider tokens shared by workers (`ProviderTokenStore`)
 ///
@@ -25,6 +26,7 @@ package final class DeviceStore: Sendable {
     package let audience: AudienceReader
     package let campaigns: CampaignRegistry
     package let waves: CampaignWaves
+    package let idempotency: IdempotencyKeys
     package let ledger: DeliveryLedger
     package let providerTokens: ProviderTokenStore
 
@@ -66,6 +68,7 @@ package final class DeviceStore: Sendable {
         audience = AudienceReader(executor: executor)
         campaigns = CampaignRegistry(executor: executor)
         waves = CampaignWaves(executor: executor)
+        idempotency = IdempotencyKeys(executor: executor)
         ledger = DeliveryLedger(executor: executor)
         providerTokens = ProviderTokenStore(executor: executor)
     }

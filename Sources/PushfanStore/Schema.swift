@@ -224,6 +224,36 @@ enum Schema {
                 ALTER TABLE apps ADD COLUMN app_secret_salt TEXT;
                 ALTER TABLE apps ADD COLUMN app_secret_hash TEXT;
                 """),
+        Migration(
+            version: 8, summary: "idempotency keys of API requests and the answers they got; a rotated secret's predecessor and its grace period",
+            sqlite: """
+                ALTER TABLE apps ADD COLUMN previous_secret_salt TEXT;
+                ALTER TABLE apps ADD COLUMN previous_secret_hash TEXT;
+                ALTER TABLE apps ADD COLUMN previous_secret_until INTEGER;
+                ALTER TABLE apps ADD COLUMN previous_app_secret_salt TEXT;
+                ALTER TABLE apps ADD COLUMN previous_app_secret_hash TEXT;
+                ALTER TABLE apps ADD COLUMN previous_app_secret_until INTEGER;
+                CREATE TABLE api_idempotency (
+                    app TEXT NOT NULL, key TEXT NOT NULL, request_sha256 TEXT NOT NULL,
+                    status INTEGER NOT NULL, response TEXT, location TEXT, created_at INTEGER NOT NULL,
+                    PRIMARY KEY (app, key)
+                ) WITHOUT ROWID;
+                CREATE INDEX api_idempotency_age ON api_idempotency (created_at);
+                """,
+            postgres: """
+                ALTER TABLE apps ADD COLUMN previous_secret_salt TEXT;
+                ALTER TABLE apps ADD COLUMN previous_secret_hash TEXT;
+                ALTER TABLE apps ADD COLUMN previous_secret_until BIGINT;
+                ALTER TABLE apps ADD COLUMN previous_app_secret_salt TEXT;
+                ALTER TABLE apps ADD COLUMN previous_app_secret_hash TEXT;
+                ALTER TABLE apps ADD COLUMN previous_app_secret_until BIGINT;
+                CREATE TABLE api_idempotency (
+                    app TEXT NOT NULL, key TEXT NOT NULL, request_sha256 TEXT NOT NULL,
+                    status INTEGER NOT NULL, response TEXT, location TEXT, created_at BIGINT NOT NULL,
+                    PRIMARY KEY (app, key)
+                );
+                CREATE INDEX api_idempotency_age ON api_idempotency (created_at);
+                """),
     ]
 
     /// Brings the database to the newest version; returns the versions applied now.

@@ -23,13 +23,14 @@ package struct ValidatedDevice: Sendable, Equatable {
 package enum Validation {
     static let maxTagLength = 64
     static let maxTags = 64
+    static let maxAttributes = 100
     /// IANA zone names, read once: building a `TimeZone` per device is slow.
     static let knownTimeZones: Set<String> = Set(TimeZone.knownTimeZoneIdentifiers).union(["UTC", "GMT"])
 
     package static func appKey(_ app: String) throws(StoreError) {
         guard (1...128).contains(app.utf8.count),
               app.unicodeScalars.allSatisfy({ $0.isASCII && (CharacterSet.alphanumerics.contains($0) || "._:-".unicodeScalars.contains($0)) })
-        else { throw StoreError.invalidInput("app key must be 1-128 characters of A-Z a-z 0-9 . _ : -, got '\(app)'") }
+        else { throw StoreError.invalidInput("app key must be 1-128 characters of A-Z a-z 0-9 . _ : -, got '\(clip(app))'") }
     }
 
     /// The one rule for device ids, the same as for every id on the topics (docs/messages.md):
@@ -49,7 +50,7 @@ package enum Validation {
     package static func segmentName(_ name: String) throws(StoreError) {
         guard (1...128).contains(name.utf8.count),
               name.unicodeScalars.allSatisfy({ $0.isASCII && (CharacterSet.alphanumerics.contains($0) || "._-".unicodeScalars.contains($0)) })
-        else { throw StoreError.invalidInput("segment name must be 1-128 characters of A-Z a-z 0-9 . _ -, got '\(name)'") }
+        else { throw StoreError.invalidInput("segment name must be 1-128 characters of A-Z a-z 0-9 . _ -, got '\(clip(name))'") }
     }
 
     /// Lowercase even-length hex of a sane length (APNs tokens are 32 bytes today; Live
@@ -75,10 +76,10 @@ package enum Validation {
         let parts = text.split(whereSeparator: { $0 == "-" || $0 == "_" }).map(String.init)
         guard text.split(separator: "_", omittingEmptySubsequences: false).allSatisfy({ !$0.isEmpty }),
               text.split(separator: "-", omittingEmptySubsequences: false).allSatisfy({ !$0.isEmpty }) else {
-            throw StoreError.invalidInput("locale must look like en, en_US or zh_Hant_TW, got '\(text)'")
+            throw StoreError.invalidInput("locale must look like en, en_US or zh_Hant_TW, got '\(clip(text))'")
         }
         guard (1...3).contains(parts.count), parts.allSatisfy({ !$0.isEmpty && $0.count <= 8 && $0.allSatisfy { $0.isASCII && ($0.isLetter || $0.isNumber) } }) else {
-            throw StoreError.invalidInput("locale must look like en, en_US or zh_Hant_TW, got '\(text)'")
+            throw StoreError.invalidInput("locale must look like en, en_US or zh_Hant_TW, got '\(clip(text))'")
         }
         var normalized = [parts[0].lowercased()]
         for part in parts.dropFirst() {
@@ -106,15 +107,18 @@ package enum Validation {
         var tags: [String] = []
         for tag in registration.tags {
             guard (1...maxTagLength).contains(tag.utf8.count), !hasControlCharacters(tag) else {
-                throw StoreError.invalidInput("tag must be 1-\(maxTagLength) bytes without control characters, got '\(tag)'")
+                throw StoreError.invalidInput("tag must be 1-\(maxTagLength) bytes without control characters, got '\(clip(tag))'")
             }
             if !tags.contains(tag) { tags.append(tag) }
         }
         guard tags.count <= maxTags else { throw StoreError.invalidInput("at most \(maxTags) tags per device") }
         for key in registration.attributes.keys {
             guard (1...64).contains(key.utf8.count), key.utf8.allSatisfy(isNameByte) else {
-                throw StoreError.invalidInput("attribute name must be 1-64 characters of A-Z a-z 0-9 . _ -, got '\(key)'")
+                throw StoreError.invalidInput("attribute name must be 1-64 characters of A-Z a-z 0-9 . _ -, got '\(clip(key))'")
             }
+        }
+        guard registration.attributes.count <= maxAttributes else {
+            throw StoreError.invalidInput("attributes: at most \(maxAttributes) per device, got \(registration.attributes.count)")
         }
         let attributes = registration.attributes.isEmpty ? "{}" : JSONValue.object(registration.attributes).compactJSON
         return ValidatedDevice(

@@ -21,8 +21,20 @@ struct APITests {
             contentType: String = "application/json", headers: [String] = []
         ) async throws -> (status: Int, headers: [String: String], body: String) {
             var arguments = ["-s", "-S", "-i", "-X", method, url + path]
+            var written: String?
             if let secret { arguments += ["-u", "\(app):\(secret)"] }
-            if let json { arguments += ["-H", "Content-Type: \(contentType)", "--data-binary", json] }
+            if let json {
+                // Through a file: large bodies do not fit in an argument list.
+                var file = json
+                if !json.hasPrefix("@") {
+                    let path = FileManager.default.temporaryDirectory.appendingPathComponent("pushfan-body-\(UUID().uuidString.prefix(8))").path
+                    try json.write(toFile: path, atomically: true, encoding: .utf8)
+                    written = path
+                    file = "@" + path
+                }
+                arguments += ["-H", "Content-Type: \(contentType)", "--data-binary", file]
+            }
+            defer { if let written { try? FileManager.default.removeItem(atPath: written) } }
             for header in headers { arguments += ["-H", header] }
             let result = try await CommandLineTool.run("curl", arguments)
             guard result.status == 0 else { throw TestFailure("curl \(method) \(path): \(result.error)") }
@@ -39,9 +51,9 @@ struct APITests {
         }
     }
 
-    static func start(_ pipeline: Pipeline, brokers: [String]? = nil, extra: [String] = []) async throws -> Server {
+    static func start(_ pipeline: Pipeline, app: String = "shop", brokers: [String]? = nil, extra: [String] = []) async throws -> Server {
         let added = try await pipeline.run([
-            "apps", "add", "--database", pipeline.database, "--app", "shop", "--topic", "com.example.shop", "--team-id", "TEAM000001",
+            "apps", "add", "--database", pipeline.database, "--app", app, "--topic", "com.example.\(app)", "--team-id", "TEAM000001",
             "--key-id", "KEY0000001", "--key-file", pipeline.keyFile, "--rate", "20000",
         ]).output
         func secret(_ label: String) -> String {
@@ -117,6 +129,27 @@ struct APITests {
             let answer = try await server.call(method, path, secret: server.application, json: json, contentType: type)
             #expect(answer.status == status && answer.body.contains(#""code":"\#(code)""#), "\(method) \(path) \(json?.prefix(60) ?? ""): \(answer.status) \(answer.body)")
         }
+        // Hostile bodies: each a 4xx, none a crash or an echo of the input.
+        let token = Self.token(9)
+        let hostile: [(String, String)] = [
+            (#"{"token":"\#(token)","attributes":{"a":\#(String(repeating: "[", count: 10_000))1\#(String(repeating: "]", count: 10_000))}}"#, "nested deeper than 32 levels"),
+            (#"{"token":"\#(token)","attributes":{\#((0..<10_000).map { #""k\#($0)":\#($0)"# }.joined(separator: ","))}}"#, "attributes: at most 100 per device"),
+            (#"{"token":"\#(token)","locale":"\#(String(repeating: "x", count: 1_900))"}"#, "locale must look like"),
+        ]
+        let roomy = try await Self.start(pipeline, app: "roomy")
+        defer { roomy.process.signal(SIGTERM) }
+        for (json, message) in hostile {
+            let answer = try await roomy.call("PUT", "/v1/apps/roomy/devices/h1", secret: roomy.application, app: "roomy", json: json)
+            #expect(answer.status == 400 && answer.body.contains(message) && answer.body.utf8.count < 400, "\(json.prefix(50)): \(answer.status) \(answer.body.prefix(300))")
+        }
+        let megabyte = #"{"token":"\#(token)","locale":"\#(String(repeating: "x", count: 1_000_000))"}"#
+        let tooLong = try await roomy.call("PUT", "/v1/apps/roomy/devices/h1", secret: roomy.application, app: "roomy", json: megabyte)
+        #expect(tooLong.status == 400 && tooLong.body.utf8.count < 400, "a 1 MB string: \(tooLong.status) \(tooLong.body.prefix(200))")
+        let bytes = pipeline.directory + "/invalid-utf8.json"
+        try Data(Array(#"{"token":"\#(token)","locale":""#.utf8) + [0xFF, 0xFE] + Array(#""}"#.utf8)).write(to: URL(fileURLWithPath: bytes))
+        let invalidUTF8 = try await roomy.call("PUT", "/v1/apps/roomy/devices/h1", secret: roomy.application, app: "roomy", json: "@" + bytes)
+        #expect(invalidUTF8.status == 400 && invalidUTF8.body.contains("not valid UTF-8"), "\(invalidUTF8.body)")
+
         let patch = try await server.call("PATCH", "/v1/apps/shop/devices/phone-9", secret: server.application, json: "{}")
         #expect(patch.headers["allow"] == "PUT, DELETE, GET")
         let invalidToken = try await server.call("PUT", "/v1/apps/shop/devices/phone-9", secret: server.application, json: #"{"token":"xyz"}"#)
@@ -182,6 +215,58 @@ struct APITests {
         #expect(badAction.status == 404)
     }
 
+    @Test("Idempotency-Key: two identical submissions at the same moment make one campaign and get one answer; the key with another body is refused")
+    func idempotencyKey() async throws {
+        let pipeline = try await Pipeline()
+        defer { pipeline.stop() }
+        let server = try await Self.start(pipeline)
+        defer { server.process.signal(SIGTERM) }
+        let campaign = Pipeline.campaign("shop-once-1", app: "shop")
+        async let first = server.call("POST", "/v1/apps/shop/campaigns", secret: server.master, json: campaign, headers: ["Idempotency-Key: order-77"])
+        async let second = server.call("POST", "/v1/apps/shop/campaigns", secret: server.master, json: campaign, headers: ["Idempotency-Key: order-77"])
+        let (a, b) = try await (first, second)
+        #expect(a.status == 202 && b.status == 202 && a.body == b.body && a.headers["location"] == b.headers["location"], "\(a.body) / \(b.body)")
+        let later = try await server.call("POST", "/v1/apps/shop/campaigns", secret: server.master, json: campaign, headers: ["Idempotency-Key: order-77"])
+        #expect(later.status == 202 && later.body == a.body)
+        let other = try await server.call(
+            "POST", "/v1/apps/shop/campaigns", secret: server.master, json: Pipeline.campaign("shop-once-2", app: "shop"), headers: ["Idempotency-Key: order-77"])
+        #expect(other.status == 422 && other.body.contains(#""code":"idempotency_key_reused""#), "\(other.body)")
+        let bad = try await server.call("POST", "/v1/apps/shop/campaigns", secret: server.master, json: campaign, headers: ["Idempotency-Key: " + String(repeating: "k", count: 300)])
+        #expect(bad.status == 400 && bad.body.contains(#""field":"Idempotency-Key""#))
+        // One record on the campaigns topic, whatever the retries.
+        let records = try await pipeline.readTopic(TopicNames.defaultCampaigns, timeout: .seconds(5), into: 0) { count, record in
+            if record.keyString == "shop-once-1" { count += 1 }
+            return false
+        }
+        #expect(records == 1, "\(records) records of shop-once-1 on the campaigns topic")
+    }
+
+    @Test("a rotated secret: the new one works at once, the old one through its grace period and then not; apps list, show and set-rate")
+    func secretRotationAndAppCommands() async throws {
+        let pipeline = try await Pipeline()
+        defer { pipeline.stop() }
+        let server = try await Self.start(pipeline)
+        defer { server.process.signal(SIGTERM) }
+        let rotated = try await pipeline.run(["apps", "rotate-secret", "--app", "shop", "--which", "application", "--grace", "2", "--database", pipeline.database]).output
+        let fresh = try #require(rotated.split(separator: "\n").first?.split(separator: " ").last.map(String.init))
+        #expect(fresh.count == 64 && fresh != server.application, "\(rotated)")
+        let body = #"{"token":"\#(Self.token(5))"}"#
+        #expect(try await server.call("PUT", "/v1/apps/shop/devices/r1", secret: fresh, json: body).status == 201)
+        #expect(try await server.call("PUT", "/v1/apps/shop/devices/r1", secret: server.application, json: body).status == 200, "the old secret within its grace")
+        try await Task.sleep(for: .seconds(2.5))
+        #expect(try await server.call("PUT", "/v1/apps/shop/devices/r1", secret: server.application, json: body).status == 401, "the old secret after its grace")
+        #expect(try await server.call("PUT", "/v1/apps/shop/devices/r1", secret: fresh, json: body).status == 200)
+        #expect(try await server.call("GET", "/v1/apps/shop/devices/r1", secret: fresh).status == 403, "still an application secret")
+
+        try await pipeline.run(["apps", "set-rate", "--app", "shop", "--rate", "750", "--database", pipeline.database])
+        let list = try await pipeline.run(["apps", "list", "--database", pipeline.database]).output
+        #expect(list.contains("shop") && list.contains("com.example.shop") && list.contains("    750"), "\(list)")
+        let show = try await pipeline.run(["apps", "show", "--app", "shop", "--database", pipeline.database]).output
+        #expect(show.contains("token auth: team TEAM000001, key KEY0000001") && show.contains("750/s") && !show.contains(fresh), "\(show)")
+        let missing = try await CommandLineTool.run(TestBinaries.pushfan, ["apps", "show", "--app", "nope", "--database", pipeline.database])
+        #expect(missing.status == 1 && missing.error.contains("no app nope"))
+    }
+
     @Test("with Kafka unreachable a submission answers 503 with Retry-After and /readyz says not ready, while /healthz and devices still answer")
     func kafkaDownAnswers503() async throws {
         let pipeline = try await Pipeline()
@@ -191,6 +276,12 @@ struct APITests {
         defer { server.process.signal(SIGTERM) }
         let submitted = try await server.call("POST", "/v1/apps/shop/campaigns", secret: server.master, json: Pipeline.campaign("shop-down-1", app: "shop"))
         #expect(submitted.status == 503 && submitted.body.contains(#""code":"kafka_unavailable""#) && submitted.headers["retry-after"] == "1", "\(submitted.status) \(submitted.body)")
+        // The key is given back: the client's retry with it is tried again, not refused.
+        for _ in 0..<2 {
+            let keyed = try await server.call(
+                "POST", "/v1/apps/shop/campaigns", secret: server.master, json: Pipeline.campaign("shop-down-2", app: "shop"), headers: ["Idempotency-Key: retry-me"])
+            #expect(keyed.status == 503 && keyed.body.contains(#""code":"kafka_unavailable""#), "\(keyed.status) \(keyed.body)")
+        }
         let ready = try await server.call("GET", "/readyz")
         #expect(ready.status == 503 && ready.body.contains(#""store":"ok""#), "\(ready.body)")
         #expect(try await server.call("GET", "/healthz").status == 200)

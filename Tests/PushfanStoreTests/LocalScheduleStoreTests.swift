@@ -122,3 +122,26 @@ import Testing
         }
     }
 }
+
+/// App secrets on both backends: which secret a caller gave, and rotation with its grace period.
+@Suite struct AppSecretStoreTests {
+    @Test(arguments: Backend.enabled)
+    func rotationKeepsTheOldSecretForItsGraceOnly(_ backend: Backend) async throws {
+        let store = try await backend.openFresh()
+        let secrets = try await store.apps.add(AppRegistration(app: "shop", topic: "com.example.shop", credentials: .token(teamID: "TEAM123456", keyID: "KEY1234567", keyFile: "/k.p8")))
+        let now: Int64 = 1_800_000_000_000
+        let master = try await store.apps.rotate(app: "shop", .master, grace: .seconds(60), now: now)
+        #expect(try await store.apps.authenticate(app: "shop", secret: master, now: now) == .master)
+        #expect(try await store.apps.authenticate(app: "shop", secret: secrets.master, now: now + 59_000) == .master)
+        #expect(try await store.apps.authenticate(app: "shop", secret: secrets.master, now: now + 61_000) == nil)
+        let application = try await store.apps.rotate(app: "shop", .application, grace: .zero, now: now)
+        #expect(try await store.apps.authenticate(app: "shop", secret: application, now: now) == .application)
+        #expect(try await store.apps.authenticate(app: "shop", secret: secrets.application, now: now) == nil)
+        // The master secret's grace is its own.
+        #expect(try await store.apps.authenticate(app: "shop", secret: secrets.master, now: now + 1_000) == .master)
+        await #expect(throws: StoreError.notFound("app nobody is not registered")) { _ = try await store.apps.rotate(app: "nobody", .master, grace: .zero) }
+        try await store.apps.setRate(app: "shop", ratePerSecond: 250)
+        #expect(try await store.apps.list().map(\.ratePerSecond) == [250])
+        await #expect(throws: StoreError.invalidInput("rate must be between 1 and 1000000 per second, got 0")) { try await store.apps.setRate(app: "shop", ratePerSecond: 0) }
+    }
+}

@@ -1,0 +1,84 @@
+import Foundation
+import PushfanCore
+import PushfanStore
+
+/// `pushfan apps list`: every app with its topic, environment, rate and default zone.
+struct AppsListCommand: Command {
+    static let spec = CommandSpec(name: "apps list", summary: "List the apps with topic, environment, rate and default time zone", options: StoreOptions.specs)
+
+    static func run(_ arguments: ParsedArguments, _ context: CommandContext) async throws -> Int32 {
+        let store = try await StoreOptions.open(arguments, context)
+        print("app".padding(toLength: 24, withPad: " ", startingAt: 0) + " topic".padding(toLength: 33, withPad: " ", startingAt: 0) + " environment  rate/s  time zone")
+        for app in try await store.apps.list() {
+            print(app.app.padding(toLength: 24, withPad: " ", startingAt: 0) + " " + app.topic.padding(toLength: 32, withPad: " ", startingAt: 0) + " "
+                + app.environment.rawValue.padding(toLength: 11, withPad: " ", startingAt: 0) + String(format: " %7d", app.ratePerSecond) + "  " + (app.timeZone ?? "UTC"))
+        }
+        return 0
+    }
+}
+
+/// `pushfan apps show --app KEY`: one app, with its credentials reference (never a secret).
+struct AppsShowCommand: Command {
+    static let spec = CommandSpec(
+        name: "apps show", summary: "Show one app: topic, credentials reference, environment, rate, time zone (never its secrets)",
+        options: [.option("app", "KEY", "app key (required)")] + StoreOptions.specs)
+
+    static func run(_ arguments: ParsedArguments, _ context: CommandContext) async throws -> Int32 {
+        let key = try arguments.required("app")
+        let store = try await StoreOptions.open(arguments, context)
+        guard let app = try await store.apps.get(key) else {
+            printError("pushfan apps show: no app \(key) in the store")
+            return 1
+        }
+        print("app \(app.app)")
+        print("  topic        \(app.topic)")
+        switch app.credentials {
+        case .token(let team, let keyID, let file): print("  credentials  token auth: team \(team), key \(keyID), key file \(file)")
+        case .certificate(let certificate, let keyFile): print("  credentials  certificate \(certificate)" + (keyFile.map { ", key \($0)" } ?? ""))
+        }
+        print("  environment  \(app.environment.rawValue)")
+        print("  rate         \(app.ratePerSecond)/s")
+        print("  time zone    \(app.timeZone ?? "UTC")")
+        return 0
+    }
+}
+
+/// `pushfan apps set-rate --app KEY --rate N`.
+struct AppsSetRateCommand: Command {
+    static let spec = CommandSpec(
+        name: "apps set-rate", summary: "Change an app's send rate across all workers (workers take it up within their catalog refresh)",
+        options: [.option("app", "KEY", "app key (required)"), .option("rate", "N", "sends per second (required)")] + StoreOptions.specs)
+
+    static func run(_ arguments: ParsedArguments, _ context: CommandContext) async throws -> Int32 {
+        let key = try arguments.required("app")
+        _ = try arguments.required("rate")
+        let rate = try arguments.int("rate", default: 0, range: 1...1_000_000)
+        let store = try await StoreOptions.open(arguments, context)
+        try await store.apps.setRate(app: key, ratePerSecond: rate)
+        print("app \(key): \(rate)/s")
+        return 0
+    }
+}
+
+/// `pushfan apps rotate-secret --app KEY --which master|application [--grace SECONDS]`.
+struct AppsRotateSecretCommand: Command {
+    static let spec = CommandSpec(
+        name: "apps rotate-secret",
+        summary: "Replace an app's master or application secret; the old one keeps working for --grace seconds",
+        discussion: "Prints the new secret once. The old secret is accepted until the grace period ends (default 86400 s), so apps and servers can move over.",
+        options: [
+            .option("app", "KEY", "app key (required)"), .option("which", "SECRET", "master or application (required)"),
+            .option("grace", "SECONDS", "how long the old secret keeps working (default 86400; 0 stops it now)"),
+        ] + StoreOptions.specs)
+
+    static func run(_ arguments: ParsedArguments, _ context: CommandContext) async throws -> Int32 {
+        let key = try arguments.required("app")
+        guard let role = AppRole(rawValue: try arguments.required("which")) else { throw UsageError("--which must be master or application") }
+        let grace = try arguments.int("grace", default: 86_400, range: 0...(30 * 86_400))
+        let store = try await StoreOptions.open(arguments, context)
+        let secret = try await store.apps.rotate(app: key, role, grace: .seconds(grace))
+        print("app \(key): new \(role.rawValue) secret: \(secret)")
+        print("The old \(role.rawValue) secret works for \(grace) s more. The new one is shown once and stored only as a salted hash.")
+        return 0
+    }
+}
