@@ -8,7 +8,7 @@ import Synchronization
 /// What a route handler gets: the request, the path's parameters, and who is calling.
 package struct RouteCall: Sendable {
     package let request: HTTPRequest
-    package let parameters: [String: String]
+    package var parameters: [String: String]
     /// The secret the caller presented, for routes under an app.
     package var role: AppRole?
 
@@ -42,6 +42,7 @@ package final class APIService: Sendable {
         HealthRoutes.add(to: &router, store: store, writer: writer)
         DeviceRoutes.add(to: &router, store: store)
         CampaignRoutes.add(to: &router, store: store, writer: writer)
+        NotificareRoutes.add(to: &router, store: store)
         self.router = router
     }
 
@@ -77,7 +78,9 @@ package final class APIService: Sendable {
         case .found(let route, let parameters):
             var call = RouteCall(request: request, parameters: parameters)
             if !route.roles.isEmpty {
-                let role = try await authenticate(request, app: parameters["app"] ?? "")
+                // Routes without an app in the path (the SDK-compatible ones) take the key's.
+                let (app, role) = try await authenticate(request, app: parameters["app"])
+                call.parameters["app"] = app
                 guard route.roles.contains(role) else {
                     throw APIError(403, "forbidden", "the application secret may only register and update devices; this call needs the master secret")
                 }
@@ -87,15 +90,16 @@ package final class APIService: Sendable {
         }
     }
 
-    /// HTTP Basic `appKey:secret`. An unknown app and a wrong secret get the same 401.
-    private func authenticate(_ request: HTTPRequest, app: String) async throws -> AppRole {
+    /// HTTP Basic `appKey:secret`, for `app` (nil: the key's own). An unknown app and a
+    /// wrong secret get the same 401.
+    private func authenticate(_ request: HTTPRequest, app: String?) async throws -> (app: String, role: AppRole) {
         let address = request.clientAddress
         if let wait = throttle.withLock({ $0.retryAfter(address, now: .now) }) {
             throw APIError(429, "too_many_failures", "too many failed authentications from this address; retry in \(wait) s", headers: ["Retry-After": String(wait)])
         }
         let unauthorized = APIError(
             401, "unauthorized", "give the app key and one of its secrets as HTTP Basic credentials", headers: ["WWW-Authenticate": #"Basic realm="pushfan""#])
-        guard let (key, secret) = Self.basicCredentials(request.header("authorization")), key == app else {
+        guard let (key, secret) = Self.basicCredentials(request.header("authorization")), key == app ?? key else {
             throttle.withLock { $0.failed(address, now: .now) }
             throw unauthorized
         }
@@ -105,7 +109,7 @@ package final class APIService: Sendable {
             throw unauthorized
         }
         throttle.withLock { $0.succeeded(address) }
-        return role
+        return (key, role)
     }
 
     /// `Basic base64(key:secret)` → (key, secret).

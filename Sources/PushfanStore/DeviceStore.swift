@@ -11,6 +11,7 @@ import PushfanCore
 /// - `campaigns`: campaign rows and their lifecycle (`CampaignRegistry`)
 /// - `waves`: tasks parked until their time: zone waves and quiet-hours holds (`CampaignWaves`)
 /// - `idempotency`: API requests' idempotency keys and their answers (`IdempotencyKeys`)
+/// - `sdkDevices`: devices as a client SDK describes them, as JSON (`SDKDeviceDocuments`)
 /// - `ledger`: claims and final outcomes per device (`DeliveryLedger`)
 /// - `providerTokens`: APNs provider tokens shared by workers (`ProviderTokenStore`)
 ///
@@ -27,6 +28,7 @@ package final class DeviceStore: Sendable {
     package let campaigns: CampaignRegistry
     package let waves: CampaignWaves
     package let idempotency: IdempotencyKeys
+    package let sdkDevices: SDKDeviceDocuments
     package let ledger: DeliveryLedger
     package let providerTokens: ProviderTokenStore
 
@@ -69,6 +71,7 @@ package final class DeviceStore: Sendable {
         campaigns = CampaignRegistry(executor: executor)
         waves = CampaignWaves(executor: executor)
         idempotency = IdempotencyKeys(executor: executor)
+        sdkDevices = SDKDeviceDocuments(executor: executor)
         ledger = DeliveryLedger(executor: executor)
         providerTokens = ProviderTokenStore(executor: executor)
     }

@@ -254,6 +254,20 @@ enum Schema {
                 );
                 CREATE INDEX api_idempotency_age ON api_idempotency (created_at);
                 """),
+        Migration(
+            version: 9, summary: "devices as client SDKs describe them (the Notificare-compatible calls)",
+            sqlite: """
+                CREATE TABLE sdk_devices (
+                    app TEXT NOT NULL, device_id TEXT NOT NULL, document TEXT NOT NULL, updated_at INTEGER NOT NULL,
+                    PRIMARY KEY (app, device_id)
+                ) WITHOUT ROWID;
+                """,
+            postgres: """
+                CREATE TABLE sdk_devices (
+                    app TEXT NOT NULL, device_id TEXT NOT NULL, document TEXT NOT NULL, updated_at BIGINT NOT NULL,
+                    PRIMARY KEY (app, device_id)
+                );
+                """),
     ]
 
     /// Brings the database to the newest version; returns the versions applied now.

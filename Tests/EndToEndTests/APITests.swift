@@ -267,6 +267,64 @@ struct APITests {
         #expect(missing.status == 1 && missing.error.contains("no app nope"))
     }
 
+    @Test("Notificare's SDK call sequence (application info, a temporary device, events, permission, a tag, the APNs token with oldDeviceID, tags, user data, do-not-disturb, an update, unregister) leaves the device in the store as expected")
+    func notificareSDKSequence() async throws {
+        let pipeline = try await Pipeline()
+        defer { pipeline.stop() }
+        let server = try await Self.start(pipeline)
+        defer { server.process.signal(SIGTERM) }
+        let sdk = ["X-Notificare-SDK-Version: 2.7.2", "X-Notificare-App-Version: 1.4.0"]
+        func call(_ method: String, _ path: String, _ json: String? = nil) async throws -> (status: Int, headers: [String: String], body: String) {
+            try await server.call(method, path, secret: server.application, json: json, headers: sdk)
+        }
+        let temporary = "5f0c2b6e1a9d4c3e8b7a6f5e4d3c2b1a"
+        let token = Self.token(42)
+        let info = try await call("GET", "/application/info")
+        #expect(info.status == 200 && info.body.contains(#""_id":"shop""#) && info.body.contains(#""userDataFields":[]"#), "\(info.body)")
+        let device = #""language":"de","region":"DE","platform":"iOS","osVersion":"14.4","sdkVersion":"2.7.2","appVersion":"1.4.0","deviceString":"iPhone12,1","timeZoneOffset":1,"backgroundAppRefresh":true"#
+        #expect(try await call("POST", "/device", #"{"deviceID":"\#(temporary)","transport":"Notificare",\#(device)}"#).status == 200)
+        #expect(try await call("POST", "/event", #"{"type":"re.notifica.event.application.Install","deviceID":"\#(temporary)","timestamp":1773993600000}"#).status == 202)
+        #expect(try await call("PUT", "/device/\(temporary)", #"{"allowedUI":true}"#).body == #"{"message":"device updated"}"#)
+        #expect(try await call("PUT", "/device/\(temporary)/addtag", #"{"tag":"early"}"#).status == 200)
+        // A temporary device has no token: campaigns cannot reach it.
+        #expect(try await server.call("GET", "/v1/apps/shop/devices/\(temporary)", secret: server.master).status == 404)
+
+        let registered = try await call("POST", "/device", #"{"deviceID":"\#(token)","oldDeviceID":"\#(temporary)","transport":"APNS","userID":"user-7",\#(device)}"#)
+        #expect(registered.status == 200 && registered.body == #"{"message":"device registered"}"#)
+        #expect(try await call("GET", "/device/\(temporary)/tags").status == 404, "the temporary id is gone")
+        #expect(try await call("PUT", "/device/\(token)/addtags", #"{"tags":["sports","news"]}"#).status == 200)
+        #expect(try await call("PUT", "/device/\(token)/removetag", #"{"tag":"news"}"#).status == 200)
+        #expect(try await call("GET", "/device/\(token)/tags").body == #"{"tags":["early","sports"]}"#)
+        #expect(try await call("PUT", "/device/\(token)/userdata", #"{"firstName":"Ada","plan":"pro"}"#).status == 200)
+        #expect(try await call("GET", "/device/\(token)/userdata").body == #"{"userData":{"firstName":"Ada","plan":"pro"}}"#)
+        #expect(try await call("PUT", "/device/\(token)/dnd", #"{"start":"23:00","end":"07:00"}"#).status == 200)
+        #expect(try await call("GET", "/device/\(token)/dnd").body == #"{"dnd":{"end":"07:00","start":"23:00"}}"#)
+
+        let stored = try await server.call("GET", "/v1/apps/shop/devices/\(token)", secret: server.master)
+        for part in [#""locale":"de_DE""#, #""timezone":"Etc/GMT-1""#, #""tags":["early","sports"]"#, #""quiet_hours":{"end":"07:00","start":"23:00"}"#,
+                     #""userdata.firstName":"Ada""#, #""user_id":"user-7""#, #""allowed_ui":true"#, #""device_model":"iPhone12,1""#, #""os_version":"14.4""#, #""status":"active""#] {
+            #expect(stored.body.contains(part), "\(part) not in \(stored.body)")
+        }
+        // Half an hour off UTC has no fixed IANA zone: the offset is kept, the zone cleared.
+        #expect(try await call("PUT", "/device/\(token)", #"{"timeZoneOffset":5.5,"language":"en","region":"GB"}"#).status == 200)
+        let moved = try await server.call("GET", "/v1/apps/shop/devices/\(token)", secret: server.master).body
+        #expect(moved.contains(#""locale":"en_GB""#) && moved.contains(#""timezone":null"#) && moved.contains(#""time_zone_offset":5.5"#), "\(moved)")
+        #expect(try await call("PUT", "/device/\(token)/cleardnd").status == 200)
+        #expect(try await call("GET", "/device/\(token)/dnd").body == #"{"dnd":null}"#)
+
+        // Refusals the SDK could provoke.
+        let badToken = try await call("POST", "/device", #"{"deviceID":"not-hex","transport":"APNS"}"#)
+        #expect(badToken.status == 400 && badToken.body.contains(#""field":"deviceID""#), "\(badToken.body)")
+        #expect(try await call("PUT", "/device/unknown", #"{"allowedUI":true}"#).status == 404)
+        #expect(try await call("PUT", "/device/\(token)/dnd", #"{"start":"23:00"}"#).status == 400)
+        #expect(try await call("PUT", "/device/\(token)/userdata", #"{"first name":"Ada"}"#).status == 400)
+        #expect(try await server.call("GET", "/device/\(token)/tags", secret: "wrong").status == 401)
+
+        #expect(try await call("DELETE", "/device/\(token)").body == #"{"message":"device deactivated"}"#)
+        let gone = try await server.call("GET", "/v1/apps/shop/devices/\(token)", secret: server.master).body
+        #expect(gone.contains(#""status":"unregistered""#), "\(gone)")
+    }
+
     @Test("with Kafka unreachable a submission answers 503 with Retry-After and /readyz says not ready, while /healthz and devices still answer")
     func kafkaDownAnswers503() async throws {
         let pipeline = try await Pipeline()
