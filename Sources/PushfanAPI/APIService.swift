@@ -32,6 +32,7 @@ package final class APIService: Sendable {
     let logger: Logger
     private let router: Router<Route>
     private let throttle: Mutex<AuthThrottle>
+    package let metrics = RequestMetrics()
 
     package init(store: DeviceStore, writer: ResultsWriter, throttle: AuthThrottle = AuthThrottle(), logger: Logger) {
         self.throttle = Mutex(throttle)
@@ -43,14 +44,19 @@ package final class APIService: Sendable {
         DeviceRoutes.add(to: &router, store: store)
         CampaignRoutes.add(to: &router, store: store, writer: writer)
         NotificareRoutes.add(to: &router, store: store)
+        let metrics = self.metrics
+        router.add("GET", "/metrics", Route(roles: []) { _ in
+            HTTPResponse(status: 200, headers: ["Content-Type": "text/plain; version=0.0.4"], body: Array(metrics.render().utf8))
+        })
         self.router = router
     }
 
     package func handle(_ request: HTTPRequest) async -> HTTPResponse {
         let started = ContinuousClock.now
         let response: HTTPResponse
+        var route = "unmatched"
         do {
-            response = try await dispatch(request)
+            response = try await dispatch(request, route: &route)
         } catch let error as APIError {
             response = error.response
         } catch let error as StoreError {
@@ -62,6 +68,8 @@ package final class APIService: Sendable {
             logger.error("api.internal_error", ["error": "\(error)"])
             response = APIError(500, "internal_error", "the server failed; nothing was changed").response
         }
+        let elapsed = ContinuousClock.now - started
+        metrics.record(method: request.method, route: route, status: response.status, seconds: Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18)
         logger.info("api.request", [
             "http.method": request.method, "http.path": request.path, "http.status": String(response.status),
             "elapsed_ms": String((ContinuousClock.now - started).milliseconds),
@@ -69,13 +77,14 @@ package final class APIService: Sendable {
         return response
     }
 
-    private func dispatch(_ request: HTTPRequest) async throws -> HTTPResponse {
+    private func dispatch(_ request: HTTPRequest, route pattern: inout String) async throws -> HTTPResponse {
         switch router.match(method: request.method, path: request.path) {
         case .notFound:
             throw APIError.notFound("no route \(request.method) \(request.path)")
         case .methodNotAllowed(let allowed):
             throw APIError(405, "method_not_allowed", "\(request.path) takes \(allowed.joined(separator: ", "))", headers: ["Allow": allowed.joined(separator: ", ")])
-        case .found(let route, let parameters):
+        case .found(let route, let parameters, let matched):
+            pattern = matched
             var call = RouteCall(request: request, parameters: parameters)
             if !route.roles.isEmpty {
                 // Routes without an app in the path (the SDK-compatible ones) take the key's.

@@ -11,12 +11,14 @@ package struct Router<Handler: Sendable>: Sendable {
 
     private struct Route: Sendable {
         let method: String
+        let pattern: String
         let segments: [Segment]
         let handler: Handler
     }
 
     package enum Match {
-        case found(Handler, parameters: [String: String])
+        /// `pattern`: the route as it was added, a bounded label for metrics.
+        case found(Handler, parameters: [String: String], pattern: String)
         case methodNotAllowed(allowed: [String])
         case notFound
     }
@@ -30,7 +32,7 @@ package struct Router<Handler: Sendable>: Sendable {
         let segments = Self.split(pattern).map { part -> Segment in
             part.hasPrefix("{") && part.hasSuffix("}") ? .parameter(String(part.dropFirst().dropLast())) : .literal(String(part))
         }
-        routes.append(Route(method: method, segments: segments, handler: handler))
+        routes.append(Route(method: method, pattern: pattern, segments: segments, handler: handler))
     }
 
     package func match(method: String, path: String) -> Match {
@@ -51,7 +53,7 @@ package struct Router<Handler: Sendable>: Sendable {
                 if !matches { break }
             }
             guard matches else { continue }
-            if route.method == method { return .found(route.handler, parameters: parameters) }
+            if route.method == method { return .found(route.handler, parameters: parameters, pattern: route.pattern) }
             allowed.append(route.method)
         }
         return allowed.isEmpty ? .notFound : .methodNotAllowed(allowed: allowed)

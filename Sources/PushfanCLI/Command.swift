@@ -46,6 +46,7 @@ package enum PushfanMain {
         DemoCommand.self,
         SendCommand.self,
         BenchAPNsCommand.self,
+        BenchRegisterCommand.self,
         APNsSimCommand.self,
     ]
 

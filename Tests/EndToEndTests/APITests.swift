@@ -152,6 +152,18 @@ struct APITests {
 
         let patch = try await server.call("PATCH", "/v1/apps/shop/devices/phone-9", secret: server.application, json: "{}")
         #expect(patch.headers["allow"] == "PUT, DELETE, GET")
+        _ = try await server.call("BREW", "/v1/apps/shop/devices/phone-9")
+
+        // What it counted, in a format promtool accepts, labelled by route, never by path.
+        let metrics = try await server.call("GET", "/metrics")
+        #expect(metrics.status == 200 && metrics.headers["content-type"]?.hasPrefix("text/plain") == true)
+        #expect(metrics.body.contains(#"pushfan_api_requests_total{method="PUT",route="/v1/apps/{app}/devices/{device}",status="201"} 3"#), "\(metrics.body.prefix(600))")
+        #expect(metrics.body.contains(#"pushfan_api_requests_total{method="other",route="unmatched",status="405"} 1"#), "an invented method is one label")
+        #expect(!metrics.body.contains("phone-1"), "a device id became a label")
+        let file = pipeline.directory + "/metrics.txt"
+        try metrics.body.appending("\n").write(toFile: file, atomically: true, encoding: .utf8)
+        let checked = try await CommandLineTool.run("sh", ["-c", "promtool check metrics < \(file)"])
+        #expect(checked.status == 0, "promtool: \(checked.output) \(checked.error)")
         let invalidToken = try await server.call("PUT", "/v1/apps/shop/devices/phone-9", secret: server.application, json: #"{"token":"xyz"}"#)
         #expect(invalidToken.body.contains(#""field":"token""#) && invalidToken.body.contains("must be"), "\(invalidToken.body)")
         let badZone = try await server.call("PUT", "/v1/apps/shop/devices/phone-9", secret: server.application, json: #"{"token":"\#(Self.token(9))","tags":"vip"}"#)

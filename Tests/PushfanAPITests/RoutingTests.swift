@@ -10,11 +10,11 @@ import Testing
         router.add("PUT", "/v1/apps/{app}/devices/{device}", "register")
         router.add("GET", "/v1/apps/{app}/devices/{device}", "read")
         router.add("GET", "/healthz", "health")
-        guard case .found(let handler, let parameters) = router.match(method: "PUT", path: "/v1/apps/shop/devices/d%3A1") else {
+        guard case .found(let handler, let parameters, let pattern) = router.match(method: "PUT", path: "/v1/apps/shop/devices/d%3A1") else {
             Issue.record("no match")
             return
         }
-        #expect(handler == "register" && parameters == ["app": "shop", "device": "d:1"])
+        #expect(handler == "register" && parameters == ["app": "shop", "device": "d:1"] && pattern == "/v1/apps/{app}/devices/{device}")
         if case .methodNotAllowed(let allowed) = router.match(method: "DELETE", path: "/v1/apps/shop/devices/d1") {
             #expect(allowed == ["PUT", "GET"])
         } else {
@@ -26,7 +26,7 @@ import Testing
                 continue
             }
         }
-        guard case .found("health", _) = router.match(method: "GET", path: "/healthz/") else {
+        guard case .found("health", _, _) = router.match(method: "GET", path: "/healthz/") else {
             Issue.record("a trailing slash is the same path")
             return
         }
