@@ -48,7 +48,7 @@ let package = Package(
         .testTarget(name: "PushfanCoreTests", dependencies: ["PushfanCore", "PushfanTestSupport", "SegmentTestSupport"]),
         .testTarget(name: "PushfanKafkaTests", dependencies: ["PushfanKafka", "PushfanCore", "PushfanTestSupport"]),
         .testTarget(name: "PushfanCLITests", dependencies: ["PushfanCLI"]),
-        .testTarget(name: "PushfanAPITests", dependencies: ["PushfanAPI", "PushfanCore"]),
+        .testTarget(name: "PushfanAPITests", dependencies: ["PushfanAPI", "PushfanCore", "PushfanStore", "PushfanKafka", "PushfanWorker"]),
         .testTarget(name: "PushfanCryptoTests", dependencies: ["PushfanCrypto"]),
         .testTarget(name: "PushfanAPNsTests", dependencies: ["PushfanAPNs", "PushfanCore", "PushfanCrypto", "PushfanTestSupport"]),
         .testTarget(name: "PushfanStoreTests", dependencies: ["PushfanStore", "PushfanCore", "PushfanTestSupport", "SegmentTestSupport"]),

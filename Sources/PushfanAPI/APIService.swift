@@ -30,7 +30,7 @@ package final class APIService: Sendable {
     let store: DeviceStore
     let writer: ResultsWriter
     let logger: Logger
-    private let router: Router<Route>
+    let router: Router<Route>
     private let throttle: Mutex<AuthThrottle>
     package let metrics = RequestMetrics()
 
@@ -44,6 +44,10 @@ package final class APIService: Sendable {
         DeviceRoutes.add(to: &router, store: store)
         CampaignRoutes.add(to: &router, store: store, writer: writer)
         NotificareRoutes.add(to: &router, store: store)
+        SegmentRoutes.add(to: &router, store: store)
+        router.add("GET", "/openapi.json", Route(roles: []) { _ in
+            HTTPResponse(status: 200, headers: ["Content-Type": "application/json"], body: Array(OpenAPIDocument.json.utf8))
+        })
         let metrics = self.metrics
         router.add("GET", "/metrics", Route(roles: []) { _ in
             HTTPResponse(status: 200, headers: ["Content-Type": "text/plain; version=0.0.4"], body: Array(metrics.render().utf8))
@@ -143,6 +147,15 @@ package final class APIService: Sendable {
         case .unavailable: return APIError(503, "store_unavailable", "the device store is not answering; retry later", headers: ["Retry-After": "1"])
         case .database: return APIError(500, "store_error", "the device store failed; nothing was changed")
         }
+    }
+
+    /// A JSON object body: 415 for another content type, 400 for anything but an object.
+    static func jsonObject(_ request: HTTPRequest) throws -> [String: JSONValue] {
+        let body = try requireJSON(request)
+        guard let value = try? JSONDecoder().decode(JSONValue.self, from: Data(body)), case .object(let members) = value else {
+            throw APIError(400, "not_json", "the body must be a JSON object")
+        }
+        return members
     }
 
     /// A JSON body, or the reason there is none: 415 for another content type.

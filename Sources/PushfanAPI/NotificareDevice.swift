@@ -59,6 +59,9 @@ struct NotificareDevice: Codable, Equatable, Sendable {
             default: throw APIError(400, "invalid_input", "\(key): expected true or false", field: key)
             }
         }
+        // Ids are the path's or the registration's; a wrong type is refused all the same.
+        _ = try text("deviceID")
+        _ = try text("oldDeviceID")
         if let value = try text("transport") { transport = value }
         if let value = try text("userID") { userID = value }
         if let value = try text("userName") { userName = value }

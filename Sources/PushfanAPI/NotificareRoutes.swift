@@ -19,7 +19,10 @@ enum NotificareRoutes {
             ]])
         })
         // Events are acknowledged, not kept: Pushfan's results topic is its record of sends.
-        router.add("POST", "/event", Route(roles: roles) { _ in .json(202, ["message": "event is being processed"]) })
+        router.add("POST", "/event", Route(roles: roles) { call in
+            if !call.request.body.isEmpty { _ = try object(call.request) }
+            return .json(202, ["message": "event is being processed"])
+        })
 
         router.add("POST", "/device", Route(roles: roles) { call in
             let body = try object(call.request)
@@ -103,6 +106,11 @@ enum NotificareRoutes {
                 guard case .string(let start)? = body["start"], case .string(let end)? = body["end"] else {
                     throw APIError(400, "invalid_input", "dnd: start and end are required, like \"23:00\" and \"07:00\"", field: "start")
                 }
+                // A window that ends where it starts is none.
+                guard start != end else {
+                    device.dnd = nil
+                    return
+                }
                 do throws(QuietHoursError) { _ = try QuietHours(start: start, end: end) } catch {
                     throw APIError(400, "invalid_input", error.description, field: "start")
                 }
@@ -162,13 +170,7 @@ enum NotificareRoutes {
 
     // MARK: - Bodies
 
-    private static func object(_ request: HTTPRequest) throws -> [String: JSONValue] {
-        let body = try APIService.requireJSON(request)
-        guard let value = try? JSONDecoder().decode(JSONValue.self, from: Data(body)), case .object(let members) = value else {
-            throw APIError(400, "not_json", "the body must be a JSON object")
-        }
-        return members
-    }
+    private static func object(_ request: HTTPRequest) throws -> [String: JSONValue] { try APIService.jsonObject(request) }
 
     private static func single(_ body: [String: JSONValue]) throws -> String {
         guard case .string(let tag)? = body["tag"] else { throw APIError(400, "invalid_input", "tag: required, a string", field: "tag") }

@@ -35,15 +35,23 @@ package struct Router<Handler: Sendable>: Sendable {
         routes.append(Route(method: method, pattern: pattern, segments: segments, handler: handler))
     }
 
+    /// Every route, as (method, pattern).
+    package var operations: [(method: String, pattern: String)] { routes.map { ($0.method, $0.pattern) } }
+
     package func match(method: String, path: String) -> Match {
         let parts = Self.split(path)
-        var allowed: [String] = []
+        // The most literal routes that fit win: `/segments/count` is not the segment named "count".
+        var best: [(route: Route, parameters: [String: String])] = []
+        var bestLiterals = -1
         for route in routes where route.segments.count == parts.count {
             var parameters: [String: String] = [:]
             var matches = true
+            var literals = 0
             for (segment, part) in zip(route.segments, parts) {
                 switch segment {
-                case .literal(let text): matches = text == part
+                case .literal(let text):
+                    matches = text == part
+                    literals += 1
                 case .parameter(let name):
                     // Percent-encoded ids arrive decoded; an empty segment never names anything.
                     let value = part.removingPercentEncoding ?? String(part)
@@ -52,11 +60,14 @@ package struct Router<Handler: Sendable>: Sendable {
                 }
                 if !matches { break }
             }
-            guard matches else { continue }
-            if route.method == method { return .found(route.handler, parameters: parameters, pattern: route.pattern) }
-            allowed.append(route.method)
+            guard matches, literals >= bestLiterals else { continue }
+            if literals > bestLiterals { (best, bestLiterals) = ([], literals) }
+            best.append((route, parameters))
         }
-        return allowed.isEmpty ? .notFound : .methodNotAllowed(allowed: allowed)
+        if let hit = best.first(where: { $0.route.method == method }) {
+            return .found(hit.route.handler, parameters: hit.parameters, pattern: hit.route.pattern)
+        }
+        return best.isEmpty ? .notFound : .methodNotAllowed(allowed: best.map(\.route.method))
     }
 
     private static func split(_ path: String) -> [Substring] {

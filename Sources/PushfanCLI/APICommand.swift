@@ -22,7 +22,8 @@ struct APICommand: Command {
             .flag("listen-all", "listen on every interface, not only 127.0.0.1"),
             .option("max-body", "BYTES", "largest request body (default 1048576); larger ones get 413"),
             .option("kafka-timeout", "SECONDS", "how long a campaign submission waits for Kafka before answering 503 (default 10)"),
-            .option("auth-window", "SECONDS", "10 failed authentications from one address within this long block it for the rest of it (default 60)"),
+            .option("auth-window", "SECONDS", "--auth-failures failed authentications from one address within this long block it for the rest of it (default 60)"),
+            .option("auth-failures", "N", "failed authentications from one address that block it (default 10)"),
         ] + StoreOptions.specs + KafkaOptions.specs)
 
     static func run(_ arguments: ParsedArguments, _ context: CommandContext) async throws -> Int32 {
@@ -36,7 +37,10 @@ struct APICommand: Command {
         let producer = try KafkaProducer(configuration: producerConfiguration, logger: context.logger.child("producer"))
         let service = APIService(
             store: store, writer: ResultsWriter(producer: producer, topics: context.configuration.kafka.topics),
-            throttle: AuthThrottle(window: .seconds(try arguments.int("auth-window", default: 60, range: 1...86_400))), logger: context.logger.child("api"))
+            throttle: AuthThrottle(
+                limit: try arguments.int("auth-failures", default: 10, range: 1...1_000_000),
+                window: .seconds(try arguments.int("auth-window", default: 60, range: 1...86_400))),
+            logger: context.logger.child("api"))
         let loopbackOnly = !arguments.flag("listen-all")
         let server = try HTTPServer(
             port: try arguments.int("port", default: 8080, range: 0...65_535), loopbackOnly: loopbackOnly, limits: limits) { await service.handle($0) }

@@ -26,6 +26,13 @@ package struct AudienceReader: Sendable {
         }
     }
 
+    /// The app's saved segments, by name.
+    package func savedSegments(app: String) async throws(StoreError) -> [(name: String, expression: String)] {
+        try await executor.run { connection throws(StoreError) in
+            try connection.queryAll("SELECT name, expression FROM segments WHERE app = \(app) ORDER BY name") { ($0.text(0) ?? "", $0.text(1) ?? "") }
+        }
+    }
+
     /// Active devices of the app matching the segment (all active devices for nil).
     package func count(app: String, segment: SegmentExpression?, now: Int64 = DeviceStore.now()) async throws(StoreError) -> Int {
         try await executor.run { connection throws(StoreError) in

@@ -215,6 +215,18 @@ struct APITests {
         #expect(results.completed?.count(of: .delivered) == 30)
         #expect(pipeline.delivered(topic: "com.example.shop").count == 30)
 
+        // Segments: preview, save, read back; a bad expression says where.
+        let counted = try await server.call("POST", "/v1/apps/shop/segments/count", secret: server.master, json: #"{"segment":"locale = en_US"}"#)
+        #expect(counted.status == 200 && counted.body.contains(#""count":30"#), "\(counted.body)")
+        let broken = try await server.call("POST", "/v1/apps/shop/segments/count", secret: server.master, json: #"{"segment":"plan = free"}"#)
+        #expect(broken.status == 400 && broken.body.contains(#""code":"invalid_segment""#) && broken.body.contains("unknown field"), "\(broken.body)")
+        #expect(try await server.call("PUT", "/v1/apps/shop/segments/english", secret: server.master, json: #"{"expression":"locale = en_US"}"#).status == 201)
+        #expect(try await server.call("PUT", "/v1/apps/shop/segments/english", secret: server.master, json: #"{"expression":"locale in (en_US, en_GB)"}"#).status == 200)
+        let saved = try await server.call("GET", "/v1/apps/shop/segments", secret: server.master)
+        #expect(saved.body == #"{"segments":[{"expression":"locale in (en_US, en_GB)","name":"english"}]}"#, "\(saved.body)")
+        #expect(try await server.call("GET", "/v1/apps/shop/segments/nope", secret: server.master).status == 404)
+        #expect(try await server.call("GET", "/v1/apps/shop/segments", secret: server.application).status == 403)
+
         let status = try await server.call("GET", "/v1/apps/shop/campaigns/shop-http-1", secret: server.master)
         #expect(status.status == 200 && status.body.contains(#""status":"completed""#) && status.body.contains(#""delivered":30"#), "\(status.body)")
         let list = try await server.call("GET", "/v1/apps/shop/campaigns?limit=5", secret: server.master)

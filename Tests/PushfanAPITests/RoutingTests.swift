@@ -20,6 +20,18 @@ import Testing
         } else {
             Issue.record("DELETE should be 405")
         }
+        // A literal segment beats a parameter in its place.
+        router.add("POST", "/v1/apps/{app}/segments/count", "count")
+        router.add("GET", "/v1/apps/{app}/segments/{name}", "segment")
+        if case .methodNotAllowed(let allowed) = router.match(method: "GET", path: "/v1/apps/shop/segments/count") {
+            #expect(allowed == ["POST"])
+        } else {
+            Issue.record("GET /segments/count should be 405 with POST only")
+        }
+        guard case .found("segment", _, _) = router.match(method: "GET", path: "/v1/apps/shop/segments/english") else {
+            Issue.record("a named segment")
+            return
+        }
         for path in ["/v1/apps/shop/devices", "/v1/apps/shop/devices/d1/extra", "/nothing", "/v1/apps//devices/d1"] {
             guard case .notFound = router.match(method: "GET", path: path) else {
                 Issue.record("\(path) matched")
