@@ -37,7 +37,7 @@ let package = Package(
         // The pipeline: planner and sender roles of `pushfan worker`.
         .target(name: "PushfanWorker", dependencies: ["PushfanCore", "PushfanKafka", "PushfanStore", "PushfanAPNs", "PushfanCrypto"]),
         // `pushfan api`: the HTTP API on libmicrohttpd (server, router, routes).
-        .target(name: "PushfanAPI", dependencies: ["PushfanCore", "PushfanKafka", "PushfanStore", "PushfanWorker", "CMicrohttpd"]),
+        .target(name: "PushfanAPI", dependencies: ["PushfanCore", "PushfanKafka", "PushfanStore", "PushfanWorker", "PushfanAPNs", "CMicrohttpd"]),
         // Subcommands and argument parsing; the executable only dispatches into it.
         .target(name: "PushfanCLI", dependencies: ["PushfanCore", "PushfanKafka", "PushfanStore", "PushfanAPNs", "PushfanAPNsSim", "PushfanCrypto", "PushfanWorker", "PushfanAPI"]),
         .executableTarget(name: "pushfan", dependencies: ["PushfanCLI"]),

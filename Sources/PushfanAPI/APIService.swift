@@ -17,9 +17,17 @@ package struct RouteCall: Sendable {
 
 /// A route: who may call it and what it does.
 package struct Route: Sendable {
-    /// The secrets that may call it; empty: anyone (health checks).
+    /// The secrets that may call it; empty: anyone (health checks), or the admin.
     package let roles: Set<AppRole>
+    /// Only with the admin token.
+    package var admin = false
     package let handle: @Sendable (RouteCall) async throws -> HTTPResponse
+
+    package init(roles: Set<AppRole>, admin: Bool = false, handle: @escaping @Sendable (RouteCall) async throws -> HTTPResponse) {
+        self.roles = roles
+        self.admin = admin
+        self.handle = handle
+    }
 }
 
 /// The API behind `pushfan api`: the router, HTTP Basic authentication with an app's key
@@ -34,8 +42,12 @@ package final class APIService: Sendable {
     private let throttle: Mutex<AuthThrottle>
     package let metrics = RequestMetrics()
 
-    package init(store: DeviceStore, writer: ResultsWriter, throttle: AuthThrottle = AuthThrottle(), logger: Logger) {
+    /// The admin token, as given (nil: the admin routes answer 401 to everyone).
+    private let adminToken: String?
+
+    package init(store: DeviceStore, writer: ResultsWriter, throttle: AuthThrottle = AuthThrottle(), adminToken: String? = nil, logger: Logger) {
         self.throttle = Mutex(throttle)
+        self.adminToken = adminToken
         self.store = store
         self.writer = writer
         self.logger = logger
@@ -45,6 +57,7 @@ package final class APIService: Sendable {
         CampaignRoutes.add(to: &router, store: store, writer: writer)
         NotificareRoutes.add(to: &router, store: store)
         SegmentRoutes.add(to: &router, store: store)
+        AdminRoutes.add(to: &router, store: store)
         router.add("GET", "/openapi.json", Route(roles: []) { _ in
             HTTPResponse(status: 200, headers: ["Content-Type": "application/json"], body: Array(OpenAPIDocument.json.utf8))
         })
@@ -90,6 +103,7 @@ package final class APIService: Sendable {
         case .found(let route, let parameters, let matched):
             pattern = matched
             var call = RouteCall(request: request, parameters: parameters)
+            if route.admin { try authenticateAdmin(request) }
             if !route.roles.isEmpty {
                 // Routes without an app in the path (the SDK-compatible ones) take the key's.
                 let (app, role) = try await authenticate(request, app: parameters["app"])
@@ -123,6 +137,29 @@ package final class APIService: Sendable {
         }
         throttle.withLock { $0.succeeded(address) }
         return (key, role)
+    }
+
+    /// `Authorization: Bearer TOKEN` with the admin token, compared in constant time and
+    /// throttled like the apps' secrets.
+    private func authenticateAdmin(_ request: HTTPRequest) throws {
+        let address = request.clientAddress
+        if let wait = throttle.withLock({ $0.retryAfter(address, now: .now) }) {
+            throw APIError(429, "too_many_failures", "too many failed authentications from this address; retry in \(wait) s", headers: ["Retry-After": String(wait)])
+        }
+        let given = request.header("authorization").flatMap { $0.hasPrefix("Bearer ") ? String($0.dropFirst(7)) : nil } ?? ""
+        guard let adminToken, Self.constantTimeEqual(given, adminToken) else {
+            throttle.withLock { $0.failed(address, now: .now) }
+            throw APIError(401, "unauthorized", "app management needs the admin token as Authorization: Bearer TOKEN", headers: ["WWW-Authenticate": #"Bearer realm="pushfan-admin""#])
+        }
+        throttle.withLock { $0.succeeded(address) }
+    }
+
+    /// Equal strings, in time that depends on their lengths only.
+    static func constantTimeEqual(_ a: String, _ b: String) -> Bool {
+        let (x, y) = (Array(a.utf8), Array(b.utf8))
+        var difference = UInt8(x.count == y.count ? 0 : 1)
+        for index in 0..<max(x.count, y.count) { difference |= (index < x.count ? x[index] : 0) ^ (index < y.count ? y[index] : 0) }
+        return difference == 0
     }
 
     /// `Basic base64(key:secret)` → (key, secret).

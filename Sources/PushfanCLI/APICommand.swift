@@ -24,11 +24,18 @@ struct APICommand: Command {
             .option("kafka-timeout", "SECONDS", "how long a campaign submission waits for Kafka before answering 503 (default 10)"),
             .option("auth-window", "SECONDS", "--auth-failures failed authentications from one address within this long block it for the rest of it (default 60)"),
             .option("auth-failures", "N", "failed authentications from one address that block it (default 10)"),
+            .option("admin-token-file", "FILE", "a file holding the admin token for /v1/admin (default: $PUSHFAN_ADMIN_TOKEN; none: app management over HTTP is off)"),
         ] + StoreOptions.specs + KafkaOptions.specs)
 
     static func run(_ arguments: ParsedArguments, _ context: CommandContext) async throws -> Int32 {
         var limits = HTTPServer.Limits()
         limits.maxBodyBytes = try arguments.int("max-body", default: limits.maxBodyBytes, range: 1024...(64 << 20))
+        var adminToken = ProcessInfo.processInfo.environment["PUSHFAN_ADMIN_TOKEN"]
+        if let file = arguments.value("admin-token-file") {
+            guard let text = try? String(contentsOfFile: file, encoding: .utf8) else { throw UsageError("--admin-token-file: cannot read \(file)") }
+            adminToken = text.trimmingCharacters(in: .whitespacesAndNewlines)
+        }
+        if let token = adminToken, token.utf8.count < 16 { throw UsageError("the admin token must be at least 16 characters") }
         let store = try await StoreOptions.open(arguments, context)
         var producerConfiguration = KafkaProducerConfiguration(client: try KafkaOptions.client(arguments, context))
         producerConfiguration.linger = .milliseconds(1)
@@ -40,7 +47,7 @@ struct APICommand: Command {
             throttle: AuthThrottle(
                 limit: try arguments.int("auth-failures", default: 10, range: 1...1_000_000),
                 window: .seconds(try arguments.int("auth-window", default: 60, range: 1...86_400))),
-            logger: context.logger.child("api"))
+            adminToken: adminToken, logger: context.logger.child("api"))
         let loopbackOnly = !arguments.flag("listen-all")
         let server = try HTTPServer(
             port: try arguments.int("port", default: 8080, range: 0...65_535), loopbackOnly: loopbackOnly, limits: limits) { await service.handle($0) }

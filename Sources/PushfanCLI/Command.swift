@@ -35,6 +35,7 @@ package enum PushfanMain {
         AppsShowCommand.self,
         AppsSetRateCommand.self,
         AppsRotateSecretCommand.self,
+        AppsSetCredentialsCommand.self,
         DevicesRegisterCommand.self,
         DevicesUnregisterCommand.self,
         DevicesListCommand.self,

@@ -40,6 +40,24 @@ struct AppsAddCommand: Command {
         ] + StoreOptions.specs)
 
     static func run(_ arguments: ParsedArguments, _ context: CommandContext) async throws -> Int32 {
+        guard let credentials = try checkedCredentials(arguments, command: "apps add") else { return 1 }
+        let registration = AppRegistration(
+            app: try arguments.required("app"), topic: try arguments.required("topic"), credentials: credentials,
+            environment: try APNsEnvironment(parsing: arguments.value("environment") ?? "production"),
+            ratePerSecond: try arguments.int("rate", default: 1000, range: 1...1_000_000), timeZone: arguments.value("time-zone"))
+        let store = try await StoreOptions.open(arguments, context)
+        let secrets = try await store.apps.add(registration)
+        print("app \(registration.app) added (topic \(registration.topic), \(registration.ratePerSecond)/s)")
+        print("master secret: \(secrets.master)")
+        print("application secret: \(secrets.application)")
+        print("The master secret is for server calls (campaigns, segments, device lists); the application secret ships in the app and only registers its devices.")
+        print("Both are shown once and stored only as salted hashes.")
+        return 0
+    }
+
+    /// The credentials of --team-id/--key-id/--key-file or --cert/--cert-key, loaded and
+    /// checked; nil (after saying why) when they cannot be used.
+    static func checkedCredentials(_ arguments: ParsedArguments, command: String) throws -> APNsCredentialsReference? {
         let credentials: APNsCredentialsReference
         if let team = arguments.value("team-id") {
             guard let key = arguments.value("key-id"), let file = arguments.value("key-file") else {
@@ -60,21 +78,10 @@ struct AppsAddCommand: Command {
         do {
             _ = try APNsCredentials.load(credentials)
         } catch {
-            printError("pushfan apps add: the credentials cannot be used: \(error)")
-            return 1
+            printError("pushfan \(command): the credentials cannot be used: \(error)")
+            return nil
         }
-        let registration = AppRegistration(
-            app: try arguments.required("app"), topic: try arguments.required("topic"), credentials: credentials,
-            environment: try APNsEnvironment(parsing: arguments.value("environment") ?? "production"),
-            ratePerSecond: try arguments.int("rate", default: 1000, range: 1...1_000_000), timeZone: arguments.value("time-zone"))
-        let store = try await StoreOptions.open(arguments, context)
-        let secrets = try await store.apps.add(registration)
-        print("app \(registration.app) added (topic \(registration.topic), \(registration.ratePerSecond)/s)")
-        print("master secret: \(secrets.master)")
-        print("application secret: \(secrets.application)")
-        print("The master secret is for server calls (campaigns, segments, device lists); the application secret ships in the app and only registers its devices.")
-        print("Both are shown once and stored only as salted hashes.")
-        return 0
+        return credentials
     }
 }
 

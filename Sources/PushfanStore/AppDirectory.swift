@@ -121,6 +121,23 @@ package struct AppDirectory: Sendable {
         return apps
     }
 
+    /// Replaces an app's APNs credentials reference (load them first: the store only keeps
+    /// where they are).
+    package func setCredentials(app: String, _ credentials: APNsCredentialsReference) async throws(StoreError) {
+        let (team, key, keyFile, certFile, certKey): (String?, String?, String?, String?, String?) =
+            switch credentials {
+            case .token(let teamID, let keyID, let file): (teamID, keyID, file, nil, nil)
+            case .certificate(let certificate, let keyPath): (nil, nil, nil, certificate, keyPath)
+            }
+        let changed = try await executor.run { connection throws(StoreError) in
+            try connection.execute("""
+                UPDATE apps SET team_id = \(.optional(team)), key_id = \(.optional(key)), key_file = \(.optional(keyFile)),
+                       cert_file = \(.optional(certFile)), cert_key_file = \(.optional(certKey)) WHERE app = \(app)
+                """)
+        }
+        guard changed == 1 else { throw StoreError.notFound("app \(app) is not registered") }
+    }
+
     /// Changes an app's send rate (per second, across all workers).
     package func setRate(app: String, ratePerSecond: Int) async throws(StoreError) {
         guard (1...1_000_000).contains(ratePerSecond) else {

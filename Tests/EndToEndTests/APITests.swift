@@ -349,6 +349,47 @@ struct APITests {
         #expect(gone.contains(#""status":"unregistered""#), "\(gone)")
     }
 
+    @Test("app management with the admin token: create (credentials checked), list, read, change rate and credentials, rotate; without the token nothing")
+    func adminRoutes() async throws {
+        let pipeline = try await Pipeline()
+        defer { pipeline.stop() }
+        let tokenFile = pipeline.directory + "/admin-token"
+        try "an-admin-token-of-some-length\n".write(toFile: tokenFile, atomically: true, encoding: .utf8)
+        let server = try await Self.start(pipeline, extra: ["--admin-token-file", tokenFile])
+        defer { server.process.signal(SIGTERM) }
+        let admin = ["Authorization: Bearer an-admin-token-of-some-length"]
+        func call(_ method: String, _ path: String, _ json: String? = nil, headers: [String] = admin) async throws -> (status: Int, headers: [String: String], body: String) {
+            try await server.call(method, path, json: json, headers: headers)
+        }
+        let denied = try await call("GET", "/v1/admin/apps", headers: ["Authorization: Bearer wrong-token-wrong-token"])
+        #expect(denied.status == 401 && denied.headers["www-authenticate"]?.hasPrefix("Bearer") == true)
+        #expect(try await call("GET", "/v1/admin/apps", headers: []).status == 401)
+        #expect(try await server.call("GET", "/v1/admin/apps", secret: server.master).status == 401, "an app's secret is not the admin token")
+
+        let created = try await call("POST", "/v1/admin/apps", #"{"app":"news","topic":"com.example.news","team_id":"TEAM000002","key_id":"KEY0000002","key_file":"\#(pipeline.keyFile)","rate":300,"time_zone":"Europe/Berlin"}"#)
+        #expect(created.status == 201 && created.body.contains(#""master_secret":""#) && created.headers["location"] == "/v1/admin/apps/news", "\(created.body)")
+        let secret = try #require(try JSONSerialization.jsonObject(with: Data(created.body.utf8)) as? [String: Any])["application_secret"] as? String
+        #expect(try await server.call("PUT", "/v1/apps/news/devices/n1", secret: secret, app: "news", json: #"{"token":"\#(Self.token(8))"}"#).status == 201)
+        let refused = try await call("POST", "/v1/admin/apps", #"{"app":"bad","topic":"com.example.bad","team_id":"TEAM000002","key_id":"KEY0000002","key_file":"/nonexistent.p8"}"#)
+        #expect(refused.status == 422 && refused.body.contains(#""code":"invalid_credentials""#), "\(refused.body)")
+        #expect(try await call("POST", "/v1/admin/apps", #"{"app":"news","topic":"com.example.news","cert":"/x.pem"}"#).status == 422)
+        let again = try await call("POST", "/v1/admin/apps", #"{"app":"news","topic":"com.example.news","team_id":"TEAM000002","key_id":"KEY0000002","key_file":"\#(pipeline.keyFile)"}"#)
+        #expect(again.status == 409, "\(again.body)")
+
+        let list = try await call("GET", "/v1/admin/apps")
+        #expect(list.status == 200 && list.body.contains(#""app":"news""#) && list.body.contains(#""app":"shop""#) && !list.body.contains("secret"), "\(list.body)")
+        #expect(try await call("PUT", "/v1/admin/apps/news/rate", #"{"rate":450}"#).status == 200)
+        let shown = try await call("GET", "/v1/admin/apps/news")
+        #expect(shown.body.contains(#""rate":450"#) && shown.body.contains(#""time_zone":"Europe/Berlin""#), "\(shown.body)")
+        #expect(try await call("PUT", "/v1/admin/apps/news/credentials", #"{"team_id":"TEAM000003","key_id":"KEY0000003","key_file":"\#(pipeline.keyFile)"}"#).status == 200)
+        #expect(try await call("GET", "/v1/admin/apps/news").body.contains(#""team_id":"TEAM000003""#))
+        let rotated = try await call("POST", "/v1/admin/apps/news/secrets/application/rotate", #"{"grace_s":0}"#)
+        #expect(rotated.status == 200 && rotated.body.contains(#""which":"application""#), "\(rotated.body)")
+        #expect(try await server.call("PUT", "/v1/apps/news/devices/n1", secret: secret, app: "news", json: #"{"token":"\#(Self.token(8))"}"#).status == 401, "no grace")
+        #expect(try await call("GET", "/v1/admin/apps/nope").status == 404)
+        #expect(try await call("POST", "/v1/admin/apps/news/secrets/other/rotate").status == 404)
+    }
+
     @Test("with Kafka unreachable a submission answers 503 with Retry-After and /readyz says not ready, while /healthz and devices still answer")
     func kafkaDownAnswers503() async throws {
         let pipeline = try await Pipeline()

@@ -1,0 +1,111 @@
+import Foundation
+import PushfanAPNs
+import PushfanCore
+import PushfanStore
+
+/// `/v1/admin/apps`: app management for whoever holds the admin token (`Authorization:
+/// Bearer TOKEN`, from `pushfan api --admin-token-file`): create (credentials loaded and
+/// checked first, as `pushfan apps add` does), list, read, change the rate or the credentials,
+/// rotate either secret. Secrets are shown once, in the answer that made them.
+enum AdminRoutes {
+    static func add(to router: inout Router<Route>, store: DeviceStore) {
+        router.add("GET", "/v1/admin/apps", Route(roles: [], admin: true) { _ in
+            .json(200, ["apps": .array(try await store.apps.list().map(json))])
+        })
+        router.add("POST", "/v1/admin/apps", Route(roles: [], admin: true) { call in
+            let body = try APIService.jsonObject(call.request)
+            let app = try text(body, "app")
+            let rate = try number(body, "rate") ?? 1000
+            var registration = AppRegistration(
+                app: app, topic: try text(body, "topic"), credentials: try credentials(body),
+                environment: try APNsEnvironment(parsing: try optionalText(body, "environment") ?? "production"), ratePerSecond: rate,
+                timeZone: try optionalText(body, "time_zone"))
+            registration.timeZone = registration.timeZone.flatMap { $0.isEmpty ? nil : $0 }
+            let secrets = try await store.apps.add(registration)
+            return .json(201, ["app": .string(app), "master_secret": .string(secrets.master), "application_secret": .string(secrets.application)],
+                         headers: ["Location": "/v1/admin/apps/\(app)"])
+        })
+        router.add("GET", "/v1/admin/apps/{app}", Route(roles: [], admin: true) { call in
+            guard let app = try await store.apps.get(call.parameter("app")) else { throw APIError.notFound("no app \(call.parameter("app"))") }
+            return .json(200, json(app))
+        })
+        router.add("PUT", "/v1/admin/apps/{app}/rate", Route(roles: [], admin: true) { call in
+            guard let rate = try number(try APIService.jsonObject(call.request), "rate") else {
+                throw APIError(400, "invalid_input", "rate: required, sends per second", field: "rate")
+            }
+            try await store.apps.setRate(app: call.parameter("app"), ratePerSecond: rate)
+            return .json(200, ["app": .string(call.parameter("app")), "rate": .int(Int64(rate))])
+        })
+        router.add("PUT", "/v1/admin/apps/{app}/credentials", Route(roles: [], admin: true) { call in
+            let reference = try credentials(try APIService.jsonObject(call.request))
+            try await store.apps.setCredentials(app: call.parameter("app"), reference)
+            return .json(200, ["app": .string(call.parameter("app")), "credentials": credentialsJSON(reference)])
+        })
+        router.add("POST", "/v1/admin/apps/{app}/secrets/{which}/rotate", Route(roles: [], admin: true) { call in
+            guard let role = AppRole(rawValue: call.parameter("which")) else {
+                throw APIError.notFound("no route \(call.request.method) \(call.request.path): the secrets are master and application")
+            }
+            let body = call.request.body.isEmpty ? [:] : try APIService.jsonObject(call.request)
+            let grace = try number(body, "grace_s") ?? 86_400
+            guard (0...(30 * 86_400)).contains(grace) else { throw APIError(400, "invalid_input", "grace_s: 0 to 2592000 seconds", field: "grace_s") }
+            let secret = try await store.apps.rotate(app: call.parameter("app"), role, grace: .seconds(grace))
+            return .json(200, ["app": .string(call.parameter("app")), "which": .string(role.rawValue), "secret": .string(secret), "old_valid_s": .int(Int64(grace))])
+        })
+    }
+
+    /// Token auth (`team_id`, `key_id`, `key_file`) or certificate auth (`cert`, `cert_key`),
+    /// loaded now so a wrong file fails here and not at a campaign's first send.
+    private static func credentials(_ body: [String: JSONValue]) throws -> APNsCredentialsReference {
+        let reference: APNsCredentialsReference
+        if let team = try optionalText(body, "team_id") {
+            for (field, value) in [("team_id", team), ("key_id", try text(body, "key_id"))] where !ProviderSigningKey.hasAppleIDShape(value) {
+                throw APIError(400, "invalid_input", "\(field): Apple's 10-character id of A-Z and 0-9, got \(value.debugDescription)", field: field)
+            }
+            reference = .token(teamID: team, keyID: try text(body, "key_id"), keyFile: try text(body, "key_file"))
+        } else if let certificate = try optionalText(body, "cert") {
+            reference = .certificate(certificateFile: certificate, keyFile: try optionalText(body, "cert_key"))
+        } else {
+            throw APIError(400, "invalid_input", "give team_id, key_id and key_file (token auth) or cert and cert_key (certificate auth)", field: "team_id")
+        }
+        do { _ = try APNsCredentials.load(reference) } catch {
+            throw APIError(422, "invalid_credentials", "the credentials cannot be used: \(error)")
+        }
+        return reference
+    }
+
+    private static func optionalText(_ body: [String: JSONValue], _ field: String) throws -> String? {
+        switch body[field] {
+        case nil, .null?: return nil
+        case .string(let value)?: return value
+        default: throw APIError(400, "invalid_input", "\(field): expected a string", field: field)
+        }
+    }
+
+    private static func text(_ body: [String: JSONValue], _ field: String) throws -> String {
+        guard let value = try optionalText(body, field), !value.isEmpty else { throw APIError(400, "invalid_input", "\(field): required", field: field) }
+        return value
+    }
+
+    private static func number(_ body: [String: JSONValue], _ field: String) throws -> Int? {
+        switch body[field] {
+        case nil, .null?: return nil
+        case .int(let value)?: return Int(value)
+        default: throw APIError(400, "invalid_input", "\(field): expected a whole number", field: field)
+        }
+    }
+
+    private static func credentialsJSON(_ reference: APNsCredentialsReference) -> JSONValue {
+        switch reference {
+        case .token(let team, let key, let file): ["kind": "token", "team_id": .string(team), "key_id": .string(key), "key_file": .string(file)]
+        case .certificate(let certificate, let key): ["kind": "certificate", "cert": .string(certificate), "cert_key": key.map { .string($0) } ?? .null]
+        }
+    }
+
+    private static func json(_ app: AppRecord) -> JSONValue {
+        [
+            "app": .string(app.app), "topic": .string(app.topic), "environment": .string(app.environment.rawValue),
+            "rate": .int(Int64(app.ratePerSecond)), "time_zone": app.timeZone.map { .string($0) } ?? .null,
+            "credentials": credentialsJSON(app.credentials), "created": .int(app.createdAt),
+        ]
+    }
+}
