@@ -21,6 +21,7 @@ struct APICommand: Command {
             .option("port", "N", "TCP port (default 8080; 0 picks a free one)"),
             .flag("listen-all", "listen on every interface, not only 127.0.0.1"),
             .option("max-body", "BYTES", "largest request body (default 1048576); larger ones get 413"),
+            .option("idle-timeout", "SECONDS", "close a connection idle (or a client silent) this long (default 30)"),
             .option("kafka-timeout", "SECONDS", "how long a campaign submission waits for Kafka before answering 503 (default 10)"),
             .option("auth-window", "SECONDS", "--auth-failures failed authentications from one address within this long block it for the rest of it (default 60)"),
             .option("auth-failures", "N", "failed authentications from one address that block it (default 10)"),
@@ -30,6 +31,7 @@ struct APICommand: Command {
     static func run(_ arguments: ParsedArguments, _ context: CommandContext) async throws -> Int32 {
         var limits = HTTPServer.Limits()
         limits.maxBodyBytes = try arguments.int("max-body", default: limits.maxBodyBytes, range: 1024...(64 << 20))
+        limits.idleTimeoutSeconds = try arguments.int("idle-timeout", default: limits.idleTimeoutSeconds, range: 1...3_600)
         var adminToken = ProcessInfo.processInfo.environment["PUSHFAN_ADMIN_TOKEN"]
         if let file = arguments.value("admin-token-file") {
             guard let text = try? String(contentsOfFile: file, encoding: .utf8) else { throw UsageError("--admin-token-file: cannot read \(file)") }

@@ -390,6 +390,31 @@ struct APITests {
         #expect(try await call("POST", "/v1/admin/apps/news/secrets/other/rotate").status == 404)
     }
 
+    @Test("connection limits: headers beyond the connection's memory get 431, a silent client is closed after the idle timeout, keep-alive serves several requests on one connection")
+    func connectionLimits() async throws {
+        let pipeline = try await Pipeline()
+        defer { pipeline.stop() }
+        let server = try await Self.start(pipeline, extra: ["--idle-timeout", "2"])
+        defer { server.process.signal(SIGTERM) }
+        let huge = try await server.call("GET", "/healthz", headers: ["X-Padding: " + String(repeating: "p", count: 70_000)])
+        #expect(huge.status == 431, "\(huge.status)")
+        let port = try #require(server.url.split(separator: ":").last.map(String.init))
+        // A client that connects and says nothing: the server hangs up after the timeout.
+        let silent = try await CommandLineTool.run("python3", ["-c", """
+            import socket, time
+            s = socket.create_connection(("127.0.0.1", \(port)))
+            start = time.time()
+            s.settimeout(10)
+            data = s.recv(100)
+            print(round(time.time() - start, 1), len(data))
+            """])
+        let seconds = Double(silent.output.split(separator: " ").first ?? "") ?? -1
+        #expect((1.5...6).contains(seconds), "closed after \(silent.output) \(silent.error)")
+        // Two requests, one connection.
+        let reused = try await CommandLineTool.run("curl", ["-s", "-o", "/dev/null", "-o", "/dev/null", "-w", "%{num_connects}\n", server.url + "/healthz", server.url + "/healthz"])
+        #expect(reused.output.split(separator: "\n") == ["1", "0"], "\(reused.output)")
+    }
+
     @Test("with Kafka unreachable a submission answers 503 with Retry-After and /readyz says not ready, while /healthz and devices still answer")
     func kafkaDownAnswers503() async throws {
         let pipeline = try await Pipeline()
