@@ -25,13 +25,29 @@ enum CampaignRoutes {
             return try await once(store, app: campaign.app, key: key, body: body) { try await submit(campaign, writer) }
         })
         router.add("GET", "/v1/apps/{app}/campaigns", Route(roles: [.master]) { call in
-            let limit = Int(call.request.query["limit"] ?? "20") ?? -1
+            let query = call.request.query
+            let limit = Int(query["limit"] ?? "20") ?? -1
             guard (1...1000).contains(limit) else { throw APIError(400, "invalid_input", "limit must be 1 to 1000", field: "limit") }
-            // The newest first; other apps' campaigns are not shown.
-            let rows = try await store.campaigns.list(limit: 10_000).filter { $0.app == call.parameter("app") }.prefix(limit)
-            return .json(200, ["campaigns": .array(rows.map { row in
+            var status: CampaignStatus?
+            if let text = query["status"] {
+                guard let known = CampaignStatus(rawValue: text) else {
+                    throw APIError(400, "invalid_input", "status must be one of \(CampaignStatus.allCases.map(\.rawValue).joined(separator: ", "))", field: "status")
+                }
+                status = known
+            }
+            // The newest first, of this app only (and of one status, if asked); `after` pages on
+            // from the last id of the page before.
+            var rows = try await store.campaigns.list(limit: 10_000).filter { $0.app == call.parameter("app") && (status == nil || $0.status == status) }
+            if let after = query["after"] {
+                // An id not in the list (gone, or of another status) pages past the end.
+                rows = rows.firstIndex(where: { $0.id == after }).map { Array(rows[($0 + 1)...]) } ?? []
+            }
+            let page = rows.prefix(limit)
+            var answer: [String: JSONValue] = ["campaigns": .array(page.map { row in
                 ["id": .string(row.id), "status": .string(row.status.rawValue), "audience": .int(Int64(row.audience))]
-            })])
+            })]
+            if rows.count > limit, let last = page.last { answer["next"] = .string("/v1/apps/\(call.parameter("app"))/campaigns?limit=\(limit)&after=\(last.id)") }
+            return .json(200, .object(answer))
         })
         router.add("GET", "/v1/apps/{app}/campaigns/{campaign}", Route(roles: [.master]) { call in
             let row = try await campaign(store, call)

@@ -2073,6 +2073,30 @@ enum OpenAPIDocument {
        "minimum": 1,
        "type": "integer"
       }
+     },
+     {
+      "in": "query",
+      "name": "status",
+      "required": false,
+      "schema": {
+       "enum": [
+        "scheduled",
+        "planning",
+        "running",
+        "paused",
+        "completed",
+        "cancelled"
+       ]
+      }
+     },
+     {
+      "description": "the last id of the page before (from `next`)",
+      "in": "query",
+      "name": "after",
+      "required": false,
+      "schema": {
+       "type": "string"
+      }
      }
     ],
     "responses": {

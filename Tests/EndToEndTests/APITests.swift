@@ -70,9 +70,9 @@ struct APITests {
 
     static func token(_ index: Int) -> String { String(format: "%064x", index + 1) }
 
-    @Test("devices over HTTP: the application secret registers, updates and unregisters; reading needs the master secret; every refusal has its status and error")
-    func devices() async throws {
-        let pipeline = try await Pipeline()
+    @Test("devices over HTTP: the application secret registers, updates and unregisters; reading needs the master secret; every refusal has its status and error", arguments: [false, true])
+    func devices(postgres: Bool) async throws {
+        let pipeline = try await Pipeline(postgres: postgres)
         defer { pipeline.stop() }
         let server = try await Self.start(pipeline, extra: ["--max-body", "2048"])
         defer { server.process.signal(SIGTERM) }
@@ -231,6 +231,28 @@ struct APITests {
         #expect(status.status == 200 && status.body.contains(#""status":"completed""#) && status.body.contains(#""delivered":30"#), "\(status.body)")
         let list = try await server.call("GET", "/v1/apps/shop/campaigns?limit=5", secret: server.master)
         #expect(list.status == 200 && list.body.contains(#""id":"shop-http-1""#), "\(list.body)")
+        // A second campaign, parked an hour ahead: filters and pages.
+        let later = Pipeline.campaign("shop-http-later", app: "shop", options: #"{"send_at":\#(Int64(Date().timeIntervalSince1970 * 1000) + 3_600_000)}"#)
+        #expect(try await server.call("POST", "/v1/apps/shop/campaigns", secret: server.master, json: later).status == 202)
+        var parked = ""
+        for _ in 0..<100 where !parked.contains(#""status":"scheduled""#) {
+            parked = try await server.call("GET", "/v1/apps/shop/campaigns/shop-http-later", secret: server.master).body
+            try await Task.sleep(for: .milliseconds(100))
+        }
+        #expect(parked.contains(#""status":"scheduled""#) && parked.contains(#""send_at""#), "\(parked)")
+        let first = try await server.call("GET", "/v1/apps/shop/campaigns?limit=1", secret: server.master)
+        #expect(first.body.contains(#""id":"shop-http-later""#) && first.body.contains(#""next":"/v1/apps/shop/campaigns?limit=1&after=shop-http-later""#), "\(first.body)")
+        let second = try await server.call("GET", "/v1/apps/shop/campaigns?limit=1&after=shop-http-later", secret: server.master)
+        #expect(second.body.contains(#""id":"shop-http-1""#) && !second.body.contains("next"), "\(second.body)")
+        let scheduled = try await server.call("GET", "/v1/apps/shop/campaigns?status=scheduled", secret: server.master)
+        #expect(scheduled.body.contains("shop-http-later") && !scheduled.body.contains("shop-http-1"), "\(scheduled.body)")
+        let bogus = try await server.call("GET", "/v1/apps/shop/campaigns?status=bogus", secret: server.master)
+        #expect(bogus.status == 400 && bogus.body.contains(#""field":"status""#))
+        let cancelled = try await server.call("POST", "/v1/apps/shop/campaigns/shop-http-later/cancel", secret: server.master)
+        #expect(cancelled.status == 200 && cancelled.body.contains(#""from":"scheduled""#) && cancelled.body.contains(#""status":"cancelled""#), "\(cancelled.body)")
+        let twice = try await server.call("POST", "/v1/apps/shop/campaigns/shop-http-later/cancel", secret: server.master)
+        #expect(twice.status == 200 && twice.body.contains(#""changed":false"#))
+
         let late = try await server.call("POST", "/v1/apps/shop/campaigns/shop-http-1/cancel", secret: server.master)
         #expect(late.status == 409 && late.body.contains("has completed"), "\(late.body)")
         let unknown = try await server.call("POST", "/v1/apps/shop/campaigns/nope/pause", secret: server.master)
@@ -291,9 +313,9 @@ struct APITests {
         #expect(missing.status == 1 && missing.error.contains("no app nope"))
     }
 
-    @Test("Notificare's SDK call sequence (application info, a temporary device, events, permission, a tag, the APNs token with oldDeviceID, tags, user data, do-not-disturb, an update, unregister) leaves the device in the store as expected")
-    func notificareSDKSequence() async throws {
-        let pipeline = try await Pipeline()
+    @Test("Notificare's SDK call sequence (application info, a temporary device, events, permission, a tag, the APNs token with oldDeviceID, tags, user data, do-not-disturb, an update, unregister) leaves the device in the store as expected", arguments: [false, true])
+    func notificareSDKSequence(postgres: Bool) async throws {
+        let pipeline = try await Pipeline(postgres: postgres)
         defer { pipeline.stop() }
         let server = try await Self.start(pipeline)
         defer { server.process.signal(SIGTERM) }
