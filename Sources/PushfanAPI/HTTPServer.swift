@@ -43,8 +43,9 @@ package final class HTTPServer: Sendable {
         self.port = Int(pushfan_mhd_port(daemon))
     }
 
-    /// Stops accepting, lets the handlers running finish (at most `timeout`), then closes
-    /// every connection.
+    /// Stops accepting, lets the handlers running finish (at most `timeout`: give it the
+    /// longest a handler can take, libmicrohttpd must not be stopped with a connection still
+    /// suspended), then closes every connection.
     package func stop(timeout: Duration = .seconds(5)) async {
         _ = MHD_quiesce_daemon(daemon)
         let deadline = ContinuousClock.now + timeout

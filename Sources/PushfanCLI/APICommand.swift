@@ -42,7 +42,8 @@ struct APICommand: Command {
         var producerConfiguration = KafkaProducerConfiguration(client: try KafkaOptions.client(arguments, context))
         producerConfiguration.linger = .milliseconds(1)
         // A client waits on the answer: Kafka's own five minutes would hold it far too long.
-        producerConfiguration.messageTimeout = .seconds(try arguments.int("kafka-timeout", default: 10, range: 1...300))
+        let kafkaTimeout = try arguments.int("kafka-timeout", default: 10, range: 1...300)
+        producerConfiguration.messageTimeout = .seconds(kafkaTimeout)
         let producer = try KafkaProducer(configuration: producerConfiguration, logger: context.logger.child("producer"))
         let service = APIService(
             store: store, writer: ResultsWriter(producer: producer, topics: context.configuration.kafka.topics),
@@ -60,7 +61,9 @@ struct APICommand: Command {
         ShutdownSignal.install { _ in stopped.continuation.yield() }
         for await _ in stopped.stream { break }
         context.logger.notice("api.stopping", [:])
-        await server.stop()
+        // A submission waiting on Kafka finishes first: libmicrohttpd must not stop while a
+        // connection is suspended.
+        await server.stop(timeout: .seconds(kafkaTimeout + 2))
         await producer.close()
         return 0
     }

@@ -435,6 +435,10 @@ struct APITests {
         // Two requests, one connection.
         let reused = try await CommandLineTool.run("curl", ["-s", "-o", "/dev/null", "-o", "/dev/null", "-w", "%{num_connects}\n", server.url + "/healthz", server.url + "/healthz"])
         #expect(reused.output.split(separator: "\n") == ["1", "0"], "\(reused.output)")
+        // SIGTERM: it stops accepting, finishes what runs, and exits cleanly.
+        server.process.signal(SIGTERM)
+        let code = await server.process.waitForExit(timeout: .seconds(20))
+        #expect(code == 0, "exit \(code.map(String.init) ?? "none"): \(server.process.standardError.suffix(300))")
     }
 
     @Test("with Kafka unreachable a submission answers 503 with Retry-After and /readyz says not ready, while /healthz and devices still answer")
