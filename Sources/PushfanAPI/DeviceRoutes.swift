@@ -5,6 +5,7 @@ import PushfanStore
 /// secret), unregister (either), read (master).
 enum DeviceRoutes {
     static func add(to router: inout Router<Route>, store: DeviceStore) {
+        addTraitRoutes(to: &router, store: store)
         let path = "/v1/apps/{app}/devices/{device}"
         router.add("PUT", path, Route(roles: [.application, .master]) { call in
             let body = try APIService.requireJSON(call.request)
@@ -32,6 +33,52 @@ enum DeviceRoutes {
             }
             return .json(200, json(device))
         })
+    }
+
+    /// One trait of a device changed: read, changed, written back. Only an active device:
+    /// an invalid or unregistered one is not revived by a tag.
+    static func change(
+        _ store: DeviceStore, _ call: RouteCall, _ edit: (inout DeviceRegistration) throws -> Void
+    ) async throws -> HTTPResponse {
+        let (app, id) = (call.parameter("app"), call.parameter("device"))
+        guard let record = try await store.devices.get(app: app, deviceID: id) else { throw APIError.notFound("app \(app) has no device \(id)") }
+        guard record.status == .active else {
+            throw APIError(409, "device_inactive", "device \(id) is \(record.status.rawValue); register it again to change it")
+        }
+        var registration = DeviceRegistration(record)
+        try edit(&registration)
+        _ = try await store.devices.register(app: app, registration)
+        guard let updated = try await store.devices.get(app: app, deviceID: id) else { throw APIError.notFound("app \(app) has no device \(id)") }
+        return .json(200, json(updated))
+    }
+
+    static func addTraitRoutes(to router: inout Router<Route>, store: DeviceStore) {
+        let path = "/v1/apps/{app}/devices/{device}"
+        let roles: Set<AppRole> = [.application, .master]
+        router.add("PUT", path + "/tags/{tag}", Route(roles: roles) { call in
+            try await change(store, call) { if !$0.tags.contains(call.parameter("tag")) { $0.tags.append(call.parameter("tag")) } }
+        })
+        router.add("DELETE", path + "/tags/{tag}", Route(roles: roles) { call in
+            try await change(store, call) { registration in registration.tags.removeAll { $0 == call.parameter("tag") } }
+        })
+        router.add("PATCH", path + "/attributes", Route(roles: roles) { call in
+            let members = try APIService.jsonObject(call.request)
+            return try await change(store, call) { registration in
+                for (key, value) in members {
+                    // `nil` would be JSON null here (`JSONValue` is nil-literal expressible).
+                    if value == .null { registration.attributes.removeValue(forKey: key) } else { registration.attributes[key] = value }
+                }
+            }
+        })
+        router.add("PUT", path + "/quiet_hours", Route(roles: roles) { call in
+            let members = try APIService.jsonObject(call.request)
+            guard case .string(let start)? = members["start"], case .string(let end)? = members["end"] else {
+                throw APIError(400, "invalid_input", "quiet_hours: start and end are required, like \"22:00\" and \"07:00\"", field: "start")
+            }
+            let window = try Validation.quietHours(start: start, end: end)
+            return try await change(store, call) { $0.quietHours = window }
+        })
+        router.add("DELETE", path + "/quiet_hours", Route(roles: roles) { call in try await change(store, call) { $0.quietHours = nil } })
     }
 
     static func json(_ device: DeviceRecord) -> JSONValue {

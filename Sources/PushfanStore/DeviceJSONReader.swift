@@ -44,6 +44,7 @@ package final class DeviceJSONReader {
             case "environment": environment = try readOptionalString(key)
             case "locale": registration.locale = try readOptionalString(key)
             case "timezone": registration.timezone = try readOptionalString(key)
+            case "user_id": if let user = try readOptionalString(key) { registration.attributes["user_id"] = .string(user) }
             case "app_version": registration.appVersion = try readOptionalString(key)
             case "os_version": registration.osVersion = try readOptionalString(key)
             case "tags":

@@ -85,6 +85,21 @@ package struct DeviceRegistration: Sendable, Equatable {
     }
 }
 
+extension DeviceRegistration {
+    /// The registration that writes `record` back as it is (to change one trait of it).
+    package init(_ record: DeviceRecord) {
+        self.init(deviceID: record.deviceID, token: record.token)
+        environment = record.environment
+        locale = record.locale
+        timezone = record.timezone
+        appVersion = record.appVersion
+        osVersion = record.osVersion
+        tags = record.tags
+        attributes = record.attributes
+        quietHours = record.quietHours
+    }
+}
+
 /// Lifecycle of a device row.
 package enum DeviceStatus: String, Sendable {
     case active

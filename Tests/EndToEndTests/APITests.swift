@@ -101,8 +101,28 @@ struct APITests {
             #expect(read.body.contains(part), "\(part) not in \(read.body)")
         }
 
+        // One trait at a time.
+        let tagged = try await server.call("PUT", "/v1/apps/shop/devices/phone-1/tags/beta", secret: server.application)
+        #expect(tagged.status == 200 && tagged.body.contains(#""tags":["beta","vip"]"#) || tagged.body.contains(#""tags":["vip","beta"]"#), "\(tagged.body)")
+        let untagged = try await server.call("DELETE", "/v1/apps/shop/devices/phone-1/tags/vip", secret: server.application)
+        #expect(untagged.body.contains(#""tags":["beta"]"#), "\(untagged.body)")
+        let patched = try await server.call("PATCH", "/v1/apps/shop/devices/phone-1/attributes", secret: server.application, json: #"{"visits":3,"plan":null}"#)
+        #expect(patched.body.contains(#""attributes":{"visits":3}"#), "\(patched.body)")
+        let quiet = try await server.call("PUT", "/v1/apps/shop/devices/phone-1/quiet_hours", secret: server.application, json: #"{"start":"21:30","end":"06:00"}"#)
+        #expect(quiet.body.contains(#""quiet_hours":{"end":"06:00","start":"21:30"}"#), "\(quiet.body)")
+        let loud = try await server.call("DELETE", "/v1/apps/shop/devices/phone-1/quiet_hours", secret: server.application)
+        #expect(loud.body.contains(#""quiet_hours":null"#))
+        let badWindow = try await server.call("PUT", "/v1/apps/shop/devices/phone-1/quiet_hours", secret: server.application, json: #"{"start":"21:30","end":"21:30"}"#)
+        #expect(badWindow.status == 400 && badWindow.body.contains("same time"))
+        #expect(try await server.call("PUT", "/v1/apps/shop/devices/nobody/tags/x", secret: server.application).status == 404)
+        let user = try await server.call("PUT", "/v1/apps/shop/devices/phone-5", secret: server.application, json: #"{"token":"\#(Self.token(5))","user_id":"u-9"}"#)
+        #expect(user.status == 201)
+        #expect(try await server.call("GET", "/v1/apps/shop/devices/phone-5", secret: server.master).body.contains(#""user_id":"u-9""#))
+
         let gone = try await server.call("DELETE", "/v1/apps/shop/devices/phone-2", secret: server.application)
         #expect(gone.status == 204)
+        let inactive = try await server.call("PUT", "/v1/apps/shop/devices/phone-2/tags/x", secret: server.application)
+        #expect(inactive.status == 409 && inactive.body.contains(#""code":"device_inactive""#), "an unregistered device is not revived by a tag: \(inactive.body)")
         let again = try await server.call("DELETE", "/v1/apps/shop/devices/nobody", secret: server.application)
         #expect(again.status == 404 && again.body.contains(#""code":"not_found""#))
 
@@ -157,7 +177,7 @@ struct APITests {
         // What it counted, in a format promtool accepts, labelled by route, never by path.
         let metrics = try await server.call("GET", "/metrics")
         #expect(metrics.status == 200 && metrics.headers["content-type"]?.hasPrefix("text/plain") == true)
-        #expect(metrics.body.contains(#"pushfan_api_requests_total{method="PUT",route="/v1/apps/{app}/devices/{device}",status="201"} 3"#), "\(metrics.body.prefix(600))")
+        #expect(metrics.body.contains(#"pushfan_api_requests_total{method="PUT",route="/v1/apps/{app}/devices/{device}",status="201"} 4"#), "\(metrics.body.prefix(600))")
         #expect(metrics.body.contains(#"pushfan_api_requests_total{method="other",route="unmatched",status="405"} 1"#), "an invented method is one label")
         #expect(!metrics.body.contains("phone-1"), "a device id became a label")
         let file = pipeline.directory + "/metrics.txt"
