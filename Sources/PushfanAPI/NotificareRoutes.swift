@@ -20,12 +20,12 @@ enum NotificareRoutes {
         })
         // Events are acknowledged, not kept: Pushfan's results topic is its record of sends.
         router.add("POST", "/event", Route(roles: roles) { call in
-            if !call.request.body.isEmpty { _ = try object(call.request) }
+            if !call.request.body.isEmpty { _ = try APIService.jsonObject(call.request) }
             return .json(202, ["message": "event is being processed"])
         })
 
         router.add("POST", "/device", Route(roles: roles) { call in
-            let body = try object(call.request)
+            let body = try APIService.jsonObject(call.request)
             guard case .string(let id)? = body["deviceID"], !id.isEmpty else {
                 throw APIError(400, "invalid_input", "deviceID: required, a string", field: "deviceID")
             }
@@ -47,7 +47,7 @@ enum NotificareRoutes {
             return .json(200, ["message": "device registered"])
         })
         router.add("PUT", "/device/{device}", Route(roles: roles) { call in
-            try await update(store, call) { device in try device.apply(try object(call.request)) }
+            try await update(store, call) { device in try device.apply(try APIService.jsonObject(call.request)) }
         })
         router.add("DELETE", "/device/{device}", Route(roles: roles) { call in
             let device = try await existing(store, call)
@@ -59,19 +59,19 @@ enum NotificareRoutes {
             .json(200, ["tags": .array(try await existing(store, call).tags.map { .string($0) })])
         })
         router.add("PUT", "/device/{device}/addtags", Route(roles: roles) { call in
-            let given = try strings(try object(call.request)["tags"], field: "tags")
+            let given = try strings(try APIService.jsonObject(call.request)["tags"], field: "tags")
             return try await update(store, call) { device in device.tags = Array(Set(device.tags + given)).sorted() }
         })
         router.add("PUT", "/device/{device}/removetags", Route(roles: roles) { call in
-            let given = try strings(try object(call.request)["tags"], field: "tags")
+            let given = try strings(try APIService.jsonObject(call.request)["tags"], field: "tags")
             return try await update(store, call) { device in device.tags.removeAll { given.contains($0) } }
         })
         router.add("PUT", "/device/{device}/addtag", Route(roles: roles) { call in
-            let tag = try single(try object(call.request))
+            let tag = try single(try APIService.jsonObject(call.request))
             return try await update(store, call) { device in if !device.tags.contains(tag) { device.tags.append(tag) } }
         })
         router.add("PUT", "/device/{device}/removetag", Route(roles: roles) { call in
-            let tag = try single(try object(call.request))
+            let tag = try single(try APIService.jsonObject(call.request))
             return try await update(store, call) { device in device.tags.removeAll { $0 == tag } }
         })
         router.add("PUT", "/device/{device}/cleartags", Route(roles: roles) { call in try await update(store, call) { $0.tags = [] } })
@@ -82,7 +82,7 @@ enum NotificareRoutes {
         router.add("PUT", "/device/{device}/userdata", Route(roles: roles) { call in
             try await update(store, call) { device in
                 var data: [String: String] = [:]
-                for (key, value) in try object(call.request) {
+                for (key, value) in try APIService.jsonObject(call.request) {
                     guard (1...55).contains(key.utf8.count), key.allSatisfy({ $0.isASCII && ($0.isLetter || $0.isNumber || "._-".contains($0)) }) else {
                         throw APIError(400, "invalid_input", "userData keys are 1 to 55 characters of A-Z a-z 0-9 . _ -, got \(key.debugDescription)", field: key)
                     }
@@ -102,7 +102,7 @@ enum NotificareRoutes {
         })
         router.add("PUT", "/device/{device}/dnd", Route(roles: roles) { call in
             try await update(store, call) { device in
-                let body = try object(call.request)
+                let body = try APIService.jsonObject(call.request)
                 guard case .string(let start)? = body["start"], case .string(let end)? = body["end"] else {
                     throw APIError(400, "invalid_input", "dnd: start and end are required, like \"23:00\" and \"07:00\"", field: "start")
                 }
@@ -170,7 +170,6 @@ enum NotificareRoutes {
 
     // MARK: - Bodies
 
-    private static func object(_ request: HTTPRequest) throws -> [String: JSONValue] { try APIService.jsonObject(request) }
 
     private static func single(_ body: [String: JSONValue]) throws -> String {
         guard case .string(let tag)? = body["tag"] else { throw APIError(400, "invalid_input", "tag: required, a string", field: "tag") }

@@ -88,12 +88,7 @@ struct AppsSetCredentialsCommand: Command {
     static let spec = CommandSpec(
         name: "apps set-credentials",
         summary: "Replace an app's APNs credentials (checked first); workers take them up when they next re-read the app",
-        options: [
-            .option("app", "KEY", "app key (required)"),
-            .option("team-id", "T", "Apple team id (token auth)"), .option("key-id", "K", "signing key id (token auth)"),
-            .option("key-file", "F", ".p8 signing key file (token auth)"),
-            .option("cert", "F", "client certificate, PEM or PKCS#12 (certificate auth)"), .option("cert-key", "F", "private key of the certificate, PEM"),
-        ] + StoreOptions.specs)
+        options: [.option("app", "KEY", "app key (required)")] + AppsAddCommand.credentialSpecs + StoreOptions.specs)
 
     static func run(_ arguments: ParsedArguments, _ context: CommandContext) async throws -> Int32 {
         let key = try arguments.required("app")

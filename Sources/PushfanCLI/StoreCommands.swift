@@ -14,26 +14,23 @@ enum StoreOptions {
     }
 }
 
-/// `pushfan apps add`: registers an app and prints its secret once.
+/// `pushfan apps add`: registers an app and prints its two secrets once.
 struct AppsAddCommand: Command {
     static let spec = CommandSpec(
         name: "apps add",
-        summary: "Add an app (app key, APNs topic and credentials, send rate); prints its secret once",
+        summary: "Add an app (app key, APNs topic and credentials, send rate); prints its two secrets once",
         discussion: """
             Token auth: --team-id, --key-id and --key-file (the .p8 key). Certificate auth: --cert
             (PEM, or PKCS#12 without --cert-key) and --cert-key. The credentials are loaded and
             checked before the app is stored: a .p8 key must be a readable P-256 (ES256) key, and
-            team and key ids Apple's 10 characters of A-Z and 0-9. The secret is stored only as
-            a salted hash; keep the printed value, it cannot be shown again.
+            team and key ids Apple's 10 characters of A-Z and 0-9. The master secret (server calls)
+            and the application secret (ships in the app, registers devices only) are stored only
+            as salted hashes; keep the printed values, they cannot be shown again.
             """,
         options: [
             .option("app", "KEY", "app key (required)"),
             .option("topic", "BUNDLE", "bundle id, the APNs topic (required)"),
-            .option("team-id", "T", "Apple team id (token auth)"),
-            .option("key-id", "K", "signing key id (token auth)"),
-            .option("key-file", "F", ".p8 signing key file (token auth)"),
-            .option("cert", "F", "client certificate, PEM or PKCS#12 (certificate auth)"),
-            .option("cert-key", "F", "private key of the certificate, PEM"),
+        ] + credentialSpecs + [
             .option("rate", "N", "sends per second across all workers (default 1000)"),
             .option("environment", "E", "production or sandbox (default production)"),
             .option("time-zone", "TZ", "IANA zone of devices that registered none, for local-time campaigns (default UTC)"),
@@ -54,6 +51,15 @@ struct AppsAddCommand: Command {
         print("Both are shown once and stored only as salted hashes.")
         return 0
     }
+
+    /// The flags of token and certificate auth, for every command that takes credentials.
+    static let credentialSpecs: [OptionSpec] = [
+        .option("team-id", "T", "Apple team id (token auth)"),
+        .option("key-id", "K", "signing key id (token auth)"),
+        .option("key-file", "F", ".p8 signing key file (token auth)"),
+        .option("cert", "F", "client certificate, PEM or PKCS#12 (certificate auth)"),
+        .option("cert-key", "F", "private key of the certificate, PEM"),
+    ]
 
     /// The credentials of --team-id/--key-id/--key-file or --cert/--cert-key, loaded and
     /// checked; nil (after saying why) when they cannot be used.

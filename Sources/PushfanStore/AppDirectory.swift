@@ -43,22 +43,24 @@ package struct AppDirectory: Sendable {
     /// The app with this key; nil when there is none.
     package func get(_ key: String) async throws(StoreError) -> AppRecord? {
         try await executor.run { connection throws(StoreError) in
-            try connection.queryOne("""
-                SELECT app, topic, team_id, key_id, key_file, cert_file, cert_key_file, environment, rate_per_second, created_at, time_zone
-                FROM apps WHERE app = \(key)
-                """) { row in
-                let credentials: APNsCredentialsReference =
-                    if let team = row.text(2), let keyID = row.text(3), let file = row.text(4) {
-                        .token(teamID: team, keyID: keyID, keyFile: file)
-                    } else {
-                        .certificate(certificateFile: row.text(5) ?? "", keyFile: row.text(6))
-                    }
-                return AppRecord(
-                    app: row.text(0) ?? "", topic: row.text(1) ?? "", credentials: credentials,
-                    environment: APNsEnvironment(rawValue: row.text(7) ?? "") ?? .production,
-                    ratePerSecond: Int(row.int(8) ?? 0), createdAt: row.int(9) ?? 0, timeZone: row.text(10))
-            }
+            try connection.queryOne(Self.columns + " WHERE app = \(key)", Self.record)
         }
+    }
+
+    private static let columns: SQLStatement =
+        "SELECT app, topic, team_id, key_id, key_file, cert_file, cert_key_file, environment, rate_per_second, created_at, time_zone FROM apps"
+
+    private static func record(_ row: any SQLRow) -> AppRecord {
+        let credentials: APNsCredentialsReference =
+            if let team = row.text(2), let keyID = row.text(3), let file = row.text(4) {
+                .token(teamID: team, keyID: keyID, keyFile: file)
+            } else {
+                .certificate(certificateFile: row.text(5) ?? "", keyFile: row.text(6))
+            }
+        return AppRecord(
+            app: row.text(0) ?? "", topic: row.text(1) ?? "", credentials: credentials,
+            environment: APNsEnvironment(rawValue: row.text(7) ?? "") ?? .production,
+            ratePerSecond: Int(row.int(8) ?? 0), createdAt: row.int(9) ?? 0, timeZone: row.text(10))
     }
 
     /// Which of the app's secrets `secret` is: the master secret (every call), the
@@ -113,12 +115,9 @@ package struct AppDirectory: Sendable {
 
     /// Every app, by key.
     package func list() async throws(StoreError) -> [AppRecord] {
-        let keys = try await executor.run { connection throws(StoreError) in
-            try connection.queryAll("SELECT app FROM apps ORDER BY app") { $0.text(0) ?? "" }
+        try await executor.run { connection throws(StoreError) in
+            try connection.queryAll(Self.columns + " ORDER BY app", Self.record)
         }
-        var apps: [AppRecord] = []
-        for key in keys { if let app = try await get(key) { apps.append(app) } }
-        return apps
     }
 
     /// Replaces an app's APNs credentials reference (load them first: the store only keeps
