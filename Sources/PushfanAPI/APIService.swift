@@ -68,6 +68,13 @@ package final class APIService: Sendable {
         self.router = router
     }
 
+    /// An answer the HTTP server gave before routing (a body over the limit): counted under
+    /// the route `unrouted`.
+    package func refusedBeforeRouting(_ request: HTTPRequest, _ response: HTTPResponse) {
+        metrics.record(method: request.method, route: "unrouted", status: response.status, seconds: 0)
+        logger.info("api.request", ["http.method": request.method, "http.path": request.path, "http.status": String(response.status)])
+    }
+
     package func handle(_ request: HTTPRequest) async -> HTTPResponse {
         let started = ContinuousClock.now
         let response: HTTPResponse
@@ -165,7 +172,7 @@ package final class APIService: Sendable {
     /// `Basic base64(key:secret)` → (key, secret).
     static func basicCredentials(_ header: String?) -> (String, String)? {
         guard let header, header.count > 6, header.prefix(6).lowercased() == "basic " else { return nil }
-        guard let data = Data(base64Encoded: String(header.dropFirst(6)).trimmingCharacters(in: .whitespaces)),
+        guard let data = Data(base64Encoded: String(HTTPRequest.trimmingSpaces(header.dropFirst(6)))),
               let text = String(data: data, encoding: .utf8), let colon = text.firstIndex(of: ":")
         else { return nil }
         return (String(text[..<colon]), String(text[text.index(after: colon)...]))
@@ -197,7 +204,7 @@ package final class APIService: Sendable {
 
     /// A JSON body, or the reason there is none: 415 for another content type.
     static func requireJSON(_ request: HTTPRequest) throws -> [UInt8] {
-        let type = request.header("content-type")?.split(separator: ";").first?.trimmingCharacters(in: .whitespaces).lowercased()
+        let type = request.header("content-type")?.split(separator: ";").first.map { HTTPRequest.trimmingSpaces($0).lowercased() }
         guard type == "application/json" else {
             throw APIError(415, "unsupported_media_type", "send the body as application/json (got \(request.header("content-type") ?? "no content type"))")
         }

@@ -16,6 +16,13 @@ package struct HTTPRequest: Sendable {
     }
 
     package func header(_ name: String) -> String? { headers[name.lowercased()] }
+
+    /// Without HTTP's optional whitespace (spaces and tabs) at either end.
+    static func trimmingSpaces(_ text: Substring) -> Substring {
+        let isSpace = { (byte: UInt8) in byte == UInt8(ascii: " ") || byte == UInt8(ascii: "\t") }
+        guard let first = text.utf8.firstIndex(where: { !isSpace($0) }), let last = text.utf8.lastIndex(where: { !isSpace($0) }) else { return "" }
+        return text[first...last]
+    }
 }
 
 /// A response: status, headers, body.

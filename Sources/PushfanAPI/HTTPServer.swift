@@ -13,7 +13,8 @@ package final class HTTPServer: Sendable {
         /// Largest request body; more is refused with 413.
         package var maxBodyBytes = 1 << 20
         /// Memory per connection for the request line and headers; more is refused with 431.
-        package var connectionMemory = 64 * 1024
+        /// libmicrohttpd zeroes it between requests, so a larger pool costs every request.
+        package var connectionMemory = 32 * 1024
         /// Seconds a connection may stay idle (or a slow client take) before it is closed.
         package var idleTimeoutSeconds = 30
         package var maxConnections = 1024
@@ -21,6 +22,9 @@ package final class HTTPServer: Sendable {
     }
 
     package typealias Handler = @Sendable (HTTPRequest) async -> HTTPResponse
+    /// Told of each answer the server gives by itself, before any handler (413), so that
+    /// it is counted like the others.
+    package typealias Refusals = @Sendable (HTTPRequest, HTTPResponse) -> Void
 
     private nonisolated(unsafe) let daemon: OpaquePointer
     private let context: Unmanaged<ServerContext>
@@ -29,8 +33,8 @@ package final class HTTPServer: Sendable {
 
     /// Starts listening on `port` (0: a free one) of the loopback interface, or of every
     /// interface when `loopbackOnly` is false.
-    package init(port: Int, loopbackOnly: Bool, limits: Limits = Limits(), handler: @escaping Handler) throws {
-        let context = Unmanaged.passRetained(ServerContext(handler: handler, limits: limits))
+    package init(port: Int, loopbackOnly: Bool, limits: Limits = Limits(), refused: @escaping Refusals = { _, _ in }, handler: @escaping Handler) throws {
+        let context = Unmanaged.passRetained(ServerContext(handler: handler, refused: refused, limits: limits))
         guard let daemon = pushfan_mhd_start(
             UInt16(port), loopbackOnly ? 1 : 0, accessHandler, context.toOpaque(), requestCompleted, nil,
             UInt32(limits.maxConnections), UInt32(limits.idleTimeoutSeconds), limits.connectionMemory)
@@ -60,12 +64,14 @@ package final class HTTPServer: Sendable {
 /// What the C callbacks reach through their `cls` pointer.
 private final class ServerContext: Sendable {
     let handler: HTTPServer.Handler
+    let refused: HTTPServer.Refusals
     let limits: HTTPServer.Limits
     /// Handlers running now (their connections suspended).
     let running = Atomic<Int>(0)
 
-    init(handler: @escaping HTTPServer.Handler, limits: HTTPServer.Limits) {
+    init(handler: @escaping HTTPServer.Handler, refused: @escaping HTTPServer.Refusals, limits: HTTPServer.Limits) {
         self.handler = handler
+        self.refused = refused
         self.limits = limits
     }
 }
@@ -102,7 +108,7 @@ private let accessHandler: MHD_AccessHandlerCallback = { cls, connection, url, m
         requestContext.pointee = Unmanaged.passRetained(state).toOpaque()
         if let length = request.headers["content-length"].flatMap(Int.init), length > server.limits.maxBodyBytes {
             state.bodyTooLarge = true
-            return queue(connection, tooLarge(server.limits))
+            return queue(connection, tooLarge(server, request))
         }
         return pushfan_mhd_yes()
     }
@@ -121,7 +127,7 @@ private let accessHandler: MHD_AccessHandlerCallback = { cls, connection, url, m
         uploadSize.pointee = 0
         return pushfan_mhd_yes()
     }
-    if state.bodyTooLarge { return queue(connection, tooLarge(server.limits)) }
+    if state.bodyTooLarge { return queue(connection, tooLarge(server, state.request)) }
     if let response = state.response { return queue(connection, response) }
     guard !state.started else { return pushfan_mhd_yes() }
     state.started = true
@@ -146,8 +152,10 @@ private let requestCompleted: MHD_RequestCompletedCallback = { _, _, requestCont
     requestContext.pointee = nil
 }
 
-private func tooLarge(_ limits: HTTPServer.Limits) -> HTTPResponse {
-    APIError(413, "body_too_large", "the request body is larger than \(limits.maxBodyBytes) bytes").response
+private func tooLarge(_ server: ServerContext, _ request: HTTPRequest) -> HTTPResponse {
+    let response = APIError(413, "body_too_large", "the request body is larger than \(server.limits.maxBodyBytes) bytes").response
+    server.refused(request, response)
+    return response
 }
 
 private func queue(_ connection: OpaquePointer, _ response: HTTPResponse) -> MHD_Result {

@@ -40,27 +40,33 @@ package struct Router<Handler: Sendable>: Sendable {
 
     package func match(method: String, path: String) -> Match {
         let parts = Self.split(path)
+        // Each part is decoded once, when a route first reads it as a parameter.
+        var decoded = [String?](repeating: nil, count: parts.count)
         // The most literal routes that fit win: `/segments/count` is not the segment named "count".
         var best: [(route: Route, parameters: [String: String])] = []
         var bestLiterals = -1
         for route in routes where route.segments.count == parts.count {
-            var parameters: [String: String] = [:]
-            var matches = true
+            // Literals first: most routes fail there, before any parameter is decoded.
             var literals = 0
+            var fits = true
             for (segment, part) in zip(route.segments, parts) {
-                switch segment {
-                case .literal(let text):
-                    matches = text == part
-                    literals += 1
-                case .parameter(let name):
-                    // Percent-encoded ids arrive decoded; an empty segment never names anything.
-                    let value = part.removingPercentEncoding ?? String(part)
-                    matches = !value.isEmpty
-                    parameters[name] = value
-                }
-                if !matches { break }
+                guard case .literal(let text) = segment else { continue }
+                fits = text == part
+                if !fits { break }
+                literals += 1
             }
-            guard matches, literals >= bestLiterals else { continue }
+            guard fits, literals >= bestLiterals else { continue }
+            var parameters: [String: String] = [:]
+            for (index, segment) in route.segments.enumerated() {
+                guard case .parameter(let name) = segment else { continue }
+                // Percent-encoded ids arrive decoded; an empty segment never names anything.
+                let value = decoded[index] ?? Self.percentDecoded(parts[index])
+                decoded[index] = value
+                fits = !value.isEmpty
+                if !fits { break }
+                parameters[name] = value
+            }
+            guard fits else { continue }
             if literals > bestLiterals { (best, bestLiterals) = ([], literals) }
             best.append((route, parameters))
         }
@@ -68,6 +74,35 @@ package struct Router<Handler: Sendable>: Sendable {
             return .found(hit.route.handler, parameters: hit.parameters, pattern: hit.route.pattern)
         }
         return best.isEmpty ? .notFound : .methodNotAllowed(allowed: best.map(\.route.method))
+    }
+
+    /// `%XX` escapes decoded; a part with a malformed escape, or whose bytes are not UTF-8,
+    /// stays as it came.
+    static func percentDecoded(_ part: Substring) -> String {
+        guard part.utf8.contains(UInt8(ascii: "%")) else { return String(part) }
+        func hexValue(_ byte: UInt8) -> UInt8? {
+            switch byte {
+            case UInt8(ascii: "0")...UInt8(ascii: "9"): byte - UInt8(ascii: "0")
+            case UInt8(ascii: "a")...UInt8(ascii: "f"): byte - UInt8(ascii: "a") + 10
+            case UInt8(ascii: "A")...UInt8(ascii: "F"): byte - UInt8(ascii: "A") + 10
+            default: nil
+            }
+        }
+        let bytes = Array(part.utf8)
+        var out: [UInt8] = []
+        out.reserveCapacity(bytes.count)
+        var index = 0
+        while index < bytes.count {
+            if bytes[index] == UInt8(ascii: "%") {
+                guard index + 2 < bytes.count, let high = hexValue(bytes[index + 1]), let low = hexValue(bytes[index + 2]) else { return String(part) }
+                out.append(high << 4 | low)
+                index += 3
+            } else {
+                out.append(bytes[index])
+                index += 1
+            }
+        }
+        return String(validating: out, as: UTF8.self) ?? String(part)
     }
 
     private static func split(_ path: String) -> [Substring] {

@@ -53,7 +53,7 @@ struct APICommand: Command {
             adminToken: adminToken, logger: context.logger.child("api"))
         let loopbackOnly = !arguments.flag("listen-all")
         let server = try HTTPServer(
-            port: try arguments.int("port", default: 8080, range: 0...65_535), loopbackOnly: loopbackOnly, limits: limits) { await service.handle($0) }
+            port: try arguments.int("port", default: 8080, range: 0...65_535), loopbackOnly: loopbackOnly, limits: limits, refused: { service.refusedBeforeRouting($0, $1) }) { await service.handle($0) }
         print("api listening on http://\(loopbackOnly ? "127.0.0.1" : "0.0.0.0"):\(server.port)")
         fflush(nil)
         context.logger.notice("api.started", ["port": String(server.port), "store": store.location])

@@ -52,17 +52,21 @@ package struct SecretHash: Sendable, Equatable {
     }
 
     package func matches(_ secret: String) -> Bool {
-        Crypto.constantTimeEqual(Array(SecretHash.hex(Crypto.sha256(Data((salt + secret).utf8))).utf8), Array(hash.utf8))
+        var input = Array(salt.utf8)
+        input.append(contentsOf: secret.utf8)
+        return Crypto.constantTimeEqual(SecretHash.hexDigits(Crypto.sha256(input)), Array(hash.utf8))
     }
 
-    static func hex(_ bytes: [UInt8]) -> String {
-        let digits = Array("0123456789abcdef".utf8)
+    static func hex(_ bytes: [UInt8]) -> String { String(decoding: hexDigits(bytes), as: UTF8.self) }
+
+    private static func hexDigits(_ bytes: [UInt8]) -> [UInt8] {
+        let digits: StaticString = "0123456789abcdef"
         var out = [UInt8]()
         out.reserveCapacity(bytes.count * 2)
         for byte in bytes {
-            out.append(digits[Int(byte >> 4)])
-            out.append(digits[Int(byte & 0x0F)])
+            out.append(digits.utf8Start[Int(byte >> 4)])
+            out.append(digits.utf8Start[Int(byte & 0x0F)])
         }
-        return String(decoding: out, as: UTF8.self)
+        return out
     }
 }

@@ -5,6 +5,7 @@ import PushfanCrypto
 /// and the app's secret (stored only as a salted hash).
 package struct AppDirectory: Sendable {
     let executor: StoreExecutor
+    private let recentSecrets = RecentSecrets()
 
     /// Adds an app and returns its secrets, shown once and stored only hashed.
     package func add(_ registration: AppRegistration) async throws(StoreError) -> AppSecrets {
@@ -68,25 +69,30 @@ package struct AppDirectory: Sendable {
     /// hashes are compared, in constant time, whatever matches, and an unknown app is compared
     /// against a made-up secret, so timing tells nothing about which app keys exist.
     /// A rotated secret's predecessor counts until its grace period ends.
+    /// Hashes read within the last second answer a matching secret (`RecentSecrets`).
     package func authenticate(app: String, secret: String, now: Int64 = DeviceStore.now()) async throws(StoreError) -> AppRole? {
+        if let recent = recentSecrets.fresh(app), let role = recent.role(of: secret, now: now) { return role }
+        let readAt = ContinuousClock.now
         let stored = try await executor.run { connection throws(StoreError) in
             try connection.queryOne("""
-                SELECT secret_salt, secret_hash, app_secret_salt, app_secret_hash,
-                       previous_secret_salt, previous_secret_hash, previous_secret_until,
-                       previous_app_secret_salt, previous_app_secret_hash, previous_app_secret_until
+                SELECT secret_salt, secret_hash, previous_secret_salt, previous_secret_hash, previous_secret_until,
+                       app_secret_salt, app_secret_hash, previous_app_secret_salt, previous_app_secret_hash, previous_app_secret_until
                 FROM apps WHERE app = \(app)
                 """) { row in
-                func hash(_ column: Int) -> SecretHash { SecretHash(salt: row.text(column) ?? "", hash: row.text(column + 1) ?? "") }
-                func previous(_ column: Int) -> SecretHash { (row.int(column + 2) ?? 0) > now ? hash(column) : Self.nobody }
-                return (master: [hash(0), previous(4)], application: [hash(2), previous(7)])
+                func hash(_ column: Int) -> SecretHash {
+                    row.text(column).map { SecretHash(salt: $0, hash: row.text(column + 1) ?? "") } ?? StoredSecrets.nobody
+                }
+                return StoredSecrets(
+                    master: hash(0), previousMaster: hash(2), previousMasterUntil: row.int(4) ?? 0,
+                    application: hash(5), previousApplication: hash(7), previousApplicationUntil: row.int(9) ?? 0)
             }
         }
-        let hashes = stored ?? (master: [Self.nobody, Self.nobody], application: [Self.nobody, Self.nobody])
-        // Every hash is compared, whichever matches.
-        let isMaster = hashes.master.map { $0.matches(secret) }.contains(true)
-        let isApplication = hashes.application.map { $0.matches(secret) }.contains(true)
-        guard stored != nil else { return nil }
-        return isMaster ? .master : isApplication ? .application : nil
+        guard let stored else {
+            _ = StoredSecrets.unknownApp.role(of: secret, now: now)
+            return nil
+        }
+        recentSecrets.keep(app, stored, readAt: readAt)
+        return stored.role(of: secret, now: now)
     }
 
     /// Replaces one of an app's secrets and returns the new one (shown once). The old one
@@ -110,6 +116,7 @@ package struct AppDirectory: Sendable {
             }
         }
         guard changed == 1 else { throw StoreError.notFound("app \(app) is not registered") }
+        recentSecrets.forget(app)
         return secret
     }
 
@@ -147,8 +154,6 @@ package struct AppDirectory: Sendable {
         }
         guard changed == 1 else { throw StoreError.notFound("app \(app) is not registered") }
     }
-
-    private static let nobody = SecretHash(secret: SecretHash.generateSecret())
 
     /// Checks an app's secret in constant time.
     package func verifySecret(app: String, secret: String) async throws(StoreError) -> Bool {

@@ -5,22 +5,18 @@ import PushfanCore
 /// answers call for.
 package struct DeviceDirectory: Sendable {
     let executor: StoreExecutor
+    private let registrations: RegistrationGroups
+
+    init(executor: StoreExecutor) {
+        self.executor = executor
+        registrations = RegistrationGroups(executor: executor)
+    }
 
     /// Registers or updates a device (idempotent). A token registered before under another
-    /// device id moves to this one: the old row is removed.
+    /// device id moves to this one: the old row is removed. Concurrent calls are committed
+    /// together (`RegistrationGroups`).
     package func register(app: String, _ registration: DeviceRegistration) async throws(StoreError) -> RegistrationResult {
-        let device = try Validation.device(registration)
-        let now = DeviceStore.now()
-        let backend = executor.backend
-        return try await executor.run { connection throws(StoreError) in
-            try connection.transaction { () throws(StoreError) -> RegistrationResult in
-                try StoreExecutor.requireApp(connection, app)
-                let existed = try connection.queryOne("SELECT 1 FROM devices WHERE app = \(app) AND device_id = \(device.deviceID)") { $0.int(0) } != nil
-                let written = try backend.upsert(connection, app: app, devices: [device], now: now, returningRowKeys: true)
-                guard let rowKey = written.rowKeys[device.deviceID] else { throw StoreError.database("upsert returned no row key") }
-                return RegistrationResult(rowKey: rowKey, created: !existed, tokenMovedFrom: written.movedFrom[device.deviceID] ?? [])
-            }
-        }
+        try await registrations.register(app: app, try Validation.device(registration))
     }
 
     /// Imports a batch; every registration must already be validated (`Validation.device`).

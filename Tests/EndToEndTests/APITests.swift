@@ -179,6 +179,7 @@ struct APITests {
         #expect(metrics.status == 200 && metrics.headers["content-type"]?.hasPrefix("text/plain") == true)
         #expect(metrics.body.contains(#"pushfan_api_requests_total{method="PUT",route="/v1/apps/{app}/devices/{device}",status="201"} 4"#), "\(metrics.body.prefix(600))")
         #expect(metrics.body.contains(#"pushfan_api_requests_total{method="other",route="unmatched",status="405"} 1"#), "an invented method is one label")
+        #expect(metrics.body.contains(#"pushfan_api_requests_total{method="PUT",route="unrouted",status="413"} 1"#), "a body refused before routing is counted")
         #expect(!metrics.body.contains("phone-1"), "a device id became a label")
         let file = pipeline.directory + "/metrics.txt"
         try metrics.body.appending("\n").write(toFile: file, atomically: true, encoding: .utf8)

@@ -44,8 +44,17 @@ import Testing
         }
     }
 
+    @Test func parametersArePercentDecodedAndMalformedEscapesKeptAsSent() {
+        #expect(Router<String>.percentDecoded("plain-id") == "plain-id")
+        #expect(Router<String>.percentDecoded("d%3A1%2f%C3%A9") == "d:1/é")
+        // A broken escape or bytes that are not UTF-8: the segment as it came.
+        for kept in ["100%", "a%4", "%zz", "%C3"] { #expect(Router<String>.percentDecoded(Substring(kept)) == kept) }
+    }
+
     @Test func basicCredentials() {
         #expect(APIService.basicCredentials("Basic c2hvcDpzM2NyZXQ6eA==").map { [$0.0, $0.1] } == ["shop", "s3cret:x"])
+        #expect(APIService.basicCredentials("basic \tc2hvcDpzM2NyZXQ6eA==  ").map { [$0.0, $0.1] } == ["shop", "s3cret:x"])
+        #expect(HTTPRequest.trimmingSpaces(" \t ") == "" && HTTPRequest.trimmingSpaces(" application/json ") == "application/json")
         for bad in [nil, "Bearer abc", "Basic !!!", "Basic c2hvcA==", "Basic"] as [String?] {
             #expect(APIService.basicCredentials(bad) == nil, "\(bad ?? "nil")")
         }

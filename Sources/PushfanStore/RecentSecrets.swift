@@ -1,0 +1,50 @@
+import PushfanCrypto
+import Synchronization
+
+/// An app's secret hashes as stored: each secret, and the predecessor a rotation left with
+/// the moment it stops counting.
+struct StoredSecrets: Sendable {
+    let master: SecretHash
+    let previousMaster: SecretHash
+    let previousMasterUntil: Int64
+    let application: SecretHash
+    let previousApplication: SecretHash
+    let previousApplicationUntil: Int64
+
+    static let nobody = SecretHash(secret: SecretHash.generateSecret())
+    /// What an unknown app is compared against, so that it costs what a known one does.
+    static let unknownApp = StoredSecrets(
+        master: nobody, previousMaster: nobody, previousMasterUntil: 0, application: nobody, previousApplication: nobody, previousApplicationUntil: 0)
+
+    /// Which secret `secret` is at `now`. All four hashes are compared, whatever matches.
+    func role(of secret: String, now: Int64) -> AppRole? {
+        let master = [master.matches(secret), previousMaster.matches(secret) && previousMasterUntil > now]
+        let application = [application.matches(secret), previousApplication.matches(secret) && previousApplicationUntil > now]
+        return master.contains(true) ? .master : application.contains(true) ? .application : nil
+    }
+}
+
+/// Secret hashes read in the last second, per app, so that a busy API does not read the
+/// apps table on every request. Only a match is answered from here: a secret that does
+/// not match is checked against a fresh read, so a new secret works at once; a rotation in
+/// this process forgets the app, and one made elsewhere reaches this process within
+/// `lifetime`. Grace periods are judged at the time of each call, never cached.
+final class RecentSecrets: Sendable {
+    static let lifetime = Duration.seconds(1)
+    private let entries = Mutex<[String: (secrets: StoredSecrets, readAt: ContinuousClock.Instant)]>([:])
+
+    func fresh(_ app: String) -> StoredSecrets? {
+        entries.withLock { entries in
+            guard let entry = entries[app], entry.readAt.duration(to: .now) < Self.lifetime else { return nil }
+            return entry.secrets
+        }
+    }
+
+    func keep(_ app: String, _ secrets: StoredSecrets, readAt: ContinuousClock.Instant) {
+        entries.withLock { $0[app] = (secrets, readAt) }
+    }
+
+    func forget(_ app: String) {
+        _ = entries.withLock { $0.removeValue(forKey: app) }
+    }
+}

@@ -1,0 +1,90 @@
+import Foundation
+import PushfanCore
+import PushfanTestSupport
+import Testing
+@testable import PushfanStore
+
+/// Registrations committed together (`RegistrationGroups`) and secrets answered from the
+/// last second's read (`RecentSecrets`), on both backends.
+@Suite(.timeLimit(.minutes(5)))
+struct RegistrationGroupTests {
+    @Test(arguments: Backend.enabled)
+    func concurrentRegistrationsAreEachAnsweredAsIfAlone(_ backend: Backend) async throws {
+        let store = try await backend.openFresh()
+        try await store.addTestApp()
+        // 300 at once: more than one group (128 at most), every answer its own.
+        let results = try await withThrowingTaskGroup(of: (Int, RegistrationResult).self) { group in
+            for index in 0..<300 {
+                group.addTask { (index, try await store.devices.register(app: "shop-ios", DeviceRegistration(deviceID: "d\(index)", token: Synthetic.token(index)))) }
+            }
+            return try await group.reduce(into: [Int: RegistrationResult]()) { $0[$1.0] = $1.1 }
+        }
+        #expect(results.count == 300 && results.values.allSatisfy(\.created))
+        #expect(Set(results.values.map(\.rowKey)).count == 300)
+        #expect(try await store.audience.count(app: "shop-ios", segment: nil) == 300)
+    }
+
+    @Test(arguments: Backend.enabled)
+    func oneFailingRegistrationDoesNotFailItsGroup(_ backend: Backend) async throws {
+        let store = try await backend.openFresh()
+        try await store.addTestApp()
+        let outcomes = await withTaskGroup(of: (String, Result<RegistrationResult, StoreError>).self) { group in
+            for index in 0..<40 {
+                // Every tenth call names an app that does not exist.
+                let app = index % 10 == 3 ? "no-such-app" : "shop-ios"
+                group.addTask {
+                    do throws(StoreError) {
+                        return (app, .success(try await store.devices.register(app: app, DeviceRegistration(deviceID: "d\(index)", token: Synthetic.token(index)))))
+                    } catch { return (app, .failure(error)) }
+                }
+            }
+            return await group.reduce(into: []) { $0.append($1) }
+        }
+        let failures = outcomes.filter { if case .failure = $0.1 { true } else { false } }
+        #expect(failures.count == 4 && failures.allSatisfy { $0.0 == "no-such-app" })
+        for (_, outcome) in failures {
+            #expect(throws: StoreError.notFound("unknown app 'no-such-app'; add it with `pushfan apps add`")) { try outcome.get() }
+        }
+        #expect(try await store.audience.count(app: "shop-ios", segment: nil) == 36)
+    }
+
+    @Test(arguments: Backend.enabled)
+    func theSameDeviceTwiceAtOnceEndsAsOneRowCreatedOnce(_ backend: Backend) async throws {
+        let store = try await backend.openFresh()
+        try await store.addTestApp()
+        let results = try await withThrowingTaskGroup(of: RegistrationResult.self) { group in
+            for index in 0..<2 {
+                group.addTask { try await store.devices.register(app: "shop-ios", DeviceRegistration(deviceID: "phone", token: Synthetic.token(index))) }
+            }
+            return try await group.reduce(into: []) { $0.append($1) }
+        }
+        #expect(results.filter(\.created).count == 1)
+        #expect(Set(results.map(\.rowKey)).count == 1)
+        let device = try #require(try await store.devices.get(app: "shop-ios", deviceID: "phone"))
+        #expect([Synthetic.token(0), Synthetic.token(1)].contains(device.token))
+        #expect(try await store.audience.count(app: "shop-ios", segment: nil) == 1)
+    }
+
+    @Test(arguments: Backend.enabled)
+    func secretsRotatedElsewhereCountAtOnceAndOldOnesStopWithinASecond(_ backend: Backend) async throws {
+        let url = try backend.freshDatabase()
+        let api = try await DeviceStore.open(url, logger: quietLogger)
+        let admin = try await DeviceStore.open(url, logger: quietLogger)
+        let secrets = try await api.apps.add(AppRegistration(app: "news", topic: "com.example.news", credentials: .certificate(certificateFile: "/c.pem", keyFile: nil)))
+        #expect(try await api.apps.authenticate(app: "news", secret: secrets.master) == .master)
+        // Another process rotates with no grace: this one may answer from its last read for
+        // up to a second (documented), no longer.
+        let rotated = try await admin.apps.rotate(app: "news", .master, grace: .zero)
+        try await Task.sleep(for: RecentSecrets.lifetime + .milliseconds(100))
+        #expect(try await api.apps.authenticate(app: "news", secret: secrets.master) == nil)
+        #expect(try await api.apps.authenticate(app: "news", secret: rotated) == .master)
+        // A new secret is never refused for a stale read: it does not match, so it is read again.
+        let second = try await admin.apps.rotate(app: "news", .master, grace: .zero)
+        #expect(try await api.apps.authenticate(app: "news", secret: second) == .master)
+        // A rotation in this process forgets what it read: no second of grace at all.
+        #expect(try await api.apps.authenticate(app: "news", secret: secrets.application) == .application)
+        let rotatedHere = try await api.apps.rotate(app: "news", .application, grace: .zero)
+        #expect(try await api.apps.authenticate(app: "news", secret: secrets.application) == nil)
+        #expect(try await api.apps.authenticate(app: "news", secret: rotatedHere) == .application)
+    }
+}
