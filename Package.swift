@@ -28,12 +28,14 @@ let package = Package(
         .target(name: "PushfanCrypto", dependencies: ["COpenSSL"]),
         // Device store: SQLite and PostgreSQL behind one interface, segments, expansion, ledger.
         .target(name: "PushfanStore", dependencies: ["PushfanCore", "PushfanCrypto", "CSQLite", "CLibpq"]),
-        // APNs sender: HTTP/2 client sessions of nghttp2 (default) or libcurl's multi
-        // interface; token and certificate auth. It shares CNghttp2 with the simulator:
-        // one speaks HTTP/2 as a client, the other as a server.
-        .target(name: "PushfanAPNs", dependencies: ["PushfanCore", "PushfanCrypto", "CCurl", "CNghttp2"]),
-        // The APNs simulator: an HTTP/2 server (nghttp2, TLS from PushfanCrypto) that behaves like APNs.
-        .target(name: "PushfanAPNsSim", dependencies: ["PushfanCore", "PushfanCrypto", "CNghttp2", "CEpoll"]),
+        // HTTP/2 sessions over nghttp2, client or server, over any byte channel: the only
+        // importer of CNghttp2, shared by the sender and the simulator.
+        .target(name: "PushfanHTTP2", dependencies: ["CNghttp2"]),
+        // APNs sender: connections made and carried by libcurl (connect-only), HTTP/2 from
+        // PushfanHTTP2; token and certificate auth.
+        .target(name: "PushfanAPNs", dependencies: ["PushfanCore", "PushfanCrypto", "PushfanHTTP2", "CCurl"]),
+        // The APNs simulator: an HTTP/2 server (PushfanHTTP2, TLS from PushfanCrypto) that behaves like APNs.
+        .target(name: "PushfanAPNsSim", dependencies: ["PushfanCore", "PushfanCrypto", "PushfanHTTP2", "CEpoll"]),
         // The pipeline: planner and sender roles of `pushfan worker`.
         .target(name: "PushfanWorker", dependencies: ["PushfanCore", "PushfanKafka", "PushfanStore", "PushfanAPNs", "PushfanCrypto"]),
         // `pushfan api`: the HTTP API on libmicrohttpd (server, router, routes).

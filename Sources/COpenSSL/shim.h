@@ -19,7 +19,7 @@ static inline long pushfan_ssl_set_mode(SSL *ssl, long mode) { return SSL_set_mo
 static inline long pushfan_ssl_ctx_set_options(SSL_CTX *ctx, long options) { return SSL_CTX_set_options(ctx, options); }
 static inline int pushfan_ssl_ctx_set_min_proto_version(SSL_CTX *ctx, int version) { return SSL_CTX_set_min_proto_version(ctx, version); }
 static inline long pushfan_bio_get_mem_data(BIO *bio, char **data) { return BIO_get_mem_data(bio, data); }
-static inline long pushfan_ssl_set_tlsext_host_name(SSL *ssl, const char *name) { return SSL_set_tlsext_host_name(ssl, name); }
+static inline int pushfan_ssl_ctx_new_ex_index(void) { return SSL_CTX_get_ex_new_index(0, NULL, NULL, NULL, NULL); }
 /* EVP_EC_gen is a macro over a variadic function. */
 static inline EVP_PKEY *pushfan_ec_generate_p256(void) { return EVP_EC_gen("P-256"); }
 #endif

@@ -1,27 +1,16 @@
 import PushfanCore
 
-/// How requests reach APNs.
-package enum APNsTransport: String, Sendable, Hashable, CaseIterable {
-    /// HTTP/2 sessions of libnghttp2 over Pushfan's own sockets and OpenSSL:
-    /// refused streams are resent on the same connection, GOAWAY's
-    /// last-stream-id is read exactly. The default.
-    case nghttp2
-    /// libcurl's multi interface (libcurl 7.88 reconnects on every refused
-    /// stream; see docs/apns.md).
-    case libcurl
-}
-
 /// Settings of one connection pool (one endpoint and one credential).
 package struct APNsClientConfiguration: Sendable, Hashable {
-    /// Default `.nghttp2`.
-    package var transport: APNsTransport = .nghttp2
+    /// An HTTP proxy to tunnel through (`http://host:port`, as libcurl's `CURLOPT_PROXY`
+    /// takes it). nil: libcurl reads `https_proxy`, `HTTPS_PROXY` and `no_proxy`.
+    package var proxy: String?
     /// Most HTTP/2 connections the pool opens. Default 2. Apple's advice: several
     /// connections for throughput, kept open.
     package var connections: Int = 2
     /// Most concurrent streams Pushfan runs on one connection. The server's
-    /// current SETTINGS_MAX_CONCURRENT_STREAMS lowers it (libcurl follows the
-    /// value as it changes: 1 after a rejection, 1 for a new token-auth
-    /// connection, then 500–1,500). Default 100, libcurl's own cap.
+    /// current SETTINGS_MAX_CONCURRENT_STREAMS lowers it (APNs: 1 after a
+    /// rejection, 1 for a new token-auth connection, then 500–1,500). Default 100.
     package var streamsPerConnection: Int = 100
     /// Notifications accepted but not yet written before `send` waits for room:
     /// the back-pressure toward the caller. Default 10,000.

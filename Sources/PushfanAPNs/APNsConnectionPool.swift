@@ -78,11 +78,7 @@ final class APNsConnectionPool: Sendable {
         let context = TransferEngine.Context(
             endpoint: endpoint, credentials: credentials, configuration: configuration, tokenCache: tokenCache,
             logger: logger, shared: shared)
-        let engine: TransferEngine
-        switch configuration.transport {
-        case .nghttp2: engine = try HTTP2TransferEngine(context)
-        case .libcurl: engine = try CurlTransferEngine(context)
-        }
+        let engine = try HTTP2TransferEngine(context)
         waker = engine.waker
         maxQueued = configuration.maxQueued
         // The engine is handed to its thread and used only there from now on.

@@ -7,9 +7,9 @@ package struct APNsEndpoint: Sendable, Hashable, CustomStringConvertible {
     /// `scheme://host:port`, no trailing slash. `http://` means HTTP/2 with prior
     /// knowledge (h2c), for simulators only.
     package let baseURL: String
-    /// PEM file of the CA certificates to trust for this endpoint, replacing the
-    /// system store (libcurl's `CAINFO`); nil trusts the system store, as Apple's
-    /// hosts need.
+    /// PEM file of CA certificates trusted for this endpoint beside the system's
+    /// (a simulator's or a staging proxy's CA); nil trusts the system's only, as
+    /// Apple's hosts need.
     package let caFile: String?
     /// Skips certificate verification. Benchmarks against throwaway servers only.
     package let verifyPeer: Bool

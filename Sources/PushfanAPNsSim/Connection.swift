@@ -1,18 +1,17 @@
 import Foundation
 import PushfanCore
 import PushfanCrypto
+import PushfanHTTP2
 internal import CEpoll
-internal import CNghttp2
 
-/// One client connection: a socket (with TLS unless h2c), an nghttp2 server session, the
-/// requests in progress, and APNs' per-connection state (the key of its first push, the
-/// advertised stream limit, request counts for GOAWAY and drop faults).
+/// One client connection: a socket (with TLS unless h2c), an HTTP/2 server session
+/// (`HTTP2Session`, whose delegate this is), the requests in progress, and APNs'
+/// per-connection state (the key of its first push, the advertised stream limit, request
+/// counts for GOAWAY and drop faults).
 ///
-/// Lifetime: owned by its loop's table. The nghttp2 session's user data is this object,
-/// unretained (`passUnretained`): the session is deleted in `close()`, before the loop
-/// drops the connection, so the pointer never outlives the object. Nothing is
-/// `passRetained`.
-final class Connection {
+/// Lifetime: owned by its loop's table; the session is closed in `close()`, before the loop
+/// drops the connection.
+final class Connection: HTTP2SessionDelegate {
     /// One request stream.
     final class Stream {
         var request = SimRequest()
@@ -28,8 +27,9 @@ final class Connection {
     private unowned(unsafe) let loop: EventLoop
     private let fd: Int32
     private var tls: TLSConnection?
+    private let channel: any ByteChannel
     private var handshaking: Bool
-    private var session: OpaquePointer?
+    private var session: HTTP2Session?
     private var streams: [Int32: Stream] = [:]
     /// The stream of the last lookup: header callbacks for one stream come in a row.
     private var cachedStreamID: Int32 = 0
@@ -40,8 +40,6 @@ final class Connection {
     private var lastVerified = VerifiedToken(keyIndex: -1, issuedAt: 0)
     /// The 20-minute rule on this connection (when the authority's scope is `.connection`).
     private var tokenClock = ConnectionTokenClock()
-    private var output: [UInt8] = []
-    private var outputOffset = 0
     private var wantsWritable = false
     private(set) var isClosed = false
     private var dropNow = false
@@ -63,9 +61,12 @@ final class Connection {
         self.id = id
         self.logID = logID
         if let context = loop.simulator.tls {
-            tls = try context.makeConnection(socket: fd)
+            let tls = try context.makeConnection(socket: fd)
+            self.tls = tls
+            channel = TLSChannel(tls)
             handshaking = true
         } else {
+            channel = SocketChannel(fd: fd)
             handshaking = false
         }
     }
@@ -105,77 +106,51 @@ final class Connection {
         }
     }
 
-    // MARK: - nghttp2 session
+    // MARK: - HTTP/2 session
 
     private func startSession() {
-        var callbacks: OpaquePointer?
-        nghttp2_session_callbacks_new(&callbacks)
-        defer { nghttp2_session_callbacks_del(callbacks) }
-        nghttp2_session_callbacks_set_on_begin_headers_callback(callbacks) { _, frame, userData in
-            guard let frame, let userData else { return 0 }
-            if frame.pointee.hd.type == UInt8(NGHTTP2_HEADERS.rawValue), frame.pointee.headers.cat == NGHTTP2_HCAT_REQUEST {
-                Connection.from(userData).addStream(frame.pointee.hd.stream_id)
-            }
-            return 0
-        }
-        nghttp2_session_callbacks_set_on_header_callback(callbacks) { _, frame, name, nameLength, value, valueLength, _, userData in
-            guard let frame, let name, let value, let userData else { return 0 }
-            let connection = Connection.from(userData)
-            guard let stream = connection.stream(frame.pointee.hd.stream_id) else { return 0 }
-            Connection.store(header: UnsafeBufferPointer(start: name, count: nameLength),
-                             value: UnsafeBufferPointer(start: value, count: valueLength), in: &stream.request)
-            return 0
-        }
-        nghttp2_session_callbacks_set_on_data_chunk_recv_callback(callbacks) { _, _, streamID, data, length, userData in
-            guard let data, let userData, let stream = Connection.from(userData).stream(streamID) else { return 0 }
-            let room = SimRequest.maxBodyBytes - stream.request.body.count
-            if length <= room {
-                stream.request.body.append(contentsOf: UnsafeBufferPointer(start: data, count: length))
-            } else {
-                stream.request.body.append(contentsOf: UnsafeBufferPointer(start: data, count: room))
-                stream.request.bodyOverflow += length - room
-            }
-            return 0
-        }
-        nghttp2_session_callbacks_set_on_frame_recv_callback(callbacks) { _, frame, userData in
-            guard let frame, let userData else { return 0 }
-            let type = frame.pointee.hd.type
-            guard type == UInt8(NGHTTP2_HEADERS.rawValue) || type == UInt8(NGHTTP2_DATA.rawValue),
-                  frame.pointee.hd.flags & UInt8(NGHTTP2_FLAG_END_STREAM.rawValue) != 0
-            else { return 0 }
-            let connection = Connection.from(userData)
-            let streamID = frame.pointee.hd.stream_id
-            guard let stream = connection.stream(streamID), !stream.finished else { return 0 }
-            connection.requestComplete(stream, streamID: streamID)
-            return 0
-        }
-        nghttp2_session_callbacks_set_on_stream_close_callback(callbacks) { _, streamID, _, userData in
-            guard let userData else { return 0 }
-            Connection.from(userData).removeStream(streamID)
-            return 0
-        }
-        var options: OpaquePointer?
-        nghttp2_option_new(&options)
-        defer { nghttp2_option_del(options) }
-        // nghttp2's rapid-reset protection closes a connection (GOAWAY INTERNAL_ERROR) once a
-        // client has reset 1,000 streams faster than 33 a second. libcurl 7.88 sends
-        // RST_STREAM(STREAM_CLOSED) after every answer it reads, so a busy sender would lose
-        // its connection every thousand requests. Apple documents no such limit; the
-        // simulator, a test target, lifts it.
-        nghttp2_option_set_stream_reset_rate_limit(options, UInt64.max, UInt64.max)
-        var session: OpaquePointer?
-        // Unretained: see the type's documentation.
-        let rc = nghttp2_session_server_new2(&session, callbacks, Unmanaged.passUnretained(self).toOpaque(), options)
-        guard rc == 0, let session else {
+        do {
+            session = try HTTP2Session(role: .server(unlimitedResets: true), delegate: self)
+        } catch {
             close()
             return
         }
-        self.session = session
         updateAdvertisedStreams()
     }
 
-    private static func from(_ pointer: UnsafeMutableRawPointer) -> Connection {
-        Unmanaged<Connection>.fromOpaque(pointer).takeUnretainedValue()
+    func http2RequestBegan(_ streamID: Int32) { addStream(streamID) }
+
+    func http2Header(_ streamID: Int32, name: UnsafeBufferPointer<UInt8>, value: UnsafeBufferPointer<UInt8>) {
+        guard let stream = stream(streamID) else { return }
+        Self.store(header: name, value: value, in: &stream.request)
+    }
+
+    func http2Data(_ streamID: Int32, _ bytes: UnsafeBufferPointer<UInt8>) {
+        guard let stream = stream(streamID) else { return }
+        let room = SimRequest.maxBodyBytes - stream.request.body.count
+        if bytes.count <= room {
+            stream.request.body.append(contentsOf: bytes)
+        } else {
+            stream.request.body.append(contentsOf: UnsafeBufferPointer(rebasing: bytes.prefix(room)))
+            stream.request.bodyOverflow += bytes.count - room
+        }
+    }
+
+    func http2PeerEnded(_ streamID: Int32) {
+        guard let stream = stream(streamID), !stream.finished else { return }
+        requestComplete(stream, streamID: streamID)
+    }
+
+    func http2StreamClosed(_ streamID: Int32, errorCode: UInt32) { removeStream(streamID) }
+
+    func http2Body(_ streamID: Int32, into buffer: UnsafeMutableRawBufferPointer) -> (count: Int, last: Bool) {
+        guard let stream = stream(streamID) else { return (0, true) }
+        let count = min(buffer.count, stream.responseBody.count - stream.responseOffset)
+        stream.responseBody.withUnsafeBytes { body in
+            buffer.baseAddress!.copyMemory(from: body.baseAddress! + stream.responseOffset, byteCount: count)
+        }
+        stream.responseOffset += count
+        return (count, stream.responseOffset == stream.responseBody.count)
     }
 
     private func stream(_ id: Int32) -> Stream? {
@@ -228,40 +203,19 @@ final class Connection {
 
     private func readAvailable() {
         guard let session else { return }
-        while !isClosed {
-            let buffer = loop.readBuffer
-            let got: Int
-            if let tls {
-                switch tls.read(into: buffer) {
-                case .done(let count): got = count
-                case .wantRead: return finishRead()
-                case .wantWrite: setWritable(true); return finishRead()
-                case .closed, .failed: close(); return
-                }
-            } else {
-                let count = Glibc.read(fd, buffer.baseAddress, buffer.count)
-                if count > 0 {
-                    got = count
-                } else if count < 0 && (errno == EAGAIN || errno == EINTR) {
-                    if errno == EINTR { continue }
-                    return finishRead()
-                } else {
-                    close()
-                    return
-                }
-            }
-            let consumed = nghttp2_session_mem_recv(session, buffer.baseAddress!.assumingMemoryBound(to: UInt8.self), got)
-            if consumed < 0 {
-                // A protocol error: nghttp2 has queued GOAWAY; send it, then close.
-                flush()
-                close()
-                return
-            }
-            if dropNow {
-                loop.stats.withLock { $0.droppedConnections += 1 }
-                close()
-                return
-            }
+        let result = session.receive(from: channel, buffer: loop.readBuffer) { !self.dropNow && !self.isClosed }
+        if dropNow {
+            loop.stats.withLock { $0.droppedConnections += 1 }
+            close()
+            return
+        }
+        switch result {
+        case .drained(let wantsWrite):
+            if wantsWrite { setWritable(true) }
+            finishRead()
+        case .stopped: finishRead()
+        // A protocol error's GOAWAY is already sent.
+        case .ended: close()
         }
     }
 
@@ -269,42 +223,16 @@ final class Connection {
         loop.flushLog()
     }
 
-    /// Moves nghttp2's pending frames to the socket; closes when the session is done.
+    /// Moves the session's pending frames to the socket; closes when the session is done.
     func flush() {
         guard let session, !isClosed, !handshaking else { return }
         loop.flushLog()
-        while true {
-            while output.count - outputOffset < 64 * 1024 {
-                var data: UnsafePointer<UInt8>?
-                let count = nghttp2_session_mem_send(session, &data)
-                if count < 0 { close(); return }
-                if count == 0 { break }
-                output.append(contentsOf: UnsafeBufferPointer(start: data, count: count))
-            }
-            if outputOffset == output.count {
-                output.removeAll(keepingCapacity: true)
-                outputOffset = 0
-                setWritable(false)
-                break
-            }
-            let progress: TLSConnection.Progress = output.withUnsafeBytes { raw in
-                let pending = UnsafeRawBufferPointer(rebasing: raw[outputOffset...])
-                if let tls { return tls.write(pending) }
-                let written = Glibc.send(fd, pending.baseAddress, pending.count, Int32(MSG_NOSIGNAL))
-                if written >= 0 { return .done(written) }
-                return errno == EAGAIN || errno == EINTR ? .wantWrite : .failed("write: errno \(errno)")
-            }
-            switch progress {
-            case .done(let count): outputOffset += count
-            case .wantRead, .wantWrite:
-                setWritable(true)
-                return
-            case .closed, .failed:
-                close()
-                return
-            }
+        if session.flush(to: channel) != nil {
+            close()
+            return
         }
-        if nghttp2_session_want_read(session) == 0 && nghttp2_session_want_write(session) == 0 { close() }
+        setWritable(session.wantsWrite)
+        if session.isFinished { close() }
     }
 
     private func setWritable(_ on: Bool) {
@@ -317,10 +245,8 @@ final class Connection {
         guard !isClosed else { return }
         isClosed = true
         loop.unregister(fd)
-        if let session {
-            nghttp2_session_del(session)
-            self.session = nil
-        }
+        session?.close()
+        session = nil
         if !dropNow, !handshaking { tls?.shutdown() }
         tls = nil
         streams.removeAll()
@@ -369,14 +295,13 @@ final class Connection {
 
     private func refuse(_ streamID: Int32) {
         loop.stats.withLock { $0.recordRefused() }
-        if let session { nghttp2_submit_rst_stream(session, UInt8(NGHTTP2_FLAG_NONE.rawValue), streamID, NGHTTP2_REFUSED_STREAM.rawValue) }
+        session?.resetStream(streamID, .refusedStream)
     }
 
     private func sendGoaway(lastStreamID: Int32) {
         guard let session else { return }
         goawayLastStreamID = lastStreamID
-        let reason = Array("{\"reason\":\"Shutdown\"}".utf8)
-        nghttp2_submit_goaway(session, UInt8(NGHTTP2_FLAG_NONE.rawValue), lastStreamID, NGHTTP2_NO_ERROR.rawValue, reason, reason.count)
+        session.submitGoAway(lastStreamID: lastStreamID, .noError, debugData: Array("{\"reason\":\"Shutdown\"}".utf8))
         loop.stats.withLock { $0.goawaysSent += 1 }
         // Streams above the last-stream-id that are already open will not be processed.
         for (id, stream) in streams where id > lastStreamID && !stream.finished {
@@ -468,7 +393,7 @@ final class Connection {
         if faults.dropToOneAfterRejection, lastWasRejection { target = 1 }
         guard target != advertisedStreams else { return }
         advertisedStreams = target
-        pushfan_nghttp2_submit_max_streams(session, target)
+        session.submitSettings(maxConcurrentStreams: target)
     }
 
     // MARK: - Responses
@@ -487,51 +412,23 @@ final class Connection {
         }
     }
 
-    /// Builds the header list in the loop's scratch buffer and submits it (nghttp2 copies
-    /// names and values, so the scratch is free again when this returns).
+    /// Builds the header list in the loop's reusable one and submits it (nghttp2 copies
+    /// names and values, so the list is free again when this returns).
     private func submit(
-        _ session: OpaquePointer, streamID: Int32, status: Int, apnsID: [UInt8]?, uniqueID: [UInt8]?, body: [UInt8]?, stream: Stream
+        _ session: HTTP2Session, streamID: Int32, status: Int, apnsID: [UInt8]?, uniqueID: [UInt8]?, body: [UInt8]?, stream: Stream
     ) {
-        let scratch = loop.headerScratch
-        var used = 0
-        var count = 0
-        let nva = loop.nvScratch
-        func add(_ name: StaticString, _ value: UnsafeBufferPointer<UInt8>) {
-            let nameStart = scratch + used
-            nameStart.update(from: name.utf8Start, count: name.utf8CodeUnitCount)
-            used += name.utf8CodeUnitCount
-            let valueStart = scratch + used
-            let valueCount = min(value.count, 256)
-            if valueCount > 0 { valueStart.update(from: value.baseAddress!, count: valueCount) }
-            used += valueCount
-            nva[count] = nghttp2_nv(name: nameStart, value: valueStart, namelen: name.utf8CodeUnitCount, valuelen: valueCount,
-                                    flags: UInt8(NGHTTP2_NV_FLAG_NONE.rawValue))
-            count += 1
-        }
+        let headers = loop.responseHeaders
+        headers.reset()
         var digits: (UInt8, UInt8, UInt8) = (UInt8(ascii: "0") + UInt8(status / 100 % 10), UInt8(ascii: "0") + UInt8(status / 10 % 10), UInt8(ascii: "0") + UInt8(status % 10))
-        withUnsafeBytes(of: &digits) { add(":status", $0.assumingMemoryBound(to: UInt8.self)) }
-        if body != nil { Self.jsonType.withUnsafeBufferPointer { add("content-type", $0) } }
-        apnsID?.withUnsafeBufferPointer { add("apns-id", $0) }
-        uniqueID?.withUnsafeBufferPointer { add("apns-unique-id", $0) }
+        withUnsafeBytes(of: &digits) { headers.add(":status", $0) }
+        if body != nil { headers.add("content-type", Self.jsonType) }
+        if let apnsID { headers.add("apns-id", apnsID) }
+        if let uniqueID { headers.add("apns-unique-id", uniqueID) }
         if let body {
             stream.responseBody = body
             stream.responseOffset = 0
-            var provider = nghttp2_data_provider(source: nghttp2_data_source(ptr: nil)) { _, streamID, buffer, length, flags, _, userData in
-                guard let buffer, let flags, let userData,
-                      let stream = Connection.from(userData).stream(streamID)
-                else { return Int(NGHTTP2_ERR_TEMPORAL_CALLBACK_FAILURE.rawValue) }
-                let count = min(length, stream.responseBody.count - stream.responseOffset)
-                stream.responseBody.withUnsafeBufferPointer { body in
-                    buffer.update(from: body.baseAddress! + stream.responseOffset, count: count)
-                }
-                stream.responseOffset += count
-                if stream.responseOffset == stream.responseBody.count { flags.pointee |= NGHTTP2_DATA_FLAG_EOF.rawValue }
-                return count
-            }
-            nghttp2_submit_response(session, streamID, nva, count, &provider)
-        } else {
-            nghttp2_submit_response(session, streamID, nva, count, nil)
         }
+        session.submitResponse(stream: streamID, headers, hasBody: body != nil)
     }
 
     private static let jsonType = Array("application/json".utf8)
@@ -611,5 +508,26 @@ enum LogLine {
             }
         }
         buffer.append(UInt8(ascii: "\""))
+    }
+}
+
+/// A TLS connection as the session's byte channel.
+private final class TLSChannel: ByteChannel {
+    private let tls: TLSConnection
+
+    init(_ tls: TLSConnection) { self.tls = tls }
+
+    func read(into buffer: UnsafeMutableRawBufferPointer) -> ChannelProgress { Self.progress(tls.read(into: buffer)) }
+
+    func write(_ bytes: UnsafeRawBufferPointer) -> ChannelProgress { Self.progress(tls.write(bytes)) }
+
+    private static func progress(_ progress: TLSConnection.Progress) -> ChannelProgress {
+        switch progress {
+        case .done(let count): .done(count)
+        case .wantRead: .wantRead
+        case .wantWrite: .wantWrite
+        case .closed: .closed
+        case .failed(let reason): .failed(reason)
+        }
     }
 }

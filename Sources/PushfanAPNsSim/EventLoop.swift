@@ -3,7 +3,7 @@ import PushfanCore
 import PushfanCrypto
 import Synchronization
 internal import CEpoll
-internal import CNghttp2
+import PushfanHTTP2
 
 /// One event-loop thread: an epoll instance, the connections it owns, and everything it
 /// needs per request without locks (token cache, fault settings copy, random numbers, log
@@ -37,9 +37,8 @@ final class EventLoop: @unchecked Sendable {
     /// Allowed bundle ids per key index (nil entry: any), refreshed when a new key appears.
     private var keyTopics: [Set<String>?] = []
     let readBuffer = UnsafeMutableRawBufferPointer.allocate(byteCount: 64 * 1024, alignment: 16)
-    /// Scratch space for response headers; nghttp2 copies them in `nghttp2_submit_response`.
-    let headerScratch = UnsafeMutablePointer<UInt8>.allocate(capacity: 1024)
-    let nvScratch = UnsafeMutablePointer<nghttp2_nv>.allocate(capacity: 8)
+    /// Response headers, reused: nghttp2 copies them when a response is submitted.
+    let responseHeaders = HTTP2Headers(bytes: 1024, entries: 8)
     // The simulator's fixed configuration, read once (not through the simulator per request).
     private(set) var authority: ProviderAuthority?
     private(set) var rules: DeviceRules?
@@ -62,8 +61,6 @@ final class EventLoop: @unchecked Sendable {
 
     deinit {
         readBuffer.deallocate()
-        headerScratch.deallocate()
-        nvScratch.deallocate()
     }
 
     // MARK: - Cross-thread entry points

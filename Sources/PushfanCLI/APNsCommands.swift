@@ -22,7 +22,7 @@ enum APNsOptions {
     ]
 
     static let poolSpecs: [OptionSpec] = [
-        .option("transport", "NAME", "nghttp2 or libcurl (default: nghttp2, or apns.transport in the configuration)"),
+        .option("proxy", "URL", "HTTP proxy to tunnel through (default: apns.proxy, else https_proxy from the environment)"),
         .option("connections", "N", "HTTP/2 connections (default: 2)"),
         .option("streams", "N", "concurrent streams per connection, lowered by the server's limit (default: 100)"),
     ]
@@ -76,12 +76,7 @@ enum APNsOptions {
     static func pool(_ arguments: ParsedArguments, _ context: CommandContext) throws(UsageError) -> APNsClientConfiguration {
         var configuration = APNsClientConfiguration()
         let file = context.configuration.apns
-        if let name = arguments.value("transport") ?? file.transport {
-            guard let transport = APNsTransport(rawValue: name) else {
-                throw UsageError("transport must be nghttp2 or libcurl, got '\(name)'")
-            }
-            configuration.transport = transport
-        }
+        configuration.proxy = arguments.value("proxy") ?? file.proxy
         configuration.connections = try arguments.int("connections", default: file.connections ?? configuration.connections, range: 1...64)
         configuration.streamsPerConnection = try arguments.int(
             "streams", default: file.streamsPerConnection ?? configuration.streamsPerConnection, range: 1...10_000)
@@ -122,7 +117,7 @@ struct SendCommand: Command {
             .option("apns-id", "UUID", "apns-id (default: a new UUID)"),
             .option("attempts", "N", "most attempts for retryable outcomes (default: 3)"),
             .option("token-cache", "DIR", "where the provider token is kept between runs (default: $XDG_CACHE_HOME/pushfan or ~/.cache/pushfan; 'off' to sign anew each run)"),
-            .option("transport", "NAME", "nghttp2 or libcurl (default: nghttp2, or apns.transport in the configuration)"),
+            .option("proxy", "URL", "HTTP proxy to tunnel through (default: apns.proxy, else https_proxy from the environment)"),
         ] + APNsOptions.endpointSpecs + APNsOptions.credentialSpecs)
 
     static func run(_ arguments: ParsedArguments, _ context: CommandContext) async throws -> Int32 {

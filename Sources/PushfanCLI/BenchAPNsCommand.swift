@@ -19,7 +19,7 @@ struct BenchAPNsCommand: Command {
             --concurrency batches in flight. Progress goes to standard error every second; the
             last line on standard output is one JSON object:
               {"bench":"apns","sent":N,"seconds":S,"sent_per_s":R,"cpu_us_per_notification":C,
-               "transport":"nghttp2","connections":C,"streams":S,"outcomes":{"accepted":N,...}}
+               "connections":C,"streams":S,"outcomes":{"accepted":N,...}}
             Outcomes are counted as accepted, rejected:<reason> and failed:<cause>.
             """,
         options: [
@@ -105,7 +105,6 @@ struct BenchAPNsCommand: Command {
             ("seconds", .number((seconds * 1000).rounded() / 1000)),
             ("sent_per_s", .int(Int64((Double(count) / seconds).rounded()))),
             ("cpu_us_per_notification", .number((cpu / Double(count) * 1e7).rounded() / 10)),
-            ("transport", .string(configuration.transport.rawValue)),
             ("connections", .int(Int64(configuration.connections))),
             ("streams", .int(Int64(configuration.streamsPerConnection))),
             ("outcomes", .object(Dictionary(uniqueKeysWithValues: outcomes))),

@@ -22,9 +22,17 @@ import Testing
     }
 
     @Test func theSenderSectionReadsItsKeys() throws {
-        let path = try write(#"{"apns": {"transport": "libcurl", "connections": 4, "streams_per_connection": 500, "ca_file": "ca.pem"}}"#)
+        let path = try write(#"{"apns": {"proxy": "http://proxy:3128", "connections": 4, "streams_per_connection": 500, "ca_file": "ca.pem"}}"#)
         let apns = try PushfanConfiguration.load(file: path, environment: [:]).apns
-        #expect(apns.transport == "libcurl" && apns.connections == 4 && apns.streamsPerConnection == 500 && apns.caFile == "ca.pem")
+        #expect(apns.proxy == "http://proxy:3128" && apns.connections == 4 && apns.streamsPerConnection == 500 && apns.caFile == "ca.pem")
+        // The retired transport choice is refused with what to do, whatever it named.
+        for old in ["nghttp2", "libcurl"] {
+            #expect {
+                _ = try PushfanConfiguration.load(file: try write(#"{"apns": {"transport": "\#(old)"}}"#), environment: [:])
+            } throws: { error in
+                "\(error)".contains("apns.transport: is no longer a setting") && "\(error)".contains("remove it")
+            }
+        }
         #expect {
             _ = try PushfanConfiguration.load(file: try write(#"{"apns": {"connections": "many"}}"#), environment: [:])
         } throws: { error in

@@ -35,8 +35,9 @@ package struct PushfanConfiguration: Codable, Sendable, Equatable {
         package var url: String?
         /// Extra CA file trusted for that endpoint. Env: `PUSHFAN_APNS_CA_FILE`.
         package var caFile: String?
-        /// `nghttp2` (default) or `libcurl`; nil leaves the sender's default.
-        package var transport: String?
+        /// An HTTP proxy the sender tunnels through (`http://host:port`); nil: libcurl reads
+        /// `https_proxy`, `HTTPS_PROXY` and `no_proxy` from the environment.
+        package var proxy: String?
         /// HTTP/2 connections per (endpoint, credential); nil leaves the sender's default (2).
         package var connections: Int?
         /// Streams per connection Pushfan opens at most; nil leaves the default (100).
@@ -44,7 +45,24 @@ package struct PushfanConfiguration: Codable, Sendable, Equatable {
 
         package init() {}
         enum CodingKeys: String, CodingKey {
-            case url, caFile = "ca_file", transport, connections, streamsPerConnection = "streams_per_connection"
+            case url, caFile = "ca_file", proxy, connections, streamsPerConnection = "streams_per_connection"
+        }
+        /// Keys that once were settings, refused with what to do instead.
+        private enum RetiredKeys: String, CodingKey { case transport }
+
+        package init(from decoder: any Decoder) throws {
+            let retired = try decoder.container(keyedBy: RetiredKeys.self)
+            if retired.contains(.transport) {
+                throw DecodingError.dataCorruptedError(
+                    forKey: .transport, in: retired,
+                    debugDescription: "is no longer a setting: every APNs connection is libcurl's, carrying nghttp2's HTTP/2 (docs/apns.md); remove it")
+            }
+            let c = try decoder.container(keyedBy: CodingKeys.self)
+            url = try c.decodeIfPresent(String.self, forKey: .url)
+            caFile = try c.decodeIfPresent(String.self, forKey: .caFile)
+            proxy = try c.decodeIfPresent(String.self, forKey: .proxy)
+            connections = try c.decodeIfPresent(Int.self, forKey: .connections)
+            streamsPerConnection = try c.decodeIfPresent(Int.self, forKey: .streamsPerConnection)
         }
     }
 
