@@ -45,6 +45,8 @@ final class APNsConnection: HTTP2SessionDelegate {
     private(set) var closeReason: String?
     private let openedAt = ContinuousClock.now
     var lastUsed = ContinuousClock.now
+    /// Requests were submitted since the last `flush`.
+    var hasUnflushedRequests = false
     private var lastRead = ContinuousClock.now
     private var pingSentAt: ContinuousClock.Instant?
 
@@ -108,6 +110,7 @@ final class APNsConnection: HTTP2SessionDelegate {
 
     /// Moves nghttp2's pending frames to the connection; closes a drained or ended one.
     func flush() {
+        hasUnflushedRequests = false
         guard let session, state != .closed else { return }
         if let failure = session.flush(to: channel) { return close(reason: failure) }
         if state == .draining && streams.isEmpty {

@@ -47,7 +47,7 @@ struct APNsSimCommand: Command {
             """,
         options: [
             .option("port", "P", "port to listen on; 0 picks a free one (default 2197)"),
-            .option("host", "ADDR", "IPv4 address to listen on (default 127.0.0.1)"),
+            .option("host", "ADDR", "IPv4 or IPv6 address to listen on (default 127.0.0.1; ::1 for IPv6 loopback)"),
             .option("tls-cert", "FILE", "PEM certificate chain to serve (with --tls-key); default: a generated one"),
             .option("tls-key", "FILE", "PEM private key of --tls-cert"),
             .flag("h2c", "cleartext HTTP/2 with prior knowledge instead of TLS"),
@@ -92,7 +92,12 @@ struct APNsSimCommand: Command {
             try writeAtomically(pem, to: caFile)
         }
         let scheme = arguments.flag("h2c") ? "http" : "https"
-        let host = configuration.host == "0.0.0.0" ? "127.0.0.1" : configuration.host
+        let host = switch configuration.host {
+        case "0.0.0.0": "127.0.0.1"
+        case "::": "[::1]"
+        case let address where address.contains(":"): "[\(address)]"
+        default: configuration.host
+        }
         let shutdown = ShutdownSignal.prepare()
         print("apns-sim listening on \(scheme)://\(host):\(simulator.port)")
         fflush(nil)

@@ -512,7 +512,7 @@ struct SimulatorCommandLineTests {
         (["--no-auth", "--latency", "soon"], "is not a number of milliseconds"),
         (["--keys", "/nonexistent/keys.json"], "cannot read the keys file /nonexistent/keys.json"),
         (["--no-auth", "--rules", "/nonexistent/rules.json"], "cannot read the rules file"),
-        (["--no-auth", "--host", "example.com"], "--host must be an IPv4 address"),
+        (["--no-auth", "--host", "example.com"], "--host must be an IPv4 or IPv6 address"),
         (["--accept-any-key", "--token-updates", "process"], "--token-updates must be connection or key, got 'process'"),
         (["--no-auth", "--client-ca", "ca.pem"], "--client-ca and --no-auth contradict each other"),
     ])

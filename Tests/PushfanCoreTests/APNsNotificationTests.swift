@@ -30,6 +30,17 @@ struct APNsNotificationTests {
         .widgets: ".push-type.widgets", .controls: ".push-type.controls",
     ]
 
+    @Test("a generated apns-id is a version 4, variant 1 UUID, different every time")
+    func generatedIDs() {
+        let ids = (0..<1000).map { _ in APNsNotification.randomID() }
+        #expect(Set(ids).count == 1000)
+        for id in ids {
+            let text = id.uuidString.lowercased()
+            #expect(Array(text)[14] == "4", "\(text)")
+            #expect("89ab".contains(Array(text)[19]), "\(text)")
+        }
+    }
+
     @Test("every push type: suffix added to the topic, headers, default priority", arguments: Campaign.PushType.allCases)
     func pushTypeHeaders(_ pushType: Campaign.PushType) throws {
         let notification = try APNsNotification(

@@ -82,6 +82,20 @@ package struct APNsNotification: Sendable, Hashable {
     /// Longest `apns-collapse-id`, in UTF-8 bytes.
     package static let maxCollapseIDBytes = 64
 
+    /// A random (version 4) UUID for `apns-id`. Foundation's `UUID()` opens, reads and
+    /// closes /dev/urandom on each call on Linux (about a sixth of the sender's CPU in a
+    /// profile); this takes its 122 random bits from the system generator (one getrandom
+    /// call per 8 bytes), as random and without the file.
+    package static func randomID() -> UUID {
+        var generator = SystemRandomNumberGenerator()
+        let high = (generator.next() as UInt64) & 0xFFFF_FFFF_FFFF_0FFF | 0x0000_0000_0000_4000  // version 4
+        let low = (generator.next() as UInt64) & 0x3FFF_FFFF_FFFF_FFFF | 0x8000_0000_0000_0000  // variant 10
+        func byte(_ value: UInt64, _ index: Int) -> UInt8 { UInt8(truncatingIfNeeded: value >> UInt64(56 - 8 * index)) }
+        return UUID(uuid: (
+            byte(high, 0), byte(high, 1), byte(high, 2), byte(high, 3), byte(high, 4), byte(high, 5), byte(high, 6), byte(high, 7),
+            byte(low, 0), byte(low, 1), byte(low, 2), byte(low, 3), byte(low, 4), byte(low, 5), byte(low, 6), byte(low, 7)))
+    }
+
     /// Builds a request, enforcing the rules above. `topic` is the app's bundle
     /// id; `priority` defaults to 5 for background pushes and 10 otherwise.
     package init(
@@ -92,7 +106,7 @@ package struct APNsNotification: Sendable, Hashable {
         priority: Priority? = nil,
         expiration: Expiration = .unspecified,
         collapseID: String? = nil,
-        apnsID: UUID = UUID()
+        apnsID: UUID = APNsNotification.randomID()
     ) throws(APNsRequestError) {
         try self.init(
             token: token, topic: topic, prepared: APNsPreparedPayload(payload, pushType: pushType, priority: priority),
@@ -108,7 +122,7 @@ package struct APNsNotification: Sendable, Hashable {
         prepared: APNsPreparedPayload,
         expiration: Expiration = .unspecified,
         collapseID: String? = nil,
-        apnsID: UUID = UUID()
+        apnsID: UUID = APNsNotification.randomID()
     ) throws(APNsRequestError) {
         self.topic = try Self.requestTopic(topic, pushType: prepared.pushType)
         self.expiration = try Self.check(expiration)
@@ -125,7 +139,7 @@ package struct APNsNotification: Sendable, Hashable {
     /// for the device's locale, `effectivePriority`, `options.expiration` and
     /// `effectiveCollapseID`.
     package init(
-        campaign: Campaign, token: DeviceToken, topic: String, locale: String?, apnsID: UUID = UUID()
+        campaign: Campaign, token: DeviceToken, topic: String, locale: String?, apnsID: UUID = APNsNotification.randomID()
     ) throws(APNsRequestError) {
         try self.init(campaign: campaign, token: token, topic: topic, prepared: APNsPreparedPayload(campaign: campaign, locale: locale), apnsID: apnsID)
     }
@@ -133,7 +147,7 @@ package struct APNsNotification: Sendable, Hashable {
     /// The same with the payload for the device's locale already prepared, for senders
     /// that send one campaign to many devices (a payload per locale, not per device).
     package init(
-        campaign: Campaign, token: DeviceToken, topic: String, prepared: APNsPreparedPayload, apnsID: UUID = UUID()
+        campaign: Campaign, token: DeviceToken, topic: String, prepared: APNsPreparedPayload, apnsID: UUID = APNsNotification.randomID()
     ) throws(APNsRequestError) {
         try self.init(
             token: token, topic: topic, prepared: prepared, expiration: Expiration(epochSeconds: campaign.options.expiration),
