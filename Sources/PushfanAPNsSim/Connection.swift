@@ -34,20 +34,12 @@ final class Connection: HTTP2SessionDelegate {
     /// The stream of the last lookup: header callbacks for one stream come in a row.
     private var cachedStreamID: Int32 = 0
     private var cachedStream: Stream?
-    /// The last authorization header verified on this connection (clients send the same
-    /// token for long stretches), so most requests skip even the token table.
-    private var lastAuthorization: String?
-    private var lastVerified = VerifiedToken(keyIndex: -1, issuedAt: 0)
-    /// The 20-minute rule on this connection (when the authority's scope is `.connection`).
-    private var tokenClock = ConnectionTokenClock()
+    /// The client's credentials as far as this connection knows them (`RequestJudge`).
+    private var credentials = ConnectionCredentials()
     private var wantsWritable = false
     private(set) var isClosed = false
     private var dropNow = false
 
-    /// APNs: one signing key per connection, fixed by its first authenticated push.
-    private var keyIndex: Int?
-    /// Certificate auth: the verified client certificate's topic (bundle id).
-    private var certificateTopic: String?
     private var hadAccepted = false
     private var lastWasRejection = false
     private var advertisedStreams: UInt32 = 0
@@ -96,7 +88,7 @@ final class Connection: HTTP2SessionDelegate {
                 close()
                 return
             }
-            certificateTopic = tls.peerCertificateTopic
+            credentials.certificateTopic = tls.peerCertificateTopic
             startSession()
             readAvailable()
             if !isClosed { flush() }
@@ -310,76 +302,35 @@ final class Connection: HTTP2SessionDelegate {
         }
     }
 
-    /// APNs' rules for one request, in `RequestRules`' order, with credentials, faults and
-    /// device rules. Records stats and the log line.
-    private func judge(_ received: SimRequest, faults: FaultSettings) -> Response {
-        var request = received
+    /// Judges one request (`RequestJudge`), then records what the decision means: stats,
+    /// the log line, and the per-connection state behind the advertised stream limit.
+    private func judge(_ request: SimRequest, faults: FaultSettings) -> Response {
         // Echo a well-formed apns-id, else make one (as APNs does).
         let apnsID: [UInt8] = request.apnsID.flatMap { RequestRules.isUUID($0) ? Array($0.lowercased().utf8) : nil } ?? loop.random.uuid()
-        func reject(_ rejection: SimRejection) -> Response {
+        var context = loop.judgeContext
+        context.faults = faults
+        let now = loop.nowMillis()
+        switch RequestJudge.judge(request, credentials: &credentials, context: context, random: &loop.random, nowMillis: now) {
+        case .refused:
+            return .refused
+        case .rejected(let rejection):
             loop.stats.withLock { $0.recordRejected(rejection) }
             lastWasRejection = true
             return .rejected(rejection, apnsID: apnsID)
-        }
-        let token: String
-        switch RequestRules.checkTarget(request) {
-        case .failure(let rejection): return reject(rejection)
-        case .success(let value): token = value
-        }
-        var allowedTopics: Set<String>?
-        var now = loop.nowMillis()
-        if let certificateTopic {
-            // Certificate auth: no JWT; the topic defaults to the certificate's.
-            allowedTopics = [certificateTopic]
-            if request.topic == nil { request.topic = certificateTopic }
-        } else if let authority = loop.authority {
-            let verified: VerifiedToken
-            if let authorization = request.authorization, authorization == lastAuthorization {
-                if let expired = ProviderAuthority.checkAge(lastVerified, now: now / 1000) { return reject(expired) }
-                verified = lastVerified
-            } else {
-                switch loop.tokenCache.verify(authorization: request.authorization, authority: authority, now: now / 1000) {
-                case .failure(let rejection): return reject(rejection)
-                case .success(let value): verified = value
-                }
-                if let first = keyIndex, first != verified.keyIndex { return reject(SimRejection(.unrelatedKeyIdInToken)) }
-                if authority.updateScope == .connection, let tooSoon = tokenClock.use(verified, now: now / 1000) { return reject(tooSoon) }
-                lastAuthorization = request.authorization
-                lastVerified = verified
+        case .accepted(let checked, let token):
+            hadAccepted = true
+            lastWasRejection = false
+            loop.stats.withLock {
+                $0.recordAccepted(token: token, topic: checked.topic, pushType: checked.pushType, collapseID: checked.collapseID)
             }
-            keyIndex = verified.keyIndex
-            allowedTopics = loop.allowedTopics(keyIndex: verified.keyIndex, authority: authority)
+            if loop.logging {
+                LogLine.append(
+                    into: &loop.logBuffer, timeMillis: now, connection: logID, token: token, apnsID: apnsID,
+                    collapseID: checked.collapseID, topic: checked.topic, pushType: checked.pushType.rawValue,
+                    priority: checked.priority, expiration: request.expiration, payloadBytes: request.bodyBytes)
+            }
+            return .accepted(apnsID: apnsID, uniqueID: loop.sandbox ? loop.random.uuid() : nil)
         }
-        let checked: CheckedRequest
-        switch RequestRules.checkHeadersAndPayload(request, token: token) {
-        case .failure(let rejection): return reject(rejection)
-        case .success(let value): checked = value
-        }
-        if let allowedTopics, !allowedTopics.contains(checked.bundleID) { return reject(SimRejection(.topicDisallowed)) }
-        var random = loop.random
-        let decision = FaultDecision.decide(faults, token: token, draws: (random.unit(), random.unit(), random.unit()))
-        loop.random = random
-        switch decision {
-        case .refuse: return .refused
-        case .reject(let rejection): return reject(rejection)
-        case .proceed: break
-        }
-        if let rules = loop.rules {
-            now = loop.nowMillis()
-            if let rejection = rules.outcome(token: token, bundleID: checked.bundleID, nowMillis: now) { return reject(rejection) }
-        }
-        hadAccepted = true
-        lastWasRejection = false
-        loop.stats.withLock {
-            $0.recordAccepted(token: token, topic: checked.topic, pushType: checked.pushType, collapseID: checked.collapseID)
-        }
-        if loop.logging {
-            LogLine.append(
-                into: &loop.logBuffer, timeMillis: now, connection: logID, token: token, apnsID: apnsID,
-                collapseID: checked.collapseID, topic: checked.topic, pushType: checked.pushType.rawValue,
-                priority: checked.priority, expiration: request.expiration, payloadBytes: request.bodyBytes)
-        }
-        return .accepted(apnsID: apnsID, uniqueID: loop.sandbox ? loop.random.uuid() : nil)
     }
 
     /// SETTINGS_MAX_CONCURRENT_STREAMS as APNs advertises it: 1 for a token-auth connection
@@ -389,7 +340,7 @@ final class Connection: HTTP2SessionDelegate {
         guard let session else { return }
         let faults = loop.faults
         var target = UInt32(clamping: faults.maxConcurrentStreams)
-        if loop.authority != nil, certificateTopic == nil, faults.startAtOne, !hadAccepted { target = 1 }
+        if loop.authority != nil, credentials.certificateTopic == nil, faults.startAtOne, !hadAccepted { target = 1 }
         if faults.dropToOneAfterRejection, lastWasRejection { target = 1 }
         guard target != advertisedStreams else { return }
         advertisedStreams = target

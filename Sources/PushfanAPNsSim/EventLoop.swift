@@ -44,6 +44,16 @@ final class EventLoop: @unchecked Sendable {
     private(set) var rules: DeviceRules?
     private(set) var sandbox = true
     private(set) var logging = false
+    /// What `RequestJudge` reads: this loop's token table and key topics and the
+    /// configuration, made once the configuration is read (the caller sets the faults in
+    /// force, which change at runtime).
+    private(set) lazy var judgeContext: JudgeContext = {
+        JudgeContext(
+            authority: authority,
+            verify: { [unowned self] authorization, authority, now in self.tokenCache.verify(authorization: authorization, authority: authority, now: now) },
+            allowedTopics: { [unowned self] keyIndex, authority in self.allowedTopics(keyIndex: keyIndex, authority: authority) },
+            faults: faults, deviceRules: rules)
+    }()
 
     private static let listenerID: UInt64 = 0
     private static let wakeID: UInt64 = 1
