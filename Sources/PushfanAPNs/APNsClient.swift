@@ -23,7 +23,8 @@ package final class APNsClient: Sendable {
         credentials: APNsCredentials,
         configuration: APNsClientConfiguration = APNsClientConfiguration(),
         tokenCache: ProviderTokenCache = ProviderTokenCache(),
-        logger: Logger = Logger(label: "apns")
+        logger: Logger = Logger(label: "apns"),
+        metrics: APNsMetrics? = nil
     ) throws(APNsSenderError) {
         let configuration = try configuration.validated()
         if case .token(let key) = credentials {
@@ -34,7 +35,7 @@ package final class APNsClient: Sendable {
         self.configuration = configuration
         pool = try APNsConnectionPool(
             endpoint: endpoint, credentials: credentials, configuration: configuration, tokenCache: tokenCache,
-            logger: logger.child("apns"))
+            logger: logger.child("apns"), metrics: metrics)
     }
 
     /// One attempt for one notification.
@@ -88,16 +89,19 @@ package final class APNsClients: Sendable {
     private let configuration: APNsClientConfiguration
     private let tokenCache: ProviderTokenCache
     private let logger: Logger
+    private let metrics: APNsMetrics?
     private let clients = Mutex<[String: APNsClient]>([:])
 
     package init(
         configuration: APNsClientConfiguration = APNsClientConfiguration(),
         tokenCache: ProviderTokenCache = ProviderTokenCache(),
-        logger: Logger = Logger(label: "apns")
+        logger: Logger = Logger(label: "apns"),
+        metrics: APNsMetrics? = nil
     ) {
         self.configuration = configuration
         self.tokenCache = tokenCache
         self.logger = logger
+        self.metrics = metrics
     }
 
     package func client(endpoint: APNsEndpoint, credentials: APNsCredentials) throws(APNsSenderError) -> APNsClient {
@@ -107,7 +111,7 @@ package final class APNsClients: Sendable {
             do throws(APNsSenderError) {
                 let client = try APNsClient(
                     endpoint: endpoint, credentials: credentials, configuration: configuration, tokenCache: tokenCache,
-                    logger: logger)
+                    logger: logger, metrics: metrics)
                 clients[key] = client
                 return .success(client)
             } catch {

@@ -15,6 +15,7 @@ final class APNsConnection: HTTP2SessionDelegate {
     final class Stream {
         let request: PendingRequest
         let token: ProviderToken?
+        let submittedAt = ContinuousClock.now
         let deadline: ContinuousClock.Instant
         var status = 0
         var apnsID: String?
@@ -49,6 +50,8 @@ final class APNsConnection: HTTP2SessionDelegate {
     var hasUnflushedRequests = false
     private var lastRead = ContinuousClock.now
     private var pingSentAt: ContinuousClock.Instant?
+    /// Its session got ready once: counted as open until it closes.
+    private var wasReady = false
 
     /// Starts connecting on a thread of its own (`ConnectAttempt`).
     init(engine: HTTP2TransferEngine, channel: CurlChannel) {
@@ -140,7 +143,11 @@ final class APNsConnection: HTTP2SessionDelegate {
     }
 
     func http2SettingsReceived() {
-        if state == .awaitingSettings { state = .ready }
+        guard state == .awaitingSettings else { return }
+        state = .ready
+        wasReady = true
+        engine.metrics?.connectionsOpened.add()
+        engine.metrics?.connectionsOpen.add(1)
     }
 
     func http2GoAway(lastStreamID: Int32, errorCode: UInt32, debugData: UnsafeBufferPointer<UInt8>) {
@@ -245,6 +252,7 @@ final class APNsConnection: HTTP2SessionDelegate {
         streams.removeAll()
         session?.close()
         session = nil
+        if wasReady { engine.metrics?.connectionsOpen.add(-1) }
         // libcurl closes the socket when the channel is freed, with the connection.
         for (streamID, stream) in remaining.sorted(by: { $0.key < $1.key }) {
             engine.streamEnded(stream, streamID: streamID, errorCode: 0, on: self)

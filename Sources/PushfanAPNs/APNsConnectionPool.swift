@@ -73,11 +73,11 @@ final class APNsConnectionPool: Sendable {
 
     init(
         endpoint: APNsEndpoint, credentials: APNsCredentials, configuration: APNsClientConfiguration,
-        tokenCache: ProviderTokenCache, logger: Logger
+        tokenCache: ProviderTokenCache, logger: Logger, metrics: APNsMetrics?
     ) throws(APNsSenderError) {
         let context = TransferEngine.Context(
             endpoint: endpoint, credentials: credentials, configuration: configuration, tokenCache: tokenCache,
-            logger: logger, shared: shared)
+            logger: logger, shared: shared, metrics: metrics)
         let engine = try HTTP2TransferEngine(context)
         waker = engine.waker
         maxQueued = configuration.maxQueued
@@ -162,6 +162,7 @@ class TransferEngine {
         let tokenCache: ProviderTokenCache
         let logger: Logger
         let shared: SharedBox
+        let metrics: APNsMetrics?
     }
 
     let endpoint: APNsEndpoint
@@ -169,6 +170,7 @@ class TransferEngine {
     let configuration: APNsClientConfiguration
     let tokenCache: ProviderTokenCache
     let logger: Logger
+    let metrics: APNsMetrics?
     private let shared: SharedBox
 
     /// Requests on the wire; subclasses count them.
@@ -186,6 +188,7 @@ class TransferEngine {
         configuration = context.configuration
         tokenCache = context.tokenCache
         logger = context.logger
+        metrics = context.metrics
         shared = context.shared
     }
 

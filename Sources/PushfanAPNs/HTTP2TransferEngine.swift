@@ -145,6 +145,7 @@ final class HTTP2TransferEngine: TransferEngine {
         guard !stream.timedOut else { return }
         active -= 1
         if stream.status > 0 {
+            metrics?.requestDuration.observe((ContinuousClock.now - stream.submittedAt).seconds)
             let outcome = Self.outcome(
                 status: stream.status, apnsID: stream.apnsID, uniqueID: stream.uniqueID, body: stream.body, request: stream.request)
             connection.noteResponse()

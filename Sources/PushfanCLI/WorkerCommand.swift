@@ -1,4 +1,5 @@
 import Foundation
+import PushfanAPI
 import PushfanAPNs
 import PushfanCore
 import PushfanKafka
@@ -34,6 +35,8 @@ struct WorkerCommand: Command {
             .option("clock-offset", "SECONDS", "shift this worker's wall clock, for tests (default: worker.clock_offset_s, 0); match the simulator's"),
             .option("url", "URL", "APNs endpoint override, e.g. a simulator (default: $PUSHFAN_APNS_URL, else Apple's hosts)"),
             .option("ca-file", "FILE", "PEM CA certificates to trust for --url (default: $PUSHFAN_APNS_CA_FILE)"),
+            .option("metrics-port", "PORT", "serve Prometheus metrics at http://127.0.0.1:PORT/metrics (0: a free port; printed)"),
+            .flag("metrics-listen-all", "serve the metrics on every interface, not only loopback"),
         ] + APNsOptions.poolSpecs + KafkaOptions.specs)
 
     static func run(_ arguments: ParsedArguments, _ context: CommandContext) async throws -> Int32 {
@@ -66,6 +69,18 @@ struct WorkerCommand: Command {
 
         let store = try await DeviceStore.open(arguments.value("database") ?? configuration.database, logger: context.logger)
         let worker = try Worker(options: options, store: store, logger: context.logger.child("worker"))
+        var metricsServer: HTTPServer?
+        if arguments.value("metrics-port") != nil {
+            let registry = options.metrics.registry
+            let loopbackOnly = !arguments.flag("metrics-listen-all")
+            let server = try HTTPServer(port: try arguments.int("metrics-port", default: 0, range: 0...65_535), loopbackOnly: loopbackOnly) { request in
+                guard request.method == "GET", request.path == "/metrics" else { return APIError.notFound("only GET /metrics is served here").response }
+                return HTTPResponse(status: 200, headers: ["Content-Type": "text/plain; version=0.0.4"], body: Array(registry.render().utf8))
+            }
+            print("worker metrics on http://\(loopbackOnly ? "127.0.0.1" : "0.0.0.0"):\(server.port)/metrics")
+            fflush(nil)
+            metricsServer = server
+        }
         let bound = Duration.seconds(settings.shutdownTimeoutSeconds)
         ShutdownSignal.install { _ in
             Task { await worker.stop() }
@@ -77,6 +92,7 @@ struct WorkerCommand: Command {
         }
         await worker.run()
         await worker.stop()
+        await metricsServer?.stop(timeout: .seconds(1))
         return 0
     }
 }

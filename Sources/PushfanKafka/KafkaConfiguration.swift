@@ -102,6 +102,8 @@ package struct KafkaConsumerConfiguration: Sendable {
             ("auto.commit.interval.ms", String(autoCommitInterval.milliseconds)),
             ("enable.partition.eof", "false"),
             ("fetch.wait.max.ms", String(fetchWaitMax.milliseconds)),
+            // Lag per partition for the metrics (`KafkaConsumer.lag`).
+            ("statistics.interval.ms", "5000"),
         ] + client.properties.sorted { $0.key < $1.key }.map { ($0.key, $0.value) }
     }
 }

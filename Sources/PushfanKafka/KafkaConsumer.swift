@@ -56,6 +56,14 @@ package final class KafkaConsumer: Sendable {
         }
     }
 
+    /// Lag of this member's partitions (offsets behind the partition's end), from librdkafka's
+    /// statistics every `statisticsInterval`.
+    package var lag: [(topic: String, partition: Int32, lag: Int64)] {
+        context.takeUnretainedValue().consumerLag.withLock { lag in
+            lag.flatMap { topic, partitions in partitions.map { (topic, $0.key, $0.value) } }
+        }
+    }
+
     /// The event stream. Iterate it from one task only.
     package var events: Events { Events(channel: channel) }
 

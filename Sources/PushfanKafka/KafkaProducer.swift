@@ -356,6 +356,9 @@ package final class KafkaProducer: Sendable {
         }
     }
 
+    /// Records queued or in flight to the brokers now.
+    package var queueDepth: Int { Int(rd_kafka_outq_len(handle.raw)) }
+
     /// Waits until every queued record is delivered or failed, up to `timeout`.
     /// Returns the number of records still queued (0 when everything went out).
     @discardableResult

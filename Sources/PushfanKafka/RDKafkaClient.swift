@@ -18,6 +18,8 @@ final class ClientContext: Sendable {
     /// Called on the poll thread when partitions are revoked, before their stored offsets
     /// are committed; see `KafkaConsumer.onRevoke`.
     let revokeHandler = Mutex<(@Sendable ([TopicPartition]) -> Void)?>(nil)
+    /// Consumer lag per topic and partition from librdkafka's last statistics (consumers).
+    let consumerLag = Mutex<[String: [Int32: Int64]]>([:])
 
     init(logger: Logger, consumerEvents: ConsumerEventChannel? = nil) {
         self.logger = logger
@@ -65,6 +67,13 @@ func makeRDKafkaClient(
             context.consumerEvents?.publishError(KafkaError(operation: "client", code: underlying, message: message, fatal: true))
         }
         context.logger.warning("kafka.error", ["kafka.code": String(cString: rd_kafka_err2name(error)), "kafka.message": message])
+    }
+    rd_kafka_conf_set_stats_cb(conf) { _, json, length, opaque in
+        guard let json, let context = ClientContext.from(opaque) else { return 0 }
+        let lag = KafkaStatistics.consumerLag(Data(bytes: json, count: length))
+        context.consumerLag.withLock { $0 = lag }
+        // 0: librdkafka frees the JSON.
+        return 0
     }
     configure(conf)
     var errorText = [CChar](repeating: 0, count: 512)

@@ -68,8 +68,10 @@ struct BatchTransmitter {
                             probe = true
                         }
                     }
+                    let waitStarted = ContinuousClock.now
                     if let campaignBucket { granted = try await campaignBucket.acquire(upTo: granted) }
                     granted = campaignBucket == nil ? try await appBucket.acquire(upTo: granted) : try await appBucket.acquire(exactly: granted)
+                    context.metrics.rateLimitWait.add((ContinuousClock.now - waitStarted).seconds, [task.app])
                     if running >= context.batchesInFlight, let done = await group.next() {
                         transmission.sent += done
                         running -= 1

@@ -201,6 +201,12 @@ package final class AppPauses: Sendable {
     }
 
     /// When the app may send again; nil when it is not paused.
+    /// Apps whose sends are paused for credentials now.
+    package func pausedApps() -> [String] {
+        let now = clock.now
+        return episodes.withLock { episodes in episodes.filter { $0.value.until > now }.map(\.key) }
+    }
+
     package func resumeAt(_ app: String) -> ContinuousClock.Instant? {
         episodes.withLock { episodes in
             guard let episode = episodes[app], episode.until > clock.now else { return nil }

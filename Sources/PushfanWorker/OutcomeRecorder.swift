@@ -33,7 +33,9 @@ struct OutcomeRecorder {
         guard !finals.ledger.isEmpty else { return nil }
         try await untilStored { try await context.store.ledger.record(campaign: task.campaign, finals.ledger, now: context.clock.wallMillis) }
         if !finals.marks.isEmpty { try await untilStored { try await context.store.devices.applyHygiene(app: task.app, finals.marks) } }
-        return try await context.writer.devices(finals.results)
+        let ticket = try await context.writer.devices(finals.results)
+        context.metrics.recorded(app: task.app, finals.results)
+        return ticket
     }
 
     /// Runs a store write again while the store is unavailable, until the task is stopped:

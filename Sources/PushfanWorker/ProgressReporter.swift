@@ -52,7 +52,13 @@ package final class ProgressReporter: Sendable {
     private func emit(campaign: String, app: String) async {
         defer { campaigns.withLock { $0[campaign]?.busy = false } }
         do {
-            _ = try await writer.campaign(try await CampaignTotals.running(.progress, store, campaign: campaign, app: app))
+            let event = try await CampaignTotals.running(.progress, store, campaign: campaign, app: app)
+            // Another worker may have ended the campaign meanwhile; its status changes before
+            // its last event is written, so reading it just before writing keeps a progress
+            // event from following `completed` or `cancelled` (but for the moment between
+            // this read and the write).
+            guard let status = try await store.campaigns.get(campaign)?.status, status != .completed, status != .cancelled else { return }
+            _ = try await writer.campaign(event)
         } catch {
             logger.info("progress.skipped", ["campaign.id": campaign, "error": "\(error)"])
         }

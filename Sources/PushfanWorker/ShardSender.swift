@@ -24,13 +24,15 @@ package struct SenderContext: Sendable {
     package var credentialsPause: Duration { .seconds(settings.credentialsPauseSeconds) }
     /// Turns each APNs answer into what happens to its device.
     package let decider: DeliveryDecider
+    /// What this worker counts for Prometheus.
+    package let metrics: WorkerMetrics
     /// Batches of one task in flight to APNs at once.
     package var batchesInFlight = 8
 
     package init(
         workerID: String, store: DeviceStore, writer: ResultsWriter, catalog: CampaignCatalog, rates: RateLanes,
         pauses: AppPauses, circuits: LaneCircuits, controls: CampaignControls, progress: ProgressReporter, settings: PushfanConfiguration.Worker,
-        retryPolicy: RetryPolicy = RetryPolicy(), clock: any WorkerClock = SystemClock(), logger: Logger
+        retryPolicy: RetryPolicy = RetryPolicy(), clock: any WorkerClock = SystemClock(), metrics: WorkerMetrics = WorkerMetrics(), logger: Logger
     ) {
         self.workerID = workerID
         self.store = store
@@ -44,6 +46,7 @@ package struct SenderContext: Sendable {
         self.settings = settings
         self.decider = DeliveryDecider(retryPolicy: retryPolicy)
         self.clock = clock
+        self.metrics = metrics
         self.logger = logger
     }
 

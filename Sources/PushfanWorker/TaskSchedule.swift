@@ -22,6 +22,18 @@ struct TaskSchedule<Payload: Sendable>: Sendable {
         var phase: Phase
     }
 
+    /// Tasks queued and running, over every owned partition.
+    var counts: (queued: Int, running: Int) {
+        var queued = 0
+        var running = 0
+        for entries in partitions.values {
+            for entry in entries where entry.lane != nil {
+                if entry.phase == .queued { queued += 1 } else if entry.phase == .running { running += 1 }
+            }
+        }
+        return (queued, running)
+    }
+
     /// A task to start now.
     struct Start: Sendable {
         let partition: TopicPartition

@@ -44,6 +44,9 @@ package final class TaskScheduler: Sendable {
         self.deadLetter = deadLetter
     }
 
+    /// Tasks queued and running now.
+    package var counts: (queued: Int, running: Int) { state.withLock { $0.schedule.counts } }
+
     /// Takes ownership of newly assigned partitions.
     package func assigned(_ partitions: [TopicPartition]) {
         state.withLock { $0.schedule.assign(partitions) }

@@ -21,6 +21,8 @@ package final class Worker: Sendable {
         package var apns: APNsClientConfiguration
         package var endpointOverride: APNsEndpoint?
         package var retryPolicy = RetryPolicy()
+        /// Where this worker's metrics are counted (`--metrics-port` serves them).
+        package var metrics = WorkerMetrics()
 
         package init(
             workerID: String, kafka: KafkaClientConfiguration, groupID: String, topics: TopicNames, settings: PushfanConfiguration.Worker,
@@ -77,7 +79,7 @@ package final class Worker: Sendable {
                 return signed
             }
         })
-        clients = APNsClients(configuration: options.apns, tokenCache: sharedTokens, logger: logger)
+        clients = APNsClients(configuration: options.apns, tokenCache: sharedTokens, logger: logger, metrics: options.metrics.apns)
 
         func makeConsumer(group: String, topic: String, from reset: KafkaConsumerConfiguration.OffsetReset = .earliest) throws -> KafkaConsumer {
             var client = options.kafka
@@ -98,14 +100,14 @@ package final class Worker: Sendable {
             // this worker started are in the store, which senders read before each page.
             controlConsumer = try makeConsumer(
                 group: "\(options.groupID)-control-\(options.workerID)-\(UInt32.random(in: 0...UInt32.max))", topic: options.topics.control, from: .latest)
+            let pauses = AppPauses(logger: logger, giveUpAfter: .seconds(options.settings.credentialsGiveUpSeconds), clock: clock)
             let context = SenderContext(
                 workerID: options.workerID, store: store, writer: writer,
                 catalog: CampaignCatalog(store: store, clients: clients, endpointOverride: options.endpointOverride),
-                rates: RateLanes(clock: clock),
-                pauses: AppPauses(logger: logger, giveUpAfter: .seconds(options.settings.credentialsGiveUpSeconds), clock: clock),
+                rates: RateLanes(clock: clock), pauses: pauses,
                 circuits: LaneCircuits(logger: logger, clock: clock), controls: controls,
                 progress: ProgressReporter(store: store, writer: writer, interval: .milliseconds(options.settings.progressIntervalMs), logger: logger),
-                settings: options.settings, retryPolicy: options.retryPolicy, clock: clock, logger: logger)
+                settings: options.settings, retryPolicy: options.retryPolicy, clock: clock, metrics: options.metrics, logger: logger)
             let writer = self.writer
             let scheduler = TaskScheduler(
                 consumer: consumer, logger: logger, makeSender: { ShardSender(context: context, task: $0) },
@@ -118,6 +120,14 @@ package final class Worker: Sendable {
             // never sent by two workers at once.
             let handBack = Duration.seconds(options.settings.shutdownTimeoutSeconds) / 2
             consumer.onRevoke { partitions in scheduler.revoke(partitions, timeout: handBack) }
+            let registry = options.metrics.registry
+            registry.collected("pushfan_worker_tasks", "Tasks of this worker's partitions, by state (queued, running).", labels: ["state"]) {
+                let counts = scheduler.counts
+                return [(["queued"], Double(counts.queued)), (["running"], Double(counts.running))]
+            }
+            registry.collected(
+                "pushfan_app_credentials_paused", "1 for an app whose sends are paused after a credentials failure (alert on it).", labels: ["app"]
+            ) { pauses.pausedApps().map { ([$0], 1) } }
             senderConsumer = consumer
             self.scheduler = scheduler
         } else {
@@ -125,6 +135,18 @@ package final class Worker: Sendable {
             controlConsumer = nil
             controls = CampaignControls(store: store, logger: logger)
             scheduler = nil
+        }
+        // Lag of the two shared groups (the control group is per process: no label for it).
+        let consumers = [(options.groupID + "-planner", plannerConsumer), (options.groupID, senderConsumer)].compactMap { group, consumer in
+            consumer.map { (group, $0) }
+        }
+        let producer = self.producer
+        options.metrics.registry.collected(
+            "pushfan_kafka_consumer_lag", "Records behind the partition's end for this worker's partitions, from librdkafka's statistics (every 5 s).",
+            labels: ["group", "topic", "partition"]
+        ) { consumers.flatMap { group, consumer in consumer.lag.map { ([group, $0.topic, String($0.partition)], Double($0.lag)) } } }
+        options.metrics.registry.collected("pushfan_kafka_producer_queue", "Records queued or in flight to the brokers (results, tasks, events).") {
+            [([], Double(producer.queueDepth))]
         }
     }
 

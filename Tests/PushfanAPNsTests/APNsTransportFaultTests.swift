@@ -175,7 +175,9 @@ import Testing
         let client = try harness.client { $0.streamsPerConnection = 2 }
         let notifications = try (0..<20).map { _ in try SenderHarness.alert() }
         async let results = client.send(batch: notifications)
-        try await Task.sleep(for: .milliseconds(100))
+        // Shut down once requests are on the wire (each answer takes 200 ms).
+        let deadline = ContinuousClock.now + .seconds(10)
+        while try await harness.simulator.stats().count("requests") == 0, ContinuousClock.now < deadline { try await Task.sleep(for: .milliseconds(10)) }
         await client.shutdown()
         let all = await results
         #expect(all.filter { $0.isAccepted }.count >= 1, "the requests on the wire were allowed to finish")

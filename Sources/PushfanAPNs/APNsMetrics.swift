@@ -1,0 +1,16 @@
+import PushfanCore
+
+/// What the sender's connection pools count, in a process's metrics registry. Counted on
+/// the pools' threads, one short lock per answer.
+package final class APNsMetrics: Sendable {
+    let requestDuration: Histogram
+    let connectionsOpen: Gauge
+    let connectionsOpened: Counter
+
+    package init(registry: MetricsRegistry) {
+        requestDuration = registry.histogram(
+            "pushfan_apns_request_duration_seconds", "Time from a request's submission on its connection to APNs' answer.")
+        connectionsOpen = registry.gauge("pushfan_apns_connections", "HTTP/2 connections to APNs open now, with their session ready.")
+        connectionsOpened = registry.counter("pushfan_apns_connections_opened_total", "HTTP/2 connections to APNs opened (made and their SETTINGS received).")
+    }
+}

@@ -1,0 +1,30 @@
+import PushfanAPNs
+import PushfanCore
+
+/// What a worker counts for Prometheus (`pushfan worker --metrics-port`): final outcomes by
+/// app, outcome and reason (counted per recorded page, not per device), time spent waiting
+/// for an app's rate, tasks running and queued, apps paused for credentials, and the APNs
+/// pools' request durations and connections.
+package final class WorkerMetrics: Sendable {
+    package let registry: MetricsRegistry
+    package let apns: APNsMetrics
+    let notifications: Counter
+    let rateLimitWait: Counter
+
+    package init(registry: MetricsRegistry = MetricsRegistry()) {
+        self.registry = registry
+        notifications = registry.counter(
+            "pushfan_notifications_total", "Devices whose outcome is final, by app, outcome (delivered, rejected, failed, expired, skipped, cancelled) and reason.",
+            labels: ["app", "outcome", "reason"])
+        rateLimitWait = registry.counter(
+            "pushfan_rate_limit_wait_seconds_total", "Time sends waited for the app's rate budget, summed over concurrent batches.", labels: ["app"])
+        apns = APNsMetrics(registry: registry)
+    }
+
+    /// Counts one recorded page of final outcomes.
+    func recorded(app: String, _ results: [DeviceResult]) {
+        var counts: [[String]: Int] = [:]
+        for result in results { counts[[app, result.outcome.rawValue, result.reason ?? ""], default: 0] += 1 }
+        for (labels, count) in counts { notifications.add(Double(count), labels) }
+    }
+}
