@@ -49,6 +49,8 @@ package enum PushfanMain {
         BenchAPNsCommand.self,
         BenchRegisterCommand.self,
         APNsSimCommand.self,
+        TopicsPlanCommand.self,
+        TopicsCreateCommand.self,
     ]
 
     package static var help: String {

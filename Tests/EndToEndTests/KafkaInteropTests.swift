@@ -105,6 +105,26 @@ struct KafkaInteropTests {
         #expect(help.out.contains("broker down <id>"))
     }
 
+    @Test("topics plan prints each topic as JSON; topics create against the dev cluster (no CreateTopics) fails saying so")
+    func topicsPlanAndCreate() async throws {
+        let plan = try await run(TestBinaries.pushfan, ["topics", "plan", "--lanes", "2", "--apps", "3", "--workers", "4", "--replication", "1"])
+        #expect(plan.status == 0, "\(plan.err)")
+        let topics = try plan.out.split(separator: "\n").map { try #require(try JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any]) }
+        #expect(topics.compactMap { $0["topic"] as? String } == TopicNames().all)
+        #expect(topics.compactMap { $0["partitions"] as? Int } == [6, 6, 12, 1, 3], "tasks: max(2 lanes x 3 apps, 4 workers)")
+        #expect(plan.err.contains("pushfan.tasks: 6 partitions x 1 replica;"), "\(plan.err)")
+        let refused = try await run(TestBinaries.pushfan, ["topics", "plan", "--replication", "0"])
+        #expect(refused.status == 2 && refused.err.contains("--replication"), "\(refused.err)")
+
+        let cluster = try await DevClusterProcess(partitions: 2)
+        defer { cluster.process.signal(SIGTERM) }
+        let created = try await run(TestBinaries.pushfan, [
+            "topics", "create", "--brokers", cluster.bootstrapServers, "--replication", "1", "--timeout", "3", "--log-level", "error",
+        ])
+        #expect(created.status == 1, "\(created.out) \(created.err)")
+        #expect(created.err.contains("the cluster created nothing") && created.err.contains("kafka-dev"), "\(created.err)")
+    }
+
     @Test func kafkaDevStopsCleanlyOnSigterm() async throws {
         let bootstrapFile = FileManager.default.temporaryDirectory.appendingPathComponent("bootstrap-\(UUID().uuidString)").path
         let process = try ManagedProcess(TestBinaries.pushfan, ["kafka-dev", "--brokers", "1", "--bootstrap-file", bootstrapFile])
