@@ -25,6 +25,10 @@ package final class HTTPServer: Sendable {
     /// Told of each answer the server gives by itself, before any handler (413), so that
     /// it is counted like the others.
     package typealias Refusals = @Sendable (HTTPRequest, HTTPResponse) -> Void
+    /// Answers a request on libmicrohttpd's own thread, without a task, when it returns a
+    /// response (nil: the handler answers). For answers that only read memory, such as a
+    /// metrics page, which must come back even while every task thread is busy.
+    package typealias Immediate = @Sendable (HTTPRequest) -> HTTPResponse?
 
     private nonisolated(unsafe) let daemon: OpaquePointer
     private let context: Unmanaged<ServerContext>
@@ -33,8 +37,11 @@ package final class HTTPServer: Sendable {
 
     /// Starts listening on `port` (0: a free one) of the loopback interface, or of every
     /// interface when `loopbackOnly` is false.
-    package init(port: Int, loopbackOnly: Bool, limits: Limits = Limits(), refused: @escaping Refusals = { _, _ in }, handler: @escaping Handler) throws {
-        let context = Unmanaged.passRetained(ServerContext(handler: handler, refused: refused, limits: limits))
+    package init(
+        port: Int, loopbackOnly: Bool, limits: Limits = Limits(), refused: @escaping Refusals = { _, _ in }, immediate: Immediate? = nil,
+        handler: @escaping Handler
+    ) throws {
+        let context = Unmanaged.passRetained(ServerContext(handler: handler, refused: refused, immediate: immediate, limits: limits))
         guard let daemon = pushfan_mhd_start(
             UInt16(port), loopbackOnly ? 1 : 0, accessHandler, context.toOpaque(), requestCompleted, nil,
             UInt32(limits.maxConnections), UInt32(limits.idleTimeoutSeconds), limits.connectionMemory)
@@ -65,13 +72,15 @@ package final class HTTPServer: Sendable {
 private final class ServerContext: Sendable {
     let handler: HTTPServer.Handler
     let refused: HTTPServer.Refusals
+    let immediate: HTTPServer.Immediate?
     let limits: HTTPServer.Limits
     /// Handlers running now (their connections suspended).
     let running = Atomic<Int>(0)
 
-    init(handler: @escaping HTTPServer.Handler, refused: @escaping HTTPServer.Refusals, limits: HTTPServer.Limits) {
+    init(handler: @escaping HTTPServer.Handler, refused: @escaping HTTPServer.Refusals, immediate: HTTPServer.Immediate?, limits: HTTPServer.Limits) {
         self.handler = handler
         self.refused = refused
+        self.immediate = immediate
         self.limits = limits
     }
 }
@@ -131,6 +140,7 @@ private let accessHandler: MHD_AccessHandlerCallback = { cls, connection, url, m
     if let response = state.response { return queue(connection, response) }
     guard !state.started else { return pushfan_mhd_yes() }
     state.started = true
+    if let response = server.immediate?(state.request) { return queue(connection, response) }
     server.running.add(1, ordering: .acquiringAndReleasing)
     MHD_suspend_connection(connection)
     let handle = ConnectionHandle(pointer: connection)

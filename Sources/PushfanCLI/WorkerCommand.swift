@@ -73,10 +73,13 @@ struct WorkerCommand: Command {
         if arguments.value("metrics-port") != nil {
             let registry = options.metrics.registry
             let loopbackOnly = !arguments.flag("metrics-listen-all")
-            let server = try HTTPServer(port: try arguments.int("metrics-port", default: 0, range: 0...65_535), loopbackOnly: loopbackOnly) { request in
-                guard request.method == "GET", request.path == "/metrics" else { return APIError.notFound("only GET /metrics is served here").response }
-                return HTTPResponse(status: 200, headers: ["Content-Type": "text/plain; version=0.0.4"], body: Array(registry.render().utf8))
-            }
+            // Answered on the server's own thread: a busy worker's task threads do not delay a scrape.
+            let server = try HTTPServer(
+                port: try arguments.int("metrics-port", default: 0, range: 0...65_535), loopbackOnly: loopbackOnly,
+                immediate: { request in
+                    guard request.method == "GET", request.path == "/metrics" else { return APIError.notFound("only GET /metrics is served here").response }
+                    return HTTPResponse(status: 200, headers: ["Content-Type": "text/plain; version=0.0.4"], body: Array(registry.render().utf8))
+                }, handler: { _ in APIError.notFound("only GET /metrics is served here").response })
             print("worker metrics on http://\(loopbackOnly ? "127.0.0.1" : "0.0.0.0"):\(server.port)/metrics")
             fflush(nil)
             metricsServer = server

@@ -5,7 +5,7 @@
 wait_for_groups() {
   local want=$(( $# * 3 )) last=-1 still=0 count
   for _ in $(seq 600); do
-    count=$(cat "$@" | grep -c 'event=kafka.assigned' || true)
+    count=$(cat "$@" 2>/dev/null | grep -c 'event=kafka.assigned' || true)
     if [ "$count" = "$last" ]; then still=$((still + 1)); else still=0; last=$count; fi
     [ "$count" -ge "$want" ] && [ "$still" -ge 30 ] && return 0
     sleep 0.1
