@@ -132,6 +132,7 @@ struct SendRound {
         case .retry(let after):
             item.notBefore = context.clock.now + after
             state.retries.append(item)
+            context.metrics.retried(app: task.app, after: result)
         case .pauseApp(let reason):
             try await pauseForCredentials(item, reason: reason, finals: &finals, state: &state)
         case .handBack:

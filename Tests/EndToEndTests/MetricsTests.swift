@@ -117,7 +117,7 @@ struct MetricsTests {
         let dashboard = try #require(
             try JSONSerialization.jsonObject(with: Data(contentsOf: URL(fileURLWithPath: Self.deploy + "/grafana/pushfan.json"))) as? [String: Any])
         let expressions = (dashboard["panels"] as? [[String: Any]] ?? []).flatMap { ($0["targets"] as? [[String: Any]] ?? []).compactMap { $0["expr"] as? String } }
-        #expect(expressions.count >= 13)
+        #expect(expressions.count >= 14)
         for expression in expressions { _ = try await prometheus.query(expression) }
         let rules = try String(contentsOfFile: Self.deploy + "/prometheus/alerts.yml", encoding: .utf8)
         let named = Set((expressions.joined(separator: " ") + rules).matches(of: /pushfan_[a-z_]+/).map { match -> String in
@@ -137,5 +137,26 @@ struct MetricsTests {
         #expect(check.output.contains("SUCCESS: 4 rules found"), "\(check.output)")
         let tests = try await CommandLineTool.run("sh", ["-c", "cd '\(Self.deploy)/prometheus' && promtool test rules alerts.test.yml"])
         #expect(tests.status == 0 && tests.output.contains("SUCCESS"), "\(tests.output) \(tests.error)")
+    }
+
+    @Test("retries are counted by cause: a simulator answering 10% with 503, each 503 retried unless it was a device's fifth")
+    func retriesByCause() async throws {
+        let pipeline = try await Pipeline(simArguments: ["--p503", "0.1"])
+        defer { pipeline.stop() }
+        try await pipeline.addApp("flaky", topic: "com.example.flaky", rate: 1_000, devices: 200)
+        let worker = try pipeline.startWorker("r1", extra: ["--metrics-port", "0"])
+        guard let output = await worker.waitForOutput(timeout: .seconds(20), { $0.contains("worker metrics on ") }),
+              let line = output.split(separator: "\n").first(where: { $0.hasPrefix("worker metrics on ") })
+        else { throw TestFailure("the worker printed no metrics address: \(worker.standardError.suffix(1000))") }
+        try await pipeline.submit(Pipeline.campaign("flaky-1", app: "flaky"))
+        let results = try await pipeline.results(of: "flaky-1")
+        // A device answered 503 five times in a row (one in 100,000) fails instead.
+        let failed = results.completed?.count(of: .failed) ?? 0
+        #expect((results.completed?.count(of: .delivered) ?? 0) + failed == 200)
+        let text = try await CommandLineTool.run("curl", ["-sf", String(line.dropFirst("worker metrics on ".count))]).output
+        let retried = text.split(separator: "\n").first { $0.hasPrefix(#"pushfan_retries_total{app="flaky",cause="ServiceUnavailable"}"#) }
+        let count = retried.flatMap { $0.split(separator: " ").last }.flatMap { Double($0) } ?? 0
+        let served503 = try await pipeline.sim.stats()["status"] as? [String: Any]
+        #expect(count > 0 && Double((served503?["503"] as? Int ?? -1) - failed) == count, "retries \(count), 503s \(served503 ?? [:]), failed \(failed)")
     }
 }
