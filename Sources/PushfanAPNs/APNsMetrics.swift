@@ -1,7 +1,7 @@
 import PushfanCore
 
 /// What the sender's connection pools count, in a process's metrics registry. Counted on
-/// the pools' threads, one short lock per answer.
+/// the pools' threads: answer times are gathered per loop turn and added in one lock.
 package final class APNsMetrics: Sendable {
     let requestDuration: Histogram
     let connectionsOpen: Gauge

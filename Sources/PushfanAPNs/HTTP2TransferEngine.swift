@@ -25,6 +25,8 @@ final class HTTP2TransferEngine: TransferEngine {
     private var authorization: (jwt: String, value: [UInt8]) = ("", [])
     /// One request's header list, reused.
     private let headers = HTTP2Headers()
+    /// Answer times of this loop turn, added to the metrics once per turn.
+    private var durations: Histogram.Batch?
     let readBuffer = UnsafeMutableRawBufferPointer.allocate(byteCount: 64 * 1024, alignment: 16)
     /// Most times a request the server did not process is sent again before it
     /// is reported as `refusedStream` / `goAwayUnprocessed`.
@@ -43,6 +45,7 @@ final class HTTP2TransferEngine: TransferEngine {
         wakeRead = fds[0]
         wakeWrite = fds[1]
         pacer = ConnectionPacer(burst: 2 * context.configuration.connections, interval: .milliseconds(200))
+        durations = context.metrics?.requestDuration.batch()
         super.init(context: context)
     }
 
@@ -145,7 +148,7 @@ final class HTTP2TransferEngine: TransferEngine {
         guard !stream.timedOut else { return }
         active -= 1
         if stream.status > 0 {
-            metrics?.requestDuration.observe((ContinuousClock.now - stream.submittedAt).seconds)
+            durations?.observe((ContinuousClock.now - stream.submittedAt).seconds)
             let outcome = Self.outcome(
                 status: stream.status, apnsID: stream.apnsID, uniqueID: stream.uniqueID, body: stream.body, request: stream.request)
             connection.noteResponse()
@@ -202,6 +205,10 @@ final class HTTP2TransferEngine: TransferEngine {
         }
         for connection in connections where connection.state == .connecting { connection.checkConnected() }
         connections.removeAll { $0.state == .closed }
+        if let batch = durations, batch.count > 0 {
+            metrics?.requestDuration.add(batch)
+            durations = metrics?.requestDuration.batch()
+        }
     }
 
     override func housekeeping() {

@@ -68,7 +68,9 @@ final class RegistrationGroups: Sendable {
         do throws(StoreError) {
             return try await executor.run(lane: 0) { connection throws(StoreError) in
                 if items.count > 1, let together = try? connection.transaction({ () throws(StoreError) in
-                    try items.map { (app, device) throws(StoreError) in try Self.registerOne(connection, backend, app: app, device) }
+                    // Each app once per group, not once per device.
+                    for app in Set(items.map(\.0)) { try StoreExecutor.requireApp(connection, app) }
+                    return try items.map { (app, device) throws(StoreError) in try Self.registerOne(connection, backend, app: app, device, appChecked: true) }
                 }) {
                     return together.map { .success($0) }
                 }
@@ -83,8 +85,10 @@ final class RegistrationGroups: Sendable {
         }
     }
 
-    private static func registerOne(_ connection: any SQLConnection, _ backend: any SQLBackend, app: String, _ device: ValidatedDevice) throws(StoreError) -> RegistrationResult {
-        try StoreExecutor.requireApp(connection, app)
+    private static func registerOne(
+        _ connection: any SQLConnection, _ backend: any SQLBackend, app: String, _ device: ValidatedDevice, appChecked: Bool = false
+    ) throws(StoreError) -> RegistrationResult {
+        if !appChecked { try StoreExecutor.requireApp(connection, app) }
         let existed = try connection.queryOne("SELECT 1 FROM devices WHERE app = \(app) AND device_id = \(device.deviceID)") { $0.int(0) } != nil
         let written = try backend.upsert(connection, app: app, devices: [device], now: DeviceStore.now(), returningRowKeys: true)
         guard let rowKey = written.rowKeys[device.deviceID] else { throw StoreError.database("upsert returned no row key") }

@@ -52,12 +52,8 @@ package final class ProgressReporter: Sendable {
     private func emit(campaign: String, app: String) async {
         defer { campaigns.withLock { $0[campaign]?.busy = false } }
         do {
-            let event = try await CampaignTotals.running(.progress, store, campaign: campaign, app: app)
-            // Another worker may have ended the campaign meanwhile; its status changes before
-            // its last event is written, so reading it just before writing keeps a progress
-            // event from following `completed` or `cancelled` (but for the moment between
-            // this read and the write).
-            guard let status = try await store.campaigns.get(campaign)?.status, status != .completed, status != .cancelled else { return }
+            // Nil once another worker has ended the campaign.
+            guard let event = try await CampaignTotals.progress(store, campaign: campaign, app: app) else { return }
             _ = try await writer.campaign(event)
         } catch {
             logger.info("progress.skipped", ["campaign.id": campaign, "error": "\(error)"])

@@ -80,6 +80,16 @@ enum CampaignTotals {
             at: epochMillis())
     }
 
+    /// `progress`: the running totals, or nil once the campaign has ended. The status is
+    /// read after the totals, in the same read as the audience: another worker changes it
+    /// before it writes the last event, so a progress event built here never follows
+    /// `completed` or `cancelled` (but for the moment between this read and the write).
+    static func progress(_ store: DeviceStore, campaign: String, app: String) async throws(StoreError) -> CampaignEvent? {
+        let counts = DeviceOutcome.counts(fromLedger: try await store.ledger.progressCounts(campaign: campaign))
+        guard let row = try await store.campaigns.get(campaign), row.status != .completed, row.status != .cancelled else { return nil }
+        return CampaignEvent(campaign: campaign, app: app, event: .progress, audience: row.audience, outcomeCounts: counts, at: epochMillis())
+    }
+
     /// `progress`, `paused` or `resumed`: the running totals (constant cost however large the campaign)
     /// and the audience planned, read from the store unless given.
     static func running(

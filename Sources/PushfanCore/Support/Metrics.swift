@@ -69,30 +69,43 @@ protocol MetricFamily: Sendable {
     func render(into lines: inout [String])
 }
 
+extension MetricFamily {
+    /// One sample line per label set, in label order.
+    func appendSamples(_ samples: [([String], Double)], labels: [String], into lines: inout [String]) {
+        for (labelValues, value) in samples.sorted(by: { $0.0.lexicographicallyPrecedes($1.0) }) {
+            lines.append("\(name)\(MetricsRegistry.labelText(labels, labelValues)) \(MetricsRegistry.number(value))")
+        }
+    }
+}
+
+/// A value per label set, under a lock: what counters and gauges keep.
+final class LabeledValues: Sendable {
+    private let values = Mutex<[[String]: Double]>([:])
+
+    func add(_ amount: Double, _ labelValues: [String]) { values.withLock { $0[labelValues, default: 0] += amount } }
+    func set(_ value: Double, _ labelValues: [String]) { values.withLock { $0[labelValues] = value } }
+    func value(_ labelValues: [String]) -> Double { values.withLock { $0[labelValues] ?? 0 } }
+    var samples: [([String], Double)] { values.withLock { $0.map { ($0.key, $0.value) } } }
+}
+
 /// A value that only goes up, per label set.
 package final class Counter: MetricFamily {
     let name: String
     let help: String
     let labels: [String]
     var type: String { "counter" }
-    private let values = Mutex<[[String]: Double]>([:])
+    private let values = LabeledValues()
 
     init(name: String, help: String, labels: [String]) {
         (self.name, self.help, self.labels) = (name, help, labels)
     }
 
-    package func add(_ amount: Double = 1, _ labelValues: [String] = []) {
-        values.withLock { $0[labelValues, default: 0] += amount }
-    }
+    package func add(_ amount: Double = 1, _ labelValues: [String] = []) { values.add(amount, labelValues) }
 
-    /// The current value for these labels (tests, and the dashboard's own use).
-    package func value(_ labelValues: [String] = []) -> Double { values.withLock { $0[labelValues] ?? 0 } }
+    /// The current value for these labels.
+    package func value(_ labelValues: [String] = []) -> Double { values.value(labelValues) }
 
-    func render(into lines: inout [String]) {
-        for (labelValues, value) in values.withLock({ $0 }).sorted(by: { $0.key.lexicographicallyPrecedes($1.key) }) {
-            lines.append("\(name)\(MetricsRegistry.labelText(labels, labelValues)) \(MetricsRegistry.number(value))")
-        }
-    }
+    func render(into lines: inout [String]) { appendSamples(values.samples, labels: labels, into: &lines) }
 }
 
 /// A value that goes up and down, per label set.
@@ -101,21 +114,17 @@ package final class Gauge: MetricFamily {
     let help: String
     let labels: [String]
     var type: String { "gauge" }
-    private let values = Mutex<[[String]: Double]>([:])
+    private let values = LabeledValues()
 
     init(name: String, help: String, labels: [String]) {
         (self.name, self.help, self.labels) = (name, help, labels)
     }
 
-    package func set(_ value: Double, _ labelValues: [String] = []) { values.withLock { $0[labelValues] = value } }
-    package func add(_ amount: Double, _ labelValues: [String] = []) { values.withLock { $0[labelValues, default: 0] += amount } }
-    package func value(_ labelValues: [String] = []) -> Double { values.withLock { $0[labelValues] ?? 0 } }
+    package func set(_ value: Double, _ labelValues: [String] = []) { values.set(value, labelValues) }
+    package func add(_ amount: Double, _ labelValues: [String] = []) { values.add(amount, labelValues) }
+    package func value(_ labelValues: [String] = []) -> Double { values.value(labelValues) }
 
-    func render(into lines: inout [String]) {
-        for (labelValues, value) in values.withLock({ $0 }).sorted(by: { $0.key.lexicographicallyPrecedes($1.key) }) {
-            lines.append("\(name)\(MetricsRegistry.labelText(labels, labelValues)) \(MetricsRegistry.number(value))")
-        }
-    }
+    func render(into lines: inout [String]) { appendSamples(values.samples, labels: labels, into: &lines) }
 }
 
 /// A gauge whose samples are read when scraped.
@@ -130,11 +139,7 @@ final class CollectedGauge: MetricFamily {
         (self.name, self.help, self.labels, self.read) = (name, help, labels, read)
     }
 
-    func render(into lines: inout [String]) {
-        for (labelValues, value) in read().sorted(by: { $0.0.lexicographicallyPrecedes($1.0) }) {
-            lines.append("\(name)\(MetricsRegistry.labelText(labels, labelValues)) \(MetricsRegistry.number(value))")
-        }
-    }
+    func render(into lines: inout [String]) { appendSamples(read(), labels: labels, into: &lines) }
 }
 
 /// Observations in cumulative buckets, with their sum and count, per label set.
@@ -142,10 +147,31 @@ package final class Histogram: MetricFamily {
     /// Bucket bounds for durations from a millisecond to ten seconds.
     package static let secondsBounds: [Double] = [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10]
 
-    struct Series {
-        var count = 0
+    /// Observations gathered without a lock (by one thread, on a hot path) and added to
+    /// the histogram together with `add`.
+    package struct Batch: Sendable {
+        let bounds: [Double]
+        package private(set) var count = 0
         var sum = 0.0
+        /// Per bound, not cumulative: summed when rendered.
         var buckets: [Int]
+
+        init(bounds: [Double]) {
+            self.bounds = bounds
+            buckets = [Int](repeating: 0, count: bounds.count)
+        }
+
+        package mutating func observe(_ value: Double) {
+            count += 1
+            sum += value
+            if let index = bounds.firstIndex(where: { value <= $0 }) { buckets[index] += 1 }
+        }
+
+        mutating func merge(_ other: Batch) {
+            count += other.count
+            sum += other.sum
+            for index in buckets.indices { buckets[index] += other.buckets[index] }
+        }
     }
 
     let name: String
@@ -153,7 +179,7 @@ package final class Histogram: MetricFamily {
     let labels: [String]
     let bounds: [Double]
     var type: String { "histogram" }
-    private let series = Mutex<[[String]: Series]>([:])
+    private let series = Mutex<[[String]: Batch]>([:])
 
     init(name: String, help: String, labels: [String], bounds: [Double]) {
         (self.name, self.help, self.labels, self.bounds) = (name, help, labels, bounds)
@@ -161,11 +187,21 @@ package final class Histogram: MetricFamily {
 
     package func observe(_ value: Double, _ labelValues: [String] = []) {
         series.withLock { all in
-            var entry = all[labelValues] ?? Series(buckets: [Int](repeating: 0, count: bounds.count))
-            entry.count += 1
-            entry.sum += value
-            // Buckets are counted per bound here and summed when rendered.
-            if let index = bounds.firstIndex(where: { value <= $0 }) { entry.buckets[index] += 1 }
+            var entry = all[labelValues] ?? Batch(bounds: bounds)
+            entry.observe(value)
+            all[labelValues] = entry
+        }
+    }
+
+    /// An empty batch with this histogram's bounds.
+    package func batch() -> Batch { Batch(bounds: bounds) }
+
+    /// Adds a batch's observations under one lock.
+    package func add(_ batch: Batch, _ labelValues: [String] = []) {
+        guard batch.count > 0 else { return }
+        series.withLock { all in
+            var entry = all[labelValues] ?? Batch(bounds: bounds)
+            entry.merge(batch)
             all[labelValues] = entry
         }
     }
