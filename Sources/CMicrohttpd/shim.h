@@ -61,5 +61,11 @@ static inline enum MHD_ValueKind pushfan_mhd_query_kind(void) { return MHD_GET_A
 static inline struct MHD_Response *pushfan_mhd_response_copy(size_t size, const void *data) {
     return MHD_create_response_from_buffer(size, (void *)data, MHD_RESPMEM_MUST_COPY);
 }
+/* A body of unknown length (sent chunked), read from `reader` as it is written. */
+static inline struct MHD_Response *pushfan_mhd_response_stream(
+    MHD_ContentReaderCallback reader, void *cls, MHD_ContentReaderFreeCallback release) {
+    return MHD_create_response_from_callback(MHD_SIZE_UNKNOWN, 4096, reader, cls, release);
+}
+static inline ssize_t pushfan_mhd_end_of_stream(void) { return MHD_CONTENT_READER_END_OF_STREAM; }
 
 #endif

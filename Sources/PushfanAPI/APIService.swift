@@ -11,6 +11,8 @@ package struct RouteCall: Sendable {
     package var parameters: [String: String]
     /// The secret the caller presented, for routes under an app.
     package var role: AppRole?
+    /// Who is looking, for the dashboard's routes.
+    package var viewer: DashboardViewer?
 
     package func parameter(_ name: String) -> String { parameters[name] ?? "" }
 }
@@ -21,11 +23,14 @@ package struct Route: Sendable {
     package let roles: Set<AppRole>
     /// Only with the admin token.
     package var admin = false
+    /// The dashboard's: the admin token or an app's master secret.
+    package var viewer = false
     package let handle: @Sendable (RouteCall) async throws -> HTTPResponse
 
-    package init(roles: Set<AppRole>, admin: Bool = false, handle: @escaping @Sendable (RouteCall) async throws -> HTTPResponse) {
+    package init(roles: Set<AppRole>, admin: Bool = false, viewer: Bool = false, handle: @escaping @Sendable (RouteCall) async throws -> HTTPResponse) {
         self.roles = roles
         self.admin = admin
+        self.viewer = viewer
         self.handle = handle
     }
 }
@@ -40,12 +45,16 @@ package final class APIService: Sendable {
     let logger: Logger
     let router: Router<Route>
     private let throttle: Mutex<AuthThrottle>
-    package let metrics = RequestMetrics()
+    package let metrics: RequestMetrics
 
     /// The admin token, as given (nil: the admin routes answer 401 to everyone).
     private let adminToken: String?
 
-    package init(store: DeviceStore, writer: ResultsWriter, throttle: AuthThrottle = AuthThrottle(), adminToken: String? = nil, logger: Logger) {
+    package init(
+        store: DeviceStore, writer: ResultsWriter, throttle: AuthThrottle = AuthThrottle(), adminToken: String? = nil,
+        dashboard: DashboardFeed? = nil, chartJS: [UInt8]? = nil, metrics: RequestMetrics = RequestMetrics(), logger: Logger
+    ) {
+        self.metrics = metrics
         self.throttle = Mutex(throttle)
         self.adminToken = adminToken
         self.store = store
@@ -58,6 +67,7 @@ package final class APIService: Sendable {
         NotificareRoutes.add(to: &router, store: store)
         SegmentRoutes.add(to: &router, store: store)
         AdminRoutes.add(to: &router, store: store)
+        DashboardRoutes.add(to: &router, feed: dashboard, chartJS: chartJS)
         router.add("GET", "/openapi.json", Route(roles: []) { _ in
             HTTPResponse(status: 200, headers: ["Content-Type": "application/json"], body: Array(OpenAPIDocument.json.utf8))
         })
@@ -111,6 +121,7 @@ package final class APIService: Sendable {
             pattern = matched
             var call = RouteCall(request: request, parameters: parameters)
             if route.admin { try authenticateAdmin(request) }
+            if route.viewer { call.viewer = try await authenticateViewer(request) }
             if !route.roles.isEmpty {
                 // Routes without an app in the path (the SDK-compatible ones) take the key's.
                 let (app, role) = try await authenticate(request, app: parameters["app"])
@@ -159,6 +170,35 @@ package final class APIService: Sendable {
             throw APIError(401, "unauthorized", "app management needs the admin token as Authorization: Bearer TOKEN", headers: ["WWW-Authenticate": #"Bearer realm="pushfan-admin""#])
         }
         throttle.withLock { $0.succeeded(address) }
+    }
+
+    /// The dashboard's viewer: the admin token (as `Bearer TOKEN`, or as the password of
+    /// HTTP Basic user `admin`, which a browser can prompt for), or an app's key and master
+    /// secret, which show only that app.
+    private func authenticateViewer(_ request: HTTPRequest) async throws -> DashboardViewer {
+        let address = request.clientAddress
+        if let wait = throttle.withLock({ $0.retryAfter(address, now: .now) }) {
+            throw APIError(429, "too_many_failures", "too many failed authentications from this address; retry in \(wait) s", headers: ["Retry-After": String(wait)])
+        }
+        let header = request.header("authorization")
+        var viewer: DashboardViewer?
+        if let adminToken, let bearer = header.flatMap({ $0.hasPrefix("Bearer ") ? String($0.dropFirst(7)) : nil }), Self.constantTimeEqual(bearer, adminToken) {
+            viewer = .admin
+        } else if let (user, secret) = Self.basicCredentials(header) {
+            if user == "admin", let adminToken, Self.constantTimeEqual(secret, adminToken) {
+                viewer = .admin
+            } else if try await store.apps.authenticate(app: user, secret: secret) == .master {
+                viewer = .app(user)
+            }
+        }
+        guard let viewer else {
+            throttle.withLock { $0.failed(address, now: .now) }
+            throw APIError(
+                401, "unauthorized", "the dashboard needs the admin token (user admin) or an app key and its master secret as HTTP Basic credentials",
+                headers: ["WWW-Authenticate": #"Basic realm="pushfan dashboard""#])
+        }
+        throttle.withLock { $0.succeeded(address) }
+        return viewer
     }
 
     /// Equal strings, in time that depends on their lengths only.

@@ -25,11 +25,13 @@ package struct HTTPRequest: Sendable {
     }
 }
 
-/// A response: status, headers, body.
+/// A response: status, headers, and a body given whole or, with `stream`, written over time.
 package struct HTTPResponse: Sendable, Equatable {
     package var status: Int
     package var headers: [String: String]
     package var body: [UInt8]
+    /// A body of unknown length the handler goes on writing (`body` is then ignored).
+    package var stream: EventStream?
 
     package init(status: Int, headers: [String: String] = [:], body: [UInt8] = []) {
         (self.status, self.headers, self.body) = (status, headers, body)

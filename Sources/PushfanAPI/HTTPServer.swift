@@ -60,7 +60,10 @@ package final class HTTPServer: Sendable {
     package func stop(timeout: Duration = .seconds(5)) async {
         _ = MHD_quiesce_daemon(daemon)
         let deadline = ContinuousClock.now + timeout
-        while context.takeUnretainedValue().running.load(ordering: .acquiring) > 0 && ContinuousClock.now < deadline {
+        let server = context.takeUnretainedValue()
+        // Streaming bodies end (their connections may be suspended waiting for data).
+        for stream in server.streams.withLock({ Array($0.values) }) { stream.close() }
+        while (server.running.load(ordering: .acquiring) > 0 || !server.streams.withLock(\.isEmpty)) && ContinuousClock.now < deadline {
             try? await Task.sleep(for: .milliseconds(20))
         }
         MHD_stop_daemon(daemon)
@@ -76,6 +79,8 @@ private final class ServerContext: Sendable {
     let limits: HTTPServer.Limits
     /// Handlers running now (their connections suspended).
     let running = Atomic<Int>(0)
+    /// Streaming bodies being sent now.
+    let streams = Mutex<[ObjectIdentifier: EventStream]>([:])
 
     init(handler: @escaping HTTPServer.Handler, refused: @escaping HTTPServer.Refusals, immediate: HTTPServer.Immediate?, limits: HTTPServer.Limits) {
         self.handler = handler
@@ -137,7 +142,7 @@ private let accessHandler: MHD_AccessHandlerCallback = { cls, connection, url, m
         return pushfan_mhd_yes()
     }
     if state.bodyTooLarge { return queue(connection, tooLarge(server, state.request)) }
-    if let response = state.response { return queue(connection, response) }
+    if let response = state.response { return queue(connection, response, server: server) }
     guard !state.started else { return pushfan_mhd_yes() }
     state.started = true
     if let response = server.immediate?(state.request) { return queue(connection, response) }
@@ -168,14 +173,47 @@ private func tooLarge(_ server: ServerContext, _ request: HTTPRequest) -> HTTPRe
     return response
 }
 
-private func queue(_ connection: OpaquePointer, _ response: HTTPResponse) -> MHD_Result {
-    let made = response.body.withUnsafeBytes { bytes in
-        pushfan_mhd_response_copy(bytes.count, bytes.baseAddress)
+private func queue(_ connection: OpaquePointer, _ response: HTTPResponse, server: ServerContext? = nil) -> MHD_Result {
+    let made: OpaquePointer?
+    if let stream = response.stream, let server {
+        made = streamResponse(connection, stream, server)
+    } else {
+        made = response.body.withUnsafeBytes { bytes in pushfan_mhd_response_copy(bytes.count, bytes.baseAddress) }
     }
     guard let made else { return pushfan_mhd_no() }
     defer { MHD_destroy_response(made) }
     for (name, value) in response.headers { _ = MHD_add_response_header(made, name, value) }
     return MHD_queue_response(connection, UInt32(response.status), made)
+}
+
+/// What a streaming body's callbacks reach: the stream and the server that counts it.
+private final class StreamBinding {
+    let stream: EventStream
+    let server: ServerContext
+    init(stream: EventStream, server: ServerContext) { (self.stream, self.server) = (stream, server) }
+}
+
+/// A libmicrohttpd response that pulls `stream`'s bytes; the binding is retained until
+/// libmicrohttpd releases the response (the client gone or the body ended).
+private func streamResponse(_ connection: OpaquePointer, _ stream: EventStream, _ server: ServerContext) -> OpaquePointer? {
+    stream.attach(connection)
+    server.streams.withLock { $0[ObjectIdentifier(stream)] = stream }
+    let binding = Unmanaged.passRetained(StreamBinding(stream: stream, server: server))
+    let made = pushfan_mhd_response_stream({ cls, _, buffer, capacity in
+        guard let cls, let buffer else { return pushfan_mhd_end_of_stream() }
+        return Unmanaged<StreamBinding>.fromOpaque(cls).takeUnretainedValue().stream.fill(buffer, capacity: capacity)
+    }, binding.toOpaque(), { cls in
+        guard let cls else { return }
+        let binding = Unmanaged<StreamBinding>.fromOpaque(cls).takeRetainedValue()
+        binding.stream.detach()
+        _ = binding.server.streams.withLock { $0.removeValue(forKey: ObjectIdentifier(binding.stream)) }
+    })
+    if made == nil {
+        stream.detach()
+        _ = server.streams.withLock { $0.removeValue(forKey: ObjectIdentifier(stream)) }
+        binding.release()
+    }
+    return made
 }
 
 private final class Collected {

@@ -436,6 +436,11 @@ enum OpenAPIDocument {
     "scheme": "basic",
     "type": "http"
    },
+   "dashboardAdmin": {
+    "description": "user admin, password the admin token (what a browser's prompt sends)",
+    "scheme": "basic",
+    "type": "http"
+   },
    "masterSecret": {
     "description": "app key : master secret",
     "scheme": "basic",
@@ -488,6 +493,202 @@ enum OpenAPIDocument {
      }
     ],
     "summary": "Notificare SDK: the application"
+   }
+  },
+  "/dashboard": {
+   "get": {
+    "parameters": [
+     {
+      "description": "the campaign whose send rate to include (default: the most recently active)",
+      "in": "query",
+      "name": "campaign",
+      "required": false,
+      "schema": {
+       "type": "string"
+      }
+     }
+    ],
+    "responses": {
+     "200": {
+      "content": {
+       "text/html": {
+        "schema": {
+         "type": "string"
+        }
+       }
+      },
+      "description": "the page, with the current snapshot"
+     },
+     "401": {
+      "$ref": "#/components/responses/Unauthorized"
+     },
+     "429": {
+      "$ref": "#/components/responses/Throttled"
+     },
+     "503": {
+      "$ref": "#/components/responses/Unavailable"
+     }
+    },
+    "security": [
+     {
+      "adminToken": []
+     },
+     {
+      "dashboardAdmin": []
+     },
+     {
+      "masterSecret": []
+     }
+    ],
+    "summary": "The live dashboard page (docs/metrics.md)"
+   }
+  },
+  "/dashboard/chart.js": {
+   "get": {
+    "responses": {
+     "200": {
+      "content": {
+       "text/javascript": {
+        "schema": {
+         "type": "string"
+        }
+       }
+      },
+      "description": "the library"
+     },
+     "404": {
+      "content": {
+       "application/json": {
+        "schema": {
+         "$ref": "#/components/schemas/Error"
+        }
+       }
+      },
+      "description": "Chart.js is not installed"
+     }
+    },
+    "security": [],
+    "summary": "Chart.js, as installed (libjs-chart.js)"
+   }
+  },
+  "/dashboard/dashboard.js": {
+   "get": {
+    "responses": {
+     "200": {
+      "content": {
+       "text/javascript": {
+        "schema": {
+         "type": "string"
+        }
+       }
+      },
+      "description": "the script"
+     }
+    },
+    "security": [],
+    "summary": "The dashboard page's script"
+   }
+  },
+  "/dashboard/events": {
+   "get": {
+    "parameters": [
+     {
+      "description": "the campaign whose send rate to include (default: the most recently active)",
+      "in": "query",
+      "name": "campaign",
+      "required": false,
+      "schema": {
+       "type": "string"
+      }
+     }
+    ],
+    "responses": {
+     "200": {
+      "content": {
+       "text/event-stream": {
+        "schema": {
+         "type": "string"
+        }
+       }
+      },
+      "description": "an endless stream"
+     },
+     "401": {
+      "$ref": "#/components/responses/Unauthorized"
+     },
+     "429": {
+      "$ref": "#/components/responses/Throttled"
+     },
+     "503": {
+      "$ref": "#/components/responses/Unavailable"
+     }
+    },
+    "security": [
+     {
+      "adminToken": []
+     },
+     {
+      "dashboardAdmin": []
+     },
+     {
+      "masterSecret": []
+     }
+    ],
+    "summary": "The dashboard's snapshots as Server-Sent Events (event snapshot), with heartbeat comments when nothing changes"
+   }
+  },
+  "/dashboard/state": {
+   "get": {
+    "parameters": [
+     {
+      "description": "the campaign whose send rate to include (default: the most recently active)",
+      "in": "query",
+      "name": "campaign",
+      "required": false,
+      "schema": {
+       "type": "string"
+      }
+     }
+    ],
+    "responses": {
+     "200": {
+      "content": {
+       "application/json": {
+        "schema": {
+         "required": [
+          "at",
+          "campaigns",
+          "apps",
+          "deadLetters"
+         ],
+         "type": "object"
+        }
+       }
+      },
+      "description": "the snapshot"
+     },
+     "401": {
+      "$ref": "#/components/responses/Unauthorized"
+     },
+     "429": {
+      "$ref": "#/components/responses/Throttled"
+     },
+     "503": {
+      "$ref": "#/components/responses/Unavailable"
+     }
+    },
+    "security": [
+     {
+      "adminToken": []
+     },
+     {
+      "dashboardAdmin": []
+     },
+     {
+      "masterSecret": []
+     }
+    ],
+    "summary": "The dashboard's snapshot: campaigns, the chosen campaign's send rate, apps' rates against their limits, dead letters (admin only)"
    }
   },
   "/device": {

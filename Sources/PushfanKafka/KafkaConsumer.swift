@@ -129,6 +129,18 @@ package final class KafkaConsumer: Sendable {
         context.takeUnretainedValue().revokeHandler.withLock { $0 = handler }
     }
 
+    /// Runs `handler` synchronously when partitions are assigned, before reading starts: it
+    /// gives the offset to start each partition at, for a reader that keeps its offsets with
+    /// its own results (a partition it leaves out starts at the group's committed offset;
+    /// `KafkaConsumer.beginning` starts one at its first record). It blocks polling, so it
+    /// must return within seconds.
+    package func onAssign(_ handler: @escaping @Sendable ([TopicPartition]) -> [TopicPartition: Int64]) {
+        context.takeUnretainedValue().assignHandler.withLock { $0 = handler }
+    }
+
+    /// The offset `onAssign` gives for a partition's first record.
+    package static let beginning = Int64(RD_KAFKA_OFFSET_BEGINNING)
+
     /// Commits stored offsets now and waits for the broker's answer.
     package func commit() async throws(KafkaError) {
         let handle = self.handle
@@ -161,17 +173,34 @@ package final class KafkaConsumer: Sendable {
 
     /// Commits stored offsets, leaves the group (so partitions move at once rather than
     /// after the session timeout) and releases the client. The event stream ends.
-    package func close() async {
+    /// Leaves the group (committing what was stored) and frees the client. Bounded by
+    /// `timeout`: librdkafka's close has been seen to hang after offset resets on the dev
+    /// cluster, and a process that is stopping must not hang with it. Past the bound it goes
+    /// on (logged); the close finishes in the background if it ever does.
+    package func close(timeout: Duration = .seconds(20)) async {
         if closed.exchange(true, ordering: .relaxed) { return }
         channel.finish()
         poller.stop()
-        let handle = self.handle
-        let code = await BlockingWork.run { rd_kafka_consumer_close(handle.raw).rawValue }
-        if code != 0 {
-            logger.warning("kafka.consumer_close", ["kafka.code": String(cString: rd_kafka_err2name(rd_kafka_resp_err_t(rawValue: code)))])
+        let (handle, context, logger) = (self.handle, self.context, self.logger)
+        let outcome = AsyncStream<Bool>.makeStream()
+        Task {
+            let code = await BlockingWork.run { rd_kafka_consumer_close(handle.raw).rawValue }
+            if code != 0 {
+                logger.warning("kafka.consumer_close", ["kafka.code": String(cString: rd_kafka_err2name(rd_kafka_resp_err_t(rawValue: code)))])
+            }
+            await BlockingWork.run { rd_kafka_destroy(handle.raw) }
+            context.release()
+            outcome.continuation.yield(true)
         }
-        await BlockingWork.run { rd_kafka_destroy(handle.raw) }
-        context.release()
+        let bound = Task {
+            try? await Task.sleep(for: timeout)
+            outcome.continuation.yield(false)
+        }
+        for await closedInTime in outcome.stream {
+            bound.cancel()
+            if !closedInTime { logger.warning("kafka.consumer_close_timeout", ["timeout_s": String(timeout.components.seconds)]) }
+            break
+        }
     }
 
     // MARK: - Poll thread
@@ -253,6 +282,12 @@ package final class KafkaConsumer: Sendable {
         let events = context.consumerEvents
         switch code {
         case RD_KAFKA_RESP_ERR__ASSIGN_PARTITIONS:
+            if let partitions, let handler = context.assignHandler.withLock({ $0 }) {
+                let starts = handler(changed)
+                for index in 0..<Int(partitions.pointee.cnt) {
+                    if let start = starts[changed[index]] { partitions.pointee.elems[index].offset = start }
+                }
+            }
             if cooperative {
                 if let error = rd_kafka_incremental_assign(client, partitions) {
                     events?.publish(.error(KafkaError(operation: "assign", consuming: error)))

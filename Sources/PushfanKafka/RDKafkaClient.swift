@@ -18,6 +18,9 @@ final class ClientContext: Sendable {
     /// Called on the poll thread when partitions are revoked, before their stored offsets
     /// are committed; see `KafkaConsumer.onRevoke`.
     let revokeHandler = Mutex<(@Sendable ([TopicPartition]) -> Void)?>(nil)
+    /// Called on the poll thread when partitions are assigned, for the offsets to start
+    /// them at; see `KafkaConsumer.onAssign`.
+    let assignHandler = Mutex<(@Sendable ([TopicPartition]) -> [TopicPartition: Int64])?>(nil)
     /// Consumer lag per topic and partition from librdkafka's last statistics (consumers).
     let consumerLag = Mutex<[String: [Int32: Int64]]>([:])
 

@@ -14,6 +14,7 @@ import PushfanCore
 /// - `sdkDevices`: devices as a client SDK describes them, as JSON (`SDKDeviceDocuments`)
 /// - `ledger`: claims and final outcomes per device (`DeliveryLedger`)
 /// - `providerTokens`: APNs provider tokens shared by workers (`ProviderTokenStore`)
+/// - `dashboard`: the live dashboard's tallies and their results-topic offsets (`DashboardTallies`)
 ///
 /// Every call runs on the store's own serial queues, never on Swift's cooperative pool,
 /// because SQLite and libpq calls block. Dialect differences live in `SQLiteBackend` and
@@ -31,6 +32,7 @@ package final class DeviceStore: Sendable {
     package let sdkDevices: SDKDeviceDocuments
     package let ledger: DeliveryLedger
     package let providerTokens: ProviderTokenStore
+    package let dashboard: DashboardTallies
 
     /// Opens `sqlite:PATH` or a `postgres://` / `postgresql://` URL and applies migrations.
     package static func open(_ url: String, logger: Logger) async throws(StoreError) -> DeviceStore {
@@ -74,6 +76,7 @@ package final class DeviceStore: Sendable {
         sdkDevices = SDKDeviceDocuments(executor: executor)
         ledger = DeliveryLedger(executor: executor)
         providerTokens = ProviderTokenStore(executor: executor)
+        dashboard = DashboardTallies(executor: executor)
     }
 
     static func now() -> Int64 { Int64(Date().timeIntervalSince1970 * 1000) }

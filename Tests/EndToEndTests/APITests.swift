@@ -51,11 +51,16 @@ struct APITests {
         }
     }
 
-    static func start(_ pipeline: Pipeline, app: String = "shop", brokers: [String]? = nil, extra: [String] = []) async throws -> Server {
-        let added = try await pipeline.run([
-            "apps", "add", "--database", pipeline.database, "--app", app, "--topic", "com.example.\(app)", "--team-id", "TEAM000001",
-            "--key-id", "KEY0000001", "--key-file", pipeline.keyFile, "--rate", "20000",
-        ]).output
+    /// `pushfan api` for `pipeline`, after adding `app` (nil: no app is added, the secrets
+    /// are empty; for a restart).
+    static func start(_ pipeline: Pipeline, app: String? = "shop", brokers: [String]? = nil, extra: [String] = []) async throws -> Server {
+        var added = ""
+        if let app {
+            added = try await pipeline.run([
+                "apps", "add", "--database", pipeline.database, "--app", app, "--topic", "com.example.\(app)", "--team-id", "TEAM000001",
+                "--key-id", "KEY0000001", "--key-file", pipeline.keyFile, "--rate", "20000",
+            ]).output
+        }
         func secret(_ label: String) -> String {
             added.split(separator: "\n").first { $0.hasPrefix(label) }.map { String($0.dropFirst(label.count)) } ?? ""
         }

@@ -120,6 +120,41 @@ struct ResultRecordTests {
         }
     }
 
+    @Test("the canonical reader reads back what the sender writes, and leaves every other spelling to the decoder")
+    func deviceResultCanonicalReading() throws {
+        func canonical(_ bytes: [UInt8]) -> DeviceResult? { bytes.withUnsafeBytes { DeviceResult(canonicalJSON: $0) } }
+        let plain = [
+            DeviceResult(campaign: "c", device: "d", outcome: .failed, attempts: 5, at: 1),
+            DeviceResult(
+                campaign: "spring-sale:2026", device: "device-00000042", outcome: .delivered, status: 200,
+                apnsID: "6f0c5b0e-9a2b-4c1e-8d7f-0a1b2c3d4e5f", attempts: 1, at: 1_796_045_682_511),
+            DeviceResult(campaign: "c", device: "d", outcome: .invalidToken, status: 410, reason: "Unregistered", attempts: 2, at: 3),
+            DeviceResult(campaign: "c", device: "d", outcome: .rejected, reason: "é ✓ accents", attempts: 0, at: 0),
+        ]
+        for result in plain { #expect(canonical(result.encodedJSON()) == result) }
+
+        // Escapes, other key orders, whitespace, other versions or types, invalid values: nil,
+        // and the generic decoder still reads (or refuses) them.
+        let escaped = DeviceResult(campaign: "c", device: "d", outcome: .rejected, reason: "quote \" tab \t", attempts: 0, at: 0)
+        #expect(canonical(escaped.encodedJSON()) == nil)
+        #expect(try MessageCodec.decode(ResultRecord.self, from: escaped.encodedJSON()) == .device(escaped))
+        let text = String(decoding: plain[2].encodedJSON(), as: UTF8.self)
+        let variants = [
+            text.replacingOccurrences(of: ",", with: ", "),
+            text.replacingOccurrences(of: #""v":1"#, with: #""v":2"#),
+            text.replacingOccurrences(of: #""outcome":"invalid_token""#, with: #""outcome":"lost""#),
+            text.replacingOccurrences(of: #""attempts":2"#, with: #""attempts":-2"#),
+            text.replacingOccurrences(of: #""attempts":2"#, with: #""attempts":02"#),
+            text.replacingOccurrences(of: #""at":3"#, with: #""at":3.5"#),
+            text.replacingOccurrences(of: #""device":"d""#, with: #""device":"""#),
+            text + " ",
+            String(text.dropLast()),
+            #"{"at":3,"apns_id":null}"#,
+        ]
+        for variant in variants { #expect(canonical(Array(variant.utf8)) == nil, "\(variant)") }
+        #expect(try MessageCodec.decode(ResultRecord.self, from: Array(variants[0].utf8)) == .device(plain[2]))
+    }
+
     @Test func invalidTokenUsesSnakeCase() {
         #expect(DeviceOutcome.invalidToken.rawValue == "invalid_token")
         #expect(DeviceOutcome.allCases.map(\.rawValue) == ["delivered", "rejected", "invalid_token", "expired", "cancelled", "skipped", "failed"])

@@ -1,3 +1,5 @@
+import Foundation
+
 /// A record of topic `results`: the final outcome for one device, or a
 /// campaign lifecycle event. In JSON the field `type` (`"device"` or
 /// `"campaign"`) says which.
@@ -178,6 +180,29 @@ package struct DeviceResult: Codable, Sendable, Hashable {
         return out
     }
 
+    /// Reads back exactly what `encodedJSON` writes (keys in that order, no whitespace, no
+    /// escapes in strings), validated; nil for any other spelling, which the generic decoder
+    /// then reads. Readers of the whole results topic (the dashboard) meet this form on every
+    /// record, and `JSONDecoder` cost them about 15 µs per record.
+    package init?(canonicalJSON bytes: UnsafeRawBufferPointer) {
+        var reader = CanonicalReader(bytes: bytes)
+        guard reader.literal(#"{"apns_id":"#), let apnsID = reader.optionalString(),
+              reader.literal(#","at":"#), let at = reader.integer(),
+              reader.literal(#","attempts":"#), let attempts = reader.integer(),
+              reader.literal(#","campaign":"#), let campaign = reader.optionalString() ?? nil,
+              reader.literal(#","device":"#), let device = reader.optionalString() ?? nil,
+              reader.literal(#","outcome":"#), let outcome = (reader.optionalString() ?? nil).flatMap(DeviceOutcome.init(rawValue:)),
+              reader.literal(#","reason":"#), let reason = reader.optionalString(),
+              reader.literal(#","status":"#), let status = reader.optionalInteger(),
+              reader.literal(#","type":"device","v":"#), reader.integer() == Int64(ResultRecord.currentVersion),
+              reader.literal("}"), reader.atEnd, let attemptCount = Int(exactly: attempts)
+        else { return nil }
+        self.init(
+            campaign: campaign, device: device, outcome: outcome, status: status.flatMap { Int(exactly: $0) }, reason: reason, apnsID: apnsID,
+            attempts: attemptCount, at: at)
+        guard (try? validate()) != nil else { return nil }
+    }
+
     package func validate() throws(MessageDecodingError) {
         try Rules.identifier(campaign, field: "campaign")
         try Rules.identifier(device, field: "device")
@@ -327,5 +352,61 @@ package struct CampaignEvent: Codable, Sendable, Hashable {
             try Rules.nonNegative(submission.offset, field: "submission.offset")
         }
         try Rules.nonNegative(at, field: "at")
+    }
+}
+
+/// The few steps `DeviceResult(canonicalJSON:)` takes over bytes in `encodedJSON`'s form.
+private struct CanonicalReader {
+    let bytes: UnsafeRawBufferPointer
+    var index = 0
+
+    var atEnd: Bool { index == bytes.count }
+
+    mutating func literal(_ text: StaticString) -> Bool {
+        let count = text.utf8CodeUnitCount
+        guard index + count <= bytes.count, memcmp(bytes.baseAddress! + index, text.utf8Start, count) == 0 else { return false }
+        index += count
+        return true
+    }
+
+    /// `"text"` without escapes as .some(text), `null` as .some(nil), else nil.
+    mutating func optionalString() -> String?? {
+        if literal("null") { return .some(nil) }
+        guard index < bytes.count, bytes[index] == UInt8(ascii: "\"") else { return nil }
+        let start = index + 1
+        var end = start
+        var union: UInt8 = 0
+        while end < bytes.count, bytes[end] != UInt8(ascii: "\"") {
+            let byte = bytes[end]
+            guard byte >= 0x20, byte != UInt8(ascii: "\\") else { return nil }
+            union |= byte
+            end += 1
+        }
+        guard end < bytes.count else { return nil }
+        index = end + 1
+        let raw = UnsafeRawBufferPointer(rebasing: bytes[start..<end])
+        if union < 0x80 { return .some(String(decoding: raw, as: UTF8.self)) }
+        return String(validating: raw, as: UTF8.self).map { .some($0) }
+    }
+
+    /// A decimal integer (optionally negative, no leading zeros, at most 18 digits).
+    mutating func integer() -> Int64? {
+        let negative = index < bytes.count && bytes[index] == UInt8(ascii: "-")
+        var at = negative ? index + 1 : index
+        let first = at
+        var value: Int64 = 0
+        while at < bytes.count, (0x30...0x39).contains(bytes[at]), at - first < 18 {
+            value = value * 10 + Int64(bytes[at] - 0x30)
+            at += 1
+        }
+        guard at > first, at == first + 1 || bytes[first] != 0x30 else { return nil }
+        guard at == bytes.count || !(0x30...0x39).contains(bytes[at]) else { return nil }
+        index = at
+        return negative ? -value : value
+    }
+
+    mutating func optionalInteger() -> Int64?? {
+        if literal("null") { return .some(nil) }
+        return integer().map { .some($0) }
     }
 }

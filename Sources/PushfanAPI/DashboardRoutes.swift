@@ -1,0 +1,43 @@
+import Foundation
+import PushfanCore
+
+/// The live dashboard (docs/metrics.md): the page with the current snapshot inside it, the
+/// snapshot as JSON, and its Server-Sent Events; the page's script and Chart.js (served from
+/// the file `pushfan api --chartjs` names, Debian's libjs-chart.js by default: no CDN).
+/// The data needs the admin token or an app's master secret; the scripts are public.
+enum DashboardRoutes {
+    static func add(to router: inout Router<Route>, feed: DashboardFeed?, chartJS: [UInt8]?) {
+        let off = APIError(503, "dashboard_off", "this API process does not read the results topic (started with --no-dashboard)")
+        router.add("GET", "/dashboard", Route(roles: [], viewer: true) { call in
+            guard let feed, let viewer = call.viewer else { throw off }
+            let snapshot = feed.snapshot(for: viewer, selected: call.request.query["campaign"])
+            return HTTPResponse(
+                status: 200, headers: ["Content-Type": "text/html; charset=utf-8", "Cache-Control": "no-store"],
+                body: DashboardPage.html(snapshot: DashboardFeed.json(snapshot), charts: chartJS != nil))
+        })
+        router.add("GET", "/dashboard/state", Route(roles: [], viewer: true) { call in
+            guard let feed, let viewer = call.viewer else { throw off }
+            let snapshot = feed.snapshot(for: viewer, selected: call.request.query["campaign"])
+            return HTTPResponse(status: 200, headers: ["Content-Type": "application/json", "Cache-Control": "no-store"], body: DashboardFeed.json(snapshot))
+        })
+        router.add("GET", "/dashboard/events", Route(roles: [], viewer: true) { call in
+            guard let feed, let viewer = call.viewer else { throw off }
+            var response = HTTPResponse(status: 200, headers: [
+                "Content-Type": "text/event-stream", "Cache-Control": "no-store",
+                // Reverse proxies must pass each event on as it comes (nginx buffers otherwise).
+                "X-Accel-Buffering": "no",
+            ])
+            response.stream = feed.subscribe(viewer, selected: call.request.query["campaign"])
+            return response
+        })
+        router.add("GET", "/dashboard/dashboard.js", Route(roles: []) { _ in
+            HTTPResponse(status: 200, headers: ["Content-Type": "text/javascript; charset=utf-8", "Cache-Control": "max-age=300"], body: Array(DashboardPage.script.utf8))
+        })
+        router.add("GET", "/dashboard/chart.js", Route(roles: []) { _ in
+            guard let chartJS else {
+                throw APIError.notFound("Chart.js is not installed (apt-get install libjs-chart.js, or pushfan api --chartjs FILE); the dashboard shows its numbers without charts")
+            }
+            return HTTPResponse(status: 200, headers: ["Content-Type": "text/javascript; charset=utf-8", "Cache-Control": "max-age=86400"], body: chartJS)
+        })
+    }
+}
