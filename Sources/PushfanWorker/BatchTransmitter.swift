@@ -1,3 +1,4 @@
+import Foundation
 import PushfanAPNs
 import PushfanCore
 
@@ -7,7 +8,8 @@ import PushfanCore
 struct BatchTransmitter {
     /// What became of the requests handed to `transmit`.
     struct Transmission {
-        var sent: [(ShardSender.Pending, APNsSendResult)] = []
+        /// Sent, with APNs' answer and when it came (the outcome's time in its result).
+        var sent: [(ShardSender.Pending, APNsSendResult, answeredAt: Date)] = []
         /// Not sent: the task was cancelled.
         var unsent: [ShardSender.Pending] = []
         /// Not sent: the expiration passed first.
@@ -39,7 +41,7 @@ struct BatchTransmitter {
         var transmission = Transmission()
         var index = 0
         var stop: WritableKeyPath<Transmission, [ShardSender.Pending]>?
-        await withTaskGroup(of: [(ShardSender.Pending, APNsSendResult)].self) { group in
+        await withTaskGroup(of: [(ShardSender.Pending, APNsSendResult, answeredAt: Date)].self) { group in
             var running = 0
             sending: while index < ready.count {
                 do {
@@ -112,20 +114,24 @@ struct BatchTransmitter {
     /// them is split); the answers feed the lane's circuit.
     private func sendBatch(
         _ batch: [(ShardSender.Pending, APNsNotification)], probe: Bool
-    ) -> @Sendable () async -> [(ShardSender.Pending, APNsSendResult)] {
+    ) -> @Sendable () async -> [(ShardSender.Pending, APNsSendResult, answeredAt: Date)] {
         let groups = Dictionary(grouping: batch, by: { $0.0.target.environment })
-        let (catalog, circuits, app, lane) = (context.catalog, context.circuits, plan.app, lane)
+        let (catalog, circuits, app, lane, clock) = (context.catalog, context.circuits, plan.app, lane, context.clock)
         return {
-            var results: [(ShardSender.Pending, APNsSendResult)] = []
+            var results: [(ShardSender.Pending, APNsSendResult, answeredAt: Date)] = []
             for (environment, members) in groups {
                 do {
                     let client = try catalog.client(for: app, environment: environment)
                     let answers = await client.send(batch: members.map(\.1))
+                    // The batch's answer time, not the round's end: results' `at` then follow
+                    // the sends (a round holds many batches over a second or more).
+                    let answeredAt = clock.wall
                     circuits.record(lane, answers, probe: probe)
-                    for (member, answer) in zip(members, answers) { results.append((member.0, answer)) }
+                    for (member, answer) in zip(members, answers) { results.append((member.0, answer, answeredAt)) }
                 } catch {
+                    let now = clock.wall
                     for member in members {
-                        results.append((member.0, .failed(APNsTransportFailure(.credentialsUnavailable, detail: "\(error)"))))
+                        results.append((member.0, .failed(APNsTransportFailure(.credentialsUnavailable, detail: "\(error)")), now))
                     }
                 }
             }

@@ -48,9 +48,9 @@ struct SendRound {
             let transmission = await BatchTransmitter(context: context, task: task, plan: plan).transmit(ready)
             var delivered = false
             let pausesBefore = state.credentialFailures
-            for (item, result) in transmission.sent {
+            for (item, result, answeredAt) in transmission.sent {
                 if case .response(.accepted) = result { delivered = true }
-                try await classify(item, result, finals: &finals, state: &state)
+                try await classify(item, result, answeredAt: answeredAt, finals: &finals, state: &state)
             }
             // Credentials work again only if nothing in this round said otherwise.
             if delivered && state.credentialFailures == pausesBefore { context.pauses.recovered(task.app) }
@@ -113,7 +113,8 @@ struct SendRound {
     /// Performs what the decider makes of one APNs answer: a final outcome (with token
     /// hygiene), a retry, the app's pause, or a hand-back.
     private func classify(
-        _ item: ShardSender.Pending, _ result: APNsSendResult, finals: inout OutcomeRecorder.Finals, state: inout ShardSender.TaskState
+        _ item: ShardSender.Pending, _ result: APNsSendResult, answeredAt: Date, finals: inout OutcomeRecorder.Finals,
+        state: inout ShardSender.TaskState
     ) async throws {
         var item = item
         let now = context.clock.wall
@@ -127,7 +128,7 @@ struct SendRound {
         case .final(let final):
             finals.add(
                 item, campaign: task.campaign, state: final.state, status: final.status, reason: final.reason, apnsID: final.apnsID,
-                at: epochMillis(now))
+                at: epochMillis(answeredAt))
             if let hygiene = final.hygiene { finals.marks.append(Self.mark(item.target, hygiene, reason: final.reason ?? "")) }
         case .retry(let after):
             item.notBefore = context.clock.now + after

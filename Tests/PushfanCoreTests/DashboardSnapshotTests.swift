@@ -75,11 +75,11 @@ import Testing
         let letter = DashboardSnapshot.DeadLetter(DeadLetterRecord(
             topic: "pushfan.campaigns", partition: 0, offset: 7, key: "k", error: "not_json", reason: "not JSON", original: "", at: 5))
         let snapshot = DashboardSnapshot.build(
-            tallies: ["run": running, "done": done], limits: ["shop": 50], deadLetters: [letter], selected: nil, now: 10_200)
+            tallies: ["run": running, "done": done], limits: ["shop": 50], deadLetters: [letter], selected: nil, now: 12_200)
         #expect(snapshot.campaigns.map(\.id) == ["run", "done"], "most recently active first")
         let run = snapshot.campaigns[0]
         #expect(run.status == "running" && run.audience == 100 && run.done == 31)
-        // Seconds 5..9 are complete at 10.2 s: 31 results over 5 s.
+        // At 12.2 s, seconds 5..9 are settled (two seconds are left for late results): 31 over 5 s.
         #expect(run.rate == 6)
         #expect(run.reasons == [DashboardSnapshot.Reason(outcome: "rejected", reason: "BadTopic", count: 1)])
         let finished = snapshot.campaigns[1]
@@ -90,10 +90,10 @@ import Testing
         #expect(snapshot.apps[0].series.counts.reduce(0, +) == 31 + 2, "every campaign of the app in the last minute")
         #expect(snapshot.deadLetters == [letter])
 
-        let chosen = DashboardSnapshot.build(tallies: ["run": running, "done": done], limits: [:], deadLetters: [], selected: "done", now: 10_200)
+        let chosen = DashboardSnapshot.build(tallies: ["run": running, "done": done], limits: [:], deadLetters: [], selected: "done", now: 12_200)
         #expect(chosen.selected == DashboardSnapshot.Series(name: "done", start: 1, counts: [2]))
         #expect(chosen.apps[0].limit == nil)
-        let unknown = DashboardSnapshot.build(tallies: [:], limits: [:], deadLetters: [], selected: "none", now: 10_200)
+        let unknown = DashboardSnapshot.build(tallies: [:], limits: [:], deadLetters: [], selected: "none", now: 12_200)
         #expect(unknown.campaigns.isEmpty && unknown.selected == nil && unknown.apps.isEmpty)
     }
 }

@@ -78,14 +78,17 @@ package struct DashboardSnapshot: Codable, Sendable, Equatable {
     /// Reasons listed per campaign.
     package static let reasonsShown = 8
 
+    /// Seconds a second's results may still be arriving: a round's results are written when
+    /// its last batch is answered, so rates end this long before now.
+    package static let settleSeconds: Int64 = 2
+
     /// Builds the snapshot at `now` (milliseconds) from merged tallies by campaign id, the
     /// apps' limits, the recent dead letters and the chosen campaign (nil: the most recently
-    /// active). The
-    /// second `now` falls in is still being written, so rates end at the one before it.
+    /// active). Rates end `settleSeconds` before the second `now` falls in.
     package static func build(
         tallies: [String: CampaignTally], limits: [String: Int], deadLetters: [DeadLetter], selected: String?, now: Int64, maxCampaigns: Int = 50
     ) -> DashboardSnapshot {
-        let current = now / 1000
+        let current = now / 1000 - settleSeconds
         let ordered = tallies.sorted { ($0.value.lastAt ?? 0, $0.key) > ($1.value.lastAt ?? 0, $1.key) }.prefix(maxCampaigns)
         let rows = ordered.map { id, tally in row(id: id, tally: tally, currentSecond: current) }
         var byApp: [String: [Int64: Int]] = [:]
