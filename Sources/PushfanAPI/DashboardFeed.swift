@@ -111,7 +111,24 @@ package final class DashboardFeed: Sendable {
         }
         try consumer.subscribe(topics: [topics.results, topics.deadletter])
         metrics.collected("pushfan_dashboard_streams", "Dashboard event streams open.") { [weak self] in [([], Double(self?.streams ?? 0))] }
+        // The one place campaign ids are labels: a bounded set of running campaigns.
+        let running: @Sendable () -> [DashboardSnapshot.CampaignRow] = { [weak self] in
+            guard let self else { return [] }
+            return Array(self.snapshot(for: .admin, selected: nil).campaigns.filter { $0.status == "running" || $0.status == "paused" }.prefix(Self.labelledCampaigns))
+        }
+        metrics.collected(
+            "pushfan_campaign_done_devices", "Devices with a final outcome, of the \(Self.labelledCampaigns) most recently active running or paused campaigns.",
+            labels: ["campaign", "app"]) { running().map { ([$0.id, $0.app ?? ""], Double($0.done)) } }
+        metrics.collected(
+            "pushfan_campaign_audience_devices", "Devices targeted, of the same campaigns.", labels: ["campaign", "app"]
+        ) { running().compactMap { row in row.audience.map { ([row.id, row.app ?? ""], Double($0)) } } }
+        metrics.collected(
+            "pushfan_campaign_send_rate", "Sends per second over the last seconds (the dashboard's), of the same campaigns.", labels: ["campaign", "app"]
+        ) { running().map { ([$0.id, $0.app ?? ""], Double($0.rate)) } }
     }
+
+    /// Running campaigns exported with their id as a label: the most recently active.
+    static let labelledCampaigns = 20
 
     /// Reads and publishes until `stop`.
     package func run() async {

@@ -52,6 +52,7 @@ struct APICommand: Command {
         producerConfiguration.messageTimeout = .seconds(kafkaTimeout)
         let producer = try KafkaProducer(configuration: producerConfiguration, logger: context.logger.child("producer"))
         let metrics = RequestMetrics()
+        store.exportMetrics(to: metrics.registry)
         let dashboard: DashboardFeed?
         if arguments.flag("no-dashboard") {
             dashboard = nil

@@ -68,6 +68,7 @@ struct WorkerCommand: Command {
         options.sender = sender
 
         let store = try await DeviceStore.open(arguments.value("database") ?? configuration.database, logger: context.logger)
+        store.exportMetrics(to: options.metrics.registry)
         let worker = try Worker(options: options, store: store, logger: context.logger.child("worker"))
         var metricsServer: HTTPServer?
         if arguments.value("metrics-port") != nil {

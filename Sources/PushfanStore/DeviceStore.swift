@@ -81,6 +81,16 @@ package final class DeviceStore: Sendable {
 
     static func now() -> Int64 { Int64(Date().timeIntervalSince1970 * 1000) }
 
+    /// Times every store call and counts its errors in `registry`, by call
+    /// (`pushfan_store_call_duration_seconds`, `pushfan_store_errors_total`). Once per process.
+    package func exportMetrics(to registry: MetricsRegistry) {
+        let metrics = StoreCallMetrics(
+            durations: registry.histogram(
+                "pushfan_store_call_duration_seconds", "Device store calls, from queued to answered, by call (the concern and its method).", labels: ["call"]),
+            errors: registry.counter("pushfan_store_errors_total", "Device store calls that failed, by call and error code (unavailable, database, ...).", labels: ["call", "code"]))
+        executor.metrics.withLock { $0 = metrics }
+    }
+
     /// Applies pending migrations; returns the versions applied now.
     @discardableResult
     package func migrate() async throws(StoreError) -> [Int] {

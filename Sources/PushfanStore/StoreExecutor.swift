@@ -32,6 +32,8 @@ final class StoreExecutor: @unchecked Sendable {
     let audienceRowsRead = Atomic<Int>(0)
     /// Every difference between SQLite and PostgreSQL the concerns need.
     let backend: any SQLBackend
+    /// Durations and errors of calls, once `DeviceStore.exportMetrics` asked for them.
+    let metrics = Mutex<StoreCallMetrics?>(nil)
 
     private init(connections: [any SQLConnection], backend: any SQLBackend) {
         lanes = connections.enumerated().map { Lane(queue: DispatchQueue(label: "pushfan.store.\($0.offset)"), connection: $0.element) }
@@ -52,17 +54,30 @@ final class StoreExecutor: @unchecked Sendable {
     }
 
     /// Runs `body` on the least loaded connection, or on connection `lane` when given.
-    func run<T: Sendable>(lane index: Int? = nil, _ body: @escaping @Sendable (any SQLConnection) throws(StoreError) -> T) async throws(StoreError) -> T {
+    /// `function` and `file` name the call in the metrics (the concern's method calling).
+    func run<T: Sendable>(
+        lane index: Int? = nil, function: StaticString = #function, file: StaticString = #fileID,
+        _ body: @escaping @Sendable (any SQLConnection) throws(StoreError) -> T
+    ) async throws(StoreError) -> T {
         let lane = index.map { lanes[$0 % lanes.count] } ?? leastLoaded()
         lane.load.add(1, ordering: .relaxed)
         let box = UncheckedBox(lane.connection)
+        let started = ContinuousClock.now
         let result: Result<T, StoreError> = await withCheckedContinuation { continuation in
             lane.queue.async {
                 defer { lane.load.subtract(1, ordering: .relaxed) }
                 do throws(StoreError) { continuation.resume(returning: .success(try body(box.value))) } catch { continuation.resume(returning: .failure(error)) }
             }
         }
+        observe(result, since: started, function: function, file: file)
         return try result.get()
+    }
+
+    private func observe<T>(_ result: Result<T, StoreError>, since started: ContinuousClock.Instant, function: StaticString, file: StaticString) {
+        guard let metrics = metrics.withLock({ $0 }) else { return }
+        let call = StoreCallMetrics.name(function: function, file: file)
+        metrics.durations.observe((ContinuousClock.now - started).seconds, [call])
+        if case .failure(let error) = result { metrics.errors.add(1, [call, error.code.rawValue]) }
     }
 
     /// The connection with the fewest calls queued; among equals, the next in turn.
@@ -78,13 +93,17 @@ final class StoreExecutor: @unchecked Sendable {
 
     /// `run` for callers on a thread of their own (never Swift's cooperative pool): waits on
     /// the lane's queue.
-    func runBlocking<T>(_ body: (any SQLConnection) throws(StoreError) -> T) throws(StoreError) -> T {
+    func runBlocking<T>(
+        function: StaticString = #function, file: StaticString = #fileID, _ body: (any SQLConnection) throws(StoreError) -> T
+    ) throws(StoreError) -> T {
         let lane = leastLoaded()
         lane.load.add(1, ordering: .relaxed)
         defer { lane.load.subtract(1, ordering: .relaxed) }
+        let started = ContinuousClock.now
         let result: Result<T, StoreError> = lane.queue.sync {
             do throws(StoreError) { return .success(try body(lane.connection)) } catch { return .failure(error) }
         }
+        observe(result, since: started, function: function, file: file)
         return try result.get()
     }
 
@@ -107,4 +126,19 @@ final class StoreExecutor: @unchecked Sendable {
 struct UncheckedBox<Value>: @unchecked Sendable {
     let value: Value
     init(_ value: Value) { self.value = value }
+}
+
+/// `pushfan_store_call_duration_seconds` and `pushfan_store_errors_total`, by call: the
+/// concern and its method (`DeliveryLedger.claim`), a bounded set.
+struct StoreCallMetrics: Sendable {
+    let durations: Histogram
+    let errors: Counter
+
+    /// `PushfanStore/DeliveryLedger.swift` and `claim(campaign:targets:)` → `DeliveryLedger.claim`.
+    static func name(function: StaticString, file: StaticString) -> String {
+        let path = file.description
+        let concern = path.split(separator: "/").last.map { $0.hasSuffix(".swift") ? $0.dropLast(6) : $0 } ?? ""
+        let method = function.description.split(separator: "(", maxSplits: 1).first ?? ""
+        return "\(concern).\(method)"
+    }
 }

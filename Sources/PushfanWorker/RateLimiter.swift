@@ -12,6 +12,8 @@ package final class TokenBucket: Sendable {
         var capacity: Double
         var tokens: Double
         var updated: ContinuousClock.Instant
+        /// Sends granted since the bucket was made.
+        var granted = 0
     }
 
     private let state: Mutex<State>
@@ -31,6 +33,9 @@ package final class TokenBucket: Sendable {
 
     /// Most sends one `acquire` can grant.
     package var capacity: Int { Int(state.withLock { $0.capacity }) }
+
+    /// Its rate per second and the sends it has granted, for metrics.
+    package var usage: (rate: Double, granted: Int) { state.withLock { ($0.rate, $0.granted) } }
 
     /// Changes the rate (an app's limit was edited); tokens already saved are kept up to the
     /// new capacity.
@@ -66,6 +71,7 @@ package final class TokenBucket: Sendable {
                 if state.tokens >= needed {
                     let granted = all ? Int(needed) : min(wanted, Int(state.tokens.rounded(.down)))
                     state.tokens -= Double(granted)
+                    state.granted += granted
                     return (granted, 0)
                 }
                 return (0, (needed - state.tokens) / state.rate)
@@ -104,6 +110,17 @@ package final class RateLanes: Sendable {
             let bucket = TokenBucket(rate: rate, clock: clock)
             buckets[key] = bucket
             return bucket
+        }
+    }
+
+    /// Each app lane's bucket here: (app, lane, rate per second, sends granted).
+    package var appLanes: [(app: String, lane: Int, rate: Double, granted: Int)] {
+        buckets.withLock { buckets in
+            buckets.compactMap { key, bucket in
+                guard case .app(let app) = key.owner else { return nil }
+                let usage = bucket.usage
+                return (app, key.lane, usage.rate, usage.granted)
+            }
         }
     }
 

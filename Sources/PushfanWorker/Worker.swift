@@ -101,10 +101,11 @@ package final class Worker: Sendable {
             controlConsumer = try makeConsumer(
                 group: "\(options.groupID)-control-\(options.workerID)-\(UInt32.random(in: 0...UInt32.max))", topic: options.topics.control, from: .latest)
             let pauses = AppPauses(logger: logger, giveUpAfter: .seconds(options.settings.credentialsGiveUpSeconds), clock: clock)
+            let rates = RateLanes(clock: clock)
             let context = SenderContext(
                 workerID: options.workerID, store: store, writer: writer,
                 catalog: CampaignCatalog(store: store, clients: clients, endpointOverride: options.endpointOverride),
-                rates: RateLanes(clock: clock), pauses: pauses,
+                rates: rates, pauses: pauses,
                 circuits: LaneCircuits(logger: logger, clock: clock), controls: controls,
                 progress: ProgressReporter(store: store, writer: writer, interval: .milliseconds(options.settings.progressIntervalMs), logger: logger),
                 settings: options.settings, retryPolicy: options.retryPolicy, clock: clock, metrics: options.metrics, logger: logger)
@@ -128,6 +129,13 @@ package final class Worker: Sendable {
             registry.collected(
                 "pushfan_app_credentials_paused", "1 for an app whose sends are paused after a credentials failure (alert on it).", labels: ["app"]
             ) { pauses.pausedApps().map { ([$0], 1) } }
+            // A lane's use of its budget: rate(pushfan_lane_sends_granted_total[1m]) / pushfan_lane_budget_per_second.
+            registry.collected("pushfan_lane_budget_per_second", "The send budget of each app lane this worker sends (the app's rate / its lanes).", labels: ["app", "lane"]) {
+                rates.appLanes.map { ([$0.app, String($0.lane)], $0.rate) }
+            }
+            registry.collectedCounter("pushfan_lane_sends_granted_total", "Sends each app lane's budget granted on this worker.", labels: ["app", "lane"]) {
+                rates.appLanes.map { ([$0.app, String($0.lane)], Double($0.granted)) }
+            }
             senderConsumer = consumer
             self.scheduler = scheduler
         } else {

@@ -136,6 +136,10 @@ struct DashboardTests {
         let done = snapshots.compactMap { Self.row($0, "live-1")?["done"] as? Int }
         #expect(done.count >= 3 && done.last! > done.first!, "progress in the stream: \(done)")
         #expect(snapshots.last.flatMap { ($0["selected"] as? [String: Any])?["name"] as? String } == "live-1")
+        // While it runs, the campaign is one of the few whose id is a metrics label.
+        let running = try await api.call("GET", "/metrics").body
+        #expect(running.contains(#"pushfan_campaign_audience_devices{campaign="live-1",app="live"} 15000"#), "\(running.suffix(1500))")
+        #expect(running.contains(#"pushfan_campaign_done_devices{campaign="live-1",app="live"} "#))
 
         // Quiet: app shop has sent nothing, so its view does not change; heartbeats keep the
         // stream alive (one within 5 s of silence).

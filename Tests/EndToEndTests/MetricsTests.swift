@@ -108,6 +108,17 @@ struct MetricsTests {
         let lint = try await CommandLineTool.run("sh", ["-c", "promtool check metrics < \(file)"])
         #expect(lint.status == 0, "promtool: \(lint.output) \(lint.error)")
         #expect(text.contains(#"pushfan_notifications_total{app="metrics",outcome="delivered",reason=""} 600"#), "\(text.prefix(800))")
+        // Each lane's budget use: the sends its budget granted add up to the sends made, and
+        // its budget is the app's rate over its lanes.
+        func samples(_ prefix: String) -> [Double] {
+            text.split(separator: "\n").filter { $0.hasPrefix(prefix) }.compactMap { Double($0.split(separator: " ").last ?? "") }
+        }
+        #expect(samples(#"pushfan_lane_sends_granted_total{app="metrics","#).reduce(0, +) == 600)
+        let budgets = samples(#"pushfan_lane_budget_per_second{app="metrics","#)
+        #expect(!budgets.isEmpty && budgets.allSatisfy { $0 > 0 && $0 <= 1_000 }, "\(budgets)")
+        // Store calls are timed and named by their concern and method.
+        #expect((samples(#"pushfan_store_call_duration_seconds_count{call="DeliveryLedger.claim"}"#).first ?? 0) > 0)
+        #expect((samples(#"pushfan_store_call_duration_seconds_count{call="DeliveryLedger.record"}"#).first ?? 0) > 0)
         // Every query of the Grafana dashboard evaluates against what was scraped, and every
         // metric the dashboard and the alert rules name is one a worker or the API exports.
         let apiText = try await CommandLineTool.run("curl", ["-sf", api.url + "/metrics"]).output

@@ -30,6 +30,11 @@ package final class MetricsRegistry: Sendable {
         _ = register(CollectedGauge(name: name, help: help, labels: labels, read: read))
     }
 
+    /// A counter read at each scrape from `read`, for totals another type already keeps.
+    package func collectedCounter(_ name: String, _ help: String, labels: [String] = [], read: @escaping @Sendable () -> [([String], Double)]) {
+        _ = register(CollectedGauge(name: name, help: help, labels: labels, counter: true, read: read))
+    }
+
     private func register<Family: MetricFamily>(_ family: Family) -> Family {
         families.withLock { $0.append(family) }
         return family
@@ -133,10 +138,11 @@ final class CollectedGauge: MetricFamily {
     let help: String
     let labels: [String]
     let read: @Sendable () -> [([String], Double)]
-    var type: String { "gauge" }
+    let counter: Bool
+    var type: String { counter ? "counter" : "gauge" }
 
-    init(name: String, help: String, labels: [String], read: @escaping @Sendable () -> [([String], Double)]) {
-        (self.name, self.help, self.labels, self.read) = (name, help, labels, read)
+    init(name: String, help: String, labels: [String], counter: Bool = false, read: @escaping @Sendable () -> [([String], Double)]) {
+        (self.name, self.help, self.labels, self.counter, self.read) = (name, help, labels, counter, read)
     }
 
     func render(into lines: inout [String]) { appendSamples(read(), labels: labels, into: &lines) }
