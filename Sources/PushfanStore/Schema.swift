@@ -270,43 +270,28 @@ enum Schema {
                 """),
         Migration(
             version: 10, summary: "the live dashboard's tallies per results partition with their offsets, and recent dead letters",
-            sqlite: """
-                CREATE TABLE dashboard_offsets (
-                    topic TEXT NOT NULL, kafka_partition INTEGER NOT NULL, next_offset BIGINT NOT NULL,
-                    PRIMARY KEY (topic, kafka_partition)
-                );
-                CREATE TABLE dashboard_tallies (
-                    topic TEXT NOT NULL, kafka_partition INTEGER NOT NULL, campaign TEXT NOT NULL, tally TEXT NOT NULL,
-                    PRIMARY KEY (topic, kafka_partition, campaign)
-                );
-                CREATE INDEX dashboard_tallies_by_campaign ON dashboard_tallies (campaign);
-                CREATE TABLE dashboard_campaigns (campaign TEXT PRIMARY KEY, updated_at BIGINT NOT NULL, saved_at BIGINT NOT NULL);
-                CREATE INDEX dashboard_campaigns_recent ON dashboard_campaigns (updated_at);
-                CREATE TABLE dashboard_dead_letters (
-                    topic TEXT NOT NULL, kafka_partition INTEGER NOT NULL, kafka_offset BIGINT NOT NULL, record TEXT NOT NULL, at BIGINT NOT NULL,
-                    PRIMARY KEY (topic, kafka_partition, kafka_offset)
-                );
-                CREATE INDEX dashboard_dead_letters_recent ON dashboard_dead_letters (at);
-                """,
-            postgres: """
-                CREATE TABLE dashboard_offsets (
-                    topic TEXT NOT NULL, kafka_partition INTEGER NOT NULL, next_offset BIGINT NOT NULL,
-                    PRIMARY KEY (topic, kafka_partition)
-                );
-                CREATE TABLE dashboard_tallies (
-                    topic TEXT NOT NULL, kafka_partition INTEGER NOT NULL, campaign TEXT NOT NULL, tally TEXT NOT NULL,
-                    PRIMARY KEY (topic, kafka_partition, campaign)
-                );
-                CREATE INDEX dashboard_tallies_by_campaign ON dashboard_tallies (campaign);
-                CREATE TABLE dashboard_campaigns (campaign TEXT PRIMARY KEY, updated_at BIGINT NOT NULL, saved_at BIGINT NOT NULL);
-                CREATE INDEX dashboard_campaigns_recent ON dashboard_campaigns (updated_at);
-                CREATE TABLE dashboard_dead_letters (
-                    topic TEXT NOT NULL, kafka_partition INTEGER NOT NULL, kafka_offset BIGINT NOT NULL, record TEXT NOT NULL, at BIGINT NOT NULL,
-                    PRIMARY KEY (topic, kafka_partition, kafka_offset)
-                );
-                CREATE INDEX dashboard_dead_letters_recent ON dashboard_dead_letters (at);
-                """),
+            sqlite: dashboardTables, postgres: dashboardTables),
     ]
+
+    /// Migration 10, the same on both databases.
+    private static let dashboardTables = """
+                CREATE TABLE dashboard_offsets (
+                    topic TEXT NOT NULL, kafka_partition INTEGER NOT NULL, next_offset BIGINT NOT NULL,
+                    PRIMARY KEY (topic, kafka_partition)
+                );
+                CREATE TABLE dashboard_tallies (
+                    topic TEXT NOT NULL, kafka_partition INTEGER NOT NULL, campaign TEXT NOT NULL, tally TEXT NOT NULL,
+                    PRIMARY KEY (topic, kafka_partition, campaign)
+                );
+                CREATE INDEX dashboard_tallies_by_campaign ON dashboard_tallies (campaign);
+                CREATE TABLE dashboard_campaigns (campaign TEXT PRIMARY KEY, updated_at BIGINT NOT NULL, saved_at BIGINT NOT NULL);
+                CREATE INDEX dashboard_campaigns_recent ON dashboard_campaigns (updated_at);
+                CREATE TABLE dashboard_dead_letters (
+                    topic TEXT NOT NULL, kafka_partition INTEGER NOT NULL, kafka_offset BIGINT NOT NULL, record TEXT NOT NULL, at BIGINT NOT NULL,
+                    PRIMARY KEY (topic, kafka_partition, kafka_offset)
+                );
+                CREATE INDEX dashboard_dead_letters_recent ON dashboard_dead_letters (at);
+        """
 
     /// Brings the database to the newest version; returns the versions applied now.
     /// Concurrent starters are serialised by the write transaction (SQLite) or an

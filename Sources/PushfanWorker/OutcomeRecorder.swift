@@ -8,19 +8,22 @@ import PushfanStore
 struct OutcomeRecorder {
     /// Final outcomes of one round, written to the ledger and the results topic together.
     struct Finals {
+        /// The campaign, whose variants name each device's in its result.
+        let campaign: Campaign
         var ledger: [LedgerOutcome] = []
         var results: [DeviceResult] = []
         /// Tokens APNs refused for good, marked in the store with the page's outcomes.
         var marks: [TokenMark] = []
 
+        init(campaign: Campaign) { self.campaign = campaign }
+
         mutating func add(
-            _ item: ShardSender.Pending, campaign: String, state: LedgerState, status: Int? = nil, reason: String? = nil,
-            apnsID: String? = nil, at: Int64
+            _ item: ShardSender.Pending, state: LedgerState, status: Int? = nil, reason: String? = nil, apnsID: String? = nil, at: Int64
         ) {
             ledger.append(LedgerOutcome(rowKey: item.target.rowKey, state: state, attempts: item.attempts, apnsID: apnsID, status: status, reason: reason))
             results.append(DeviceResult(
-                campaign: campaign, device: item.target.deviceID, outcome: DeviceOutcome(rawValue: state.rawValue) ?? .failed,
-                status: status, reason: reason, apnsID: apnsID, attempts: item.attempts, at: at))
+                campaign: campaign.id, device: item.target.deviceID, outcome: DeviceOutcome(rawValue: state.rawValue) ?? .failed,
+                status: status, reason: reason, apnsID: apnsID, attempts: item.attempts, at: at, variant: campaign.variantID(of: item.target.deviceID)))
         }
     }
 

@@ -23,7 +23,7 @@ struct SendRound {
     /// unsent devices back) when the task is stopped between batches.
     func send(_ pending: [ShardSender.Pending], state: inout ShardSender.TaskState) async throws {
         guard !pending.isEmpty else { return }
-        var finals = OutcomeRecorder.Finals()
+        var finals = OutcomeRecorder.Finals(campaign: plan.campaign)
         let now = context.clock.wallMillis
         switch context.controls.current(task.campaign) {
         case .paused?:
@@ -55,9 +55,9 @@ struct SendRound {
             // Credentials work again only if nothing in this round said otherwise.
             if delivered && state.credentialFailures == pausesBefore { context.pauses.recovered(task.app) }
             let at = context.clock.wallMillis
-            for item in transmission.expired { finals.add(item, campaign: task.campaign, state: .expired, reason: Self.expiredReason, at: at) }
-            for item in transmission.givenUp { finals.add(item, campaign: task.campaign, state: .failed, reason: Self.credentialsReason, at: at) }
-            for item in transmission.cancelled { finals.add(item, campaign: task.campaign, state: .cancelled, reason: Self.cancelledReason, at: at) }
+            for item in transmission.expired { finals.add(item, state: .expired, reason: Self.expiredReason, at: at) }
+            for item in transmission.givenUp { finals.add(item, state: .failed, reason: Self.credentialsReason, at: at) }
+            for item in transmission.cancelled { finals.add(item, state: .cancelled, reason: Self.cancelledReason, at: at) }
             state.holdForResume(transmission.paused, now: context.clock.now)
             unsent = transmission.unsent
         }
@@ -72,9 +72,9 @@ struct SendRound {
 
     /// Every device of `pending` ends `final` without a request.
     func end(_ pending: [ShardSender.Pending], as final: LedgerState, reason: String, state: inout ShardSender.TaskState) async throws {
-        var finals = OutcomeRecorder.Finals()
+        var finals = OutcomeRecorder.Finals(campaign: plan.campaign)
         let now = context.clock.wallMillis
-        for item in pending { finals.add(item, campaign: task.campaign, state: final, reason: reason, at: now) }
+        for item in pending { finals.add(item, state: final, reason: reason, at: now) }
         if let ticket = try await recorder.record(finals) { state.tickets.append(ticket) }
         context.progress.touch(campaign: task.campaign, app: task.app)
     }
@@ -92,18 +92,26 @@ struct SendRound {
         ready.reserveCapacity(pending.count)
         for item in pending {
             if campaign.options.dryRun {
-                finals.add(item, campaign: task.campaign, state: .skipped, reason: "dry_run", at: now)
+                finals.add(item, state: .skipped, reason: "dry_run", at: now)
             } else if expired {
-                finals.add(item, campaign: task.campaign, state: .expired, reason: Self.expiredReason, at: now)
+                finals.add(item, state: .expired, reason: Self.expiredReason, at: now)
             } else if givenUp {
-                finals.add(item, campaign: task.campaign, state: .failed, reason: Self.credentialsReason, at: now)
+                finals.add(item, state: .failed, reason: Self.credentialsReason, at: now)
             } else {
+                let variant: Int?
+                switch campaign.share(of: item.target.deviceID) {
+                case .holdout:
+                    finals.add(item, state: .skipped, reason: Campaign.holdoutReason, at: now)
+                    continue
+                case .variant(let index): variant = index
+                case .base: variant = nil
+                }
                 do {
                     let token = try DeviceToken(item.target.token)
-                    let payload = try state.payload(for: item.target.locale, campaign: campaign)
+                    let payload = try state.payload(for: item.target.locale, variant: variant, campaign: campaign)
                     ready.append((item, try APNsNotification(campaign: campaign, token: token, topic: plan.app.topic, prepared: payload)))
                 } catch {
-                    finals.add(item, campaign: task.campaign, state: .rejected, reason: error.code, at: now)
+                    finals.add(item, state: .rejected, reason: error.code, at: now)
                 }
             }
         }
@@ -127,7 +135,7 @@ struct SendRound {
         switch decision {
         case .final(let final):
             finals.add(
-                item, campaign: task.campaign, state: final.state, status: final.status, reason: final.reason, apnsID: final.apnsID,
+                item, state: final.state, status: final.status, reason: final.reason, apnsID: final.apnsID,
                 at: epochMillis(answeredAt))
             if let hygiene = final.hygiene { finals.marks.append(Self.mark(item.target, hygiene, reason: final.reason ?? "")) }
         case .retry(let after):
@@ -161,7 +169,7 @@ struct SendRound {
             _ = try? await context.writer.campaign(event)
         }
         if verdict.giveUp {
-            finals.add(item, campaign: task.campaign, state: .failed, reason: Self.credentialsReason, at: context.clock.wallMillis)
+            finals.add(item, state: .failed, reason: Self.credentialsReason, at: context.clock.wallMillis)
             return
         }
         item.notBefore = context.clock.now + context.credentialsPause

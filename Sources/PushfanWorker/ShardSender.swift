@@ -175,10 +175,13 @@ package struct ShardSender: Sendable {
             }
         }
 
-        mutating func payload(for locale: String?, campaign: Campaign) throws(APNsRequestError) -> APNsPreparedPayload {
-            let key = locale ?? ""
+        /// The payload for a device's locale in its variant (`variant`: an index of
+        /// `campaign.variants`, nil for the notification as given).
+        mutating func payload(for locale: String?, variant: Int? = nil, campaign: Campaign) throws(APNsRequestError) -> APNsPreparedPayload {
+            let key = variant.map { "\($0)|\(locale ?? "")" } ?? locale ?? ""
             if let known = payloads[key] { return try known.get() }
-            let made = Result { () throws(APNsRequestError) -> APNsPreparedPayload in try APNsPreparedPayload(campaign: campaign, locale: locale) }
+            let sent = variant.map { campaign.applying(variant: $0) } ?? campaign
+            let made = Result { () throws(APNsRequestError) -> APNsPreparedPayload in try APNsPreparedPayload(campaign: sent, locale: locale) }
             payloads[key] = made
             return try made.get()
         }
@@ -227,7 +230,7 @@ package struct ShardSender: Sendable {
         // The usual case: every device of the page is newly ours.
         if claim.toSend.count != targets.count {
             let owned = Set(claim.toSend.map(\.rowKey))
-            let finalKeys = claim.alreadyFinal > 0 ? try await reemitFinished(targets, state: &state) : []
+            let finalKeys = claim.alreadyFinal > 0 ? try await reemitFinished(targets, campaign: plan.campaign, state: &state) : []
             state.held += targets.filter { !owned.contains($0.rowKey) && !finalKeys.contains($0.rowKey) }
         }
         var owned = claim.toSend
@@ -263,7 +266,7 @@ package struct ShardSender: Sendable {
 
     /// Produces again the results of the page's devices that are final in the ledger;
     /// returns their row keys.
-    private func reemitFinished(_ targets: [DeviceTarget], state: inout TaskState) async throws -> Set<Int64> {
+    private func reemitFinished(_ targets: [DeviceTarget], campaign: Campaign, state: inout TaskState) async throws -> Set<Int64> {
         guard let low = targets.map(\.rowKey).min(), let high = targets.map(\.rowKey).max() else { return [] }
         let wanted = Set(targets.map(\.rowKey))
         let entries = try await context.store.ledger.finished(campaign: task.campaign, after: low - 1, through: high).filter { wanted.contains($0.rowKey) }
@@ -271,7 +274,8 @@ package struct ShardSender: Sendable {
         let results = entries.map { entry in
             DeviceResult(
                 campaign: task.campaign, device: entry.deviceID, outcome: DeviceOutcome(rawValue: entry.state.rawValue) ?? .failed,
-                status: entry.status, reason: entry.reason, apnsID: entry.apnsID, attempts: entry.attempts, at: now)
+                status: entry.status, reason: entry.reason, apnsID: entry.apnsID, attempts: entry.attempts, at: now,
+                variant: campaign.variantID(of: entry.deviceID))
         }
         if let ticket = try await context.writer.devices(results) { state.tickets.append(ticket) }
         return Set(entries.map(\.rowKey))

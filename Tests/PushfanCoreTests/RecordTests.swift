@@ -104,17 +104,20 @@ struct ResultRecordTests {
         #expect(text.contains("\"v\":1"))
     }
 
+    /// Device results as senders write them: every optional set and unset, a reason that
+    /// needs escapes last.
+    static let deviceResults = [
+        DeviceResult(campaign: "c", device: "d", outcome: .failed, attempts: 5, at: 1),
+        DeviceResult(
+            campaign: "spring-sale:2026", device: "device-00000042", outcome: .delivered, status: 200,
+            apnsID: "6f0c5b0e-9a2b-4c1e-8d7f-0a1b2c3d4e5f", attempts: 1, at: 1_796_045_682_511),
+        DeviceResult(campaign: "c", device: "d", outcome: .invalidToken, status: 410, reason: "Unregistered", attempts: 2, at: 3),
+        DeviceResult(campaign: "c", device: "d", outcome: .rejected, reason: "quote \" backslash \\ tab \t é ✓", attempts: 0, at: 0),
+    ]
+
     @Test("the sender's direct encoding of a device result is byte for byte MessageCodec's")
     func deviceResultDirectEncodingMatchesCodable() throws {
-        let results = [
-            DeviceResult(campaign: "c", device: "d", outcome: .failed, attempts: 5, at: 1),
-            DeviceResult(
-                campaign: "spring-sale:2026", device: "device-00000042", outcome: .delivered, status: 200,
-                apnsID: "6f0c5b0e-9a2b-4c1e-8d7f-0a1b2c3d4e5f", attempts: 1, at: 1_796_045_682_511),
-            DeviceResult(campaign: "c", device: "d", outcome: .invalidToken, status: 410, reason: "Unregistered", attempts: 2, at: 3),
-            DeviceResult(campaign: "c", device: "d", outcome: .rejected, reason: "quote \" backslash \\ tab \t é ✓", attempts: 0, at: 0),
-        ]
-        for result in results {
+        for result in Self.deviceResults {
             #expect(result.encodedJSON() == Array(MessageCodec.encode(ResultRecord.device(result))))
             #expect(try MessageCodec.decode(ResultRecord.self, from: Data(result.encodedJSON())) == .device(result))
         }
@@ -123,19 +126,12 @@ struct ResultRecordTests {
     @Test("the canonical reader reads back what the sender writes, and leaves every other spelling to the decoder")
     func deviceResultCanonicalReading() throws {
         func canonical(_ bytes: [UInt8]) -> DeviceResult? { bytes.withUnsafeBytes { DeviceResult(canonicalJSON: $0) } }
-        let plain = [
-            DeviceResult(campaign: "c", device: "d", outcome: .failed, attempts: 5, at: 1),
-            DeviceResult(
-                campaign: "spring-sale:2026", device: "device-00000042", outcome: .delivered, status: 200,
-                apnsID: "6f0c5b0e-9a2b-4c1e-8d7f-0a1b2c3d4e5f", attempts: 1, at: 1_796_045_682_511),
-            DeviceResult(campaign: "c", device: "d", outcome: .invalidToken, status: 410, reason: "Unregistered", attempts: 2, at: 3),
-            DeviceResult(campaign: "c", device: "d", outcome: .rejected, reason: "é ✓ accents", attempts: 0, at: 0),
-        ]
+        let plain = Array(Self.deviceResults.dropLast()) + [DeviceResult(campaign: "c", device: "d", outcome: .rejected, reason: "é ✓ accents", attempts: 0, at: 0)]
         for result in plain { #expect(canonical(result.encodedJSON()) == result) }
 
         // Escapes, other key orders, whitespace, other versions or types, invalid values: nil,
         // and the generic decoder still reads (or refuses) them.
-        let escaped = DeviceResult(campaign: "c", device: "d", outcome: .rejected, reason: "quote \" tab \t", attempts: 0, at: 0)
+        let escaped = Self.deviceResults.last!
         #expect(canonical(escaped.encodedJSON()) == nil)
         #expect(try MessageCodec.decode(ResultRecord.self, from: escaped.encodedJSON()) == .device(escaped))
         let text = String(decoding: plain[2].encodedJSON(), as: UTF8.self)

@@ -30,6 +30,12 @@ package struct Campaign: VersionedMessage, Hashable {
     package var audience: Audience
     package var notification: Notification
     package var options: Options
+    /// A/B variants: each overrides the notification for its share of the devices
+    /// (CampaignVariants.swift). Empty: everyone gets `notification`.
+    package var variants: [Variant] = []
+    /// The holdout's weight beside the variants' (0: none): its devices get nothing and
+    /// end `skipped` with reason `holdout`.
+    package var holdout: Int = 0
     /// When the producer submitted the campaign, in milliseconds since the epoch.
     package var submittedAt: Int64?
 
@@ -437,7 +443,7 @@ extension Campaign {
 
 extension Campaign {
     private enum CodingKeys: String, CodingKey {
-        case v, id, app, audience, notification, options, submittedAt = "submitted_at"
+        case v, id, app, audience, notification, options, variants, holdout, submittedAt = "submitted_at"
     }
 
     /// Reads the fields; `v` has already been checked by `MessageCodec`.
@@ -448,6 +454,8 @@ extension Campaign {
         audience = try container.field(.audience)
         notification = try container.field(.notification)
         options = try container.optionalField(.options) ?? Options()
+        variants = try container.optionalField(.variants) ?? []
+        holdout = try container.optionalField(.holdout) ?? 0
         submittedAt = try container.optionalField(.submittedAt)
     }
 
@@ -459,6 +467,8 @@ extension Campaign {
         try container.encode(audience, forKey: .audience)
         try container.encode(notification, forKey: .notification)
         try container.encode(options, forKey: .options)
+        if !variants.isEmpty { try container.encode(variants, forKey: .variants) }
+        if holdout != 0 { try container.encode(holdout, forKey: .holdout) }
         try container.encodeIfPresent(submittedAt, forKey: .submittedAt)
     }
 }
@@ -471,6 +481,7 @@ extension Campaign {
         try Rules.identifier(app, field: "app")
         try validateAudience()
         try validateNotification()
+        try validateVariants()
         try validateOptions()
         if let submittedAt { try Rules.epochMillis(submittedAt, field: "submitted_at") }
     }
@@ -512,7 +523,7 @@ extension Campaign {
     /// The campaign's own rules (content and data shapes) first; then every payload it can
     /// send, the default texts' and each locale's, is built by the APNs model, which owns
     /// the rules of `aps`, push types, priority and size.
-    private func validateNotification() throws(MessageDecodingError) {
+    func validateNotification() throws(MessageDecodingError) {
         try validateContent()
         if let data = notification.data, data["aps"] != nil {
             throw .invalidField(

@@ -43,6 +43,10 @@ package struct MessageDecodingError: Error, CustomStringConvertible, Equatable {
         self.reason = reason
     }
 
+    /// The same problem at another field: a check run on a derived value (a variant's
+    /// notification) reports the field the producer wrote.
+    package func moved(to field: String) -> MessageDecodingError { MessageDecodingError(kind, field: field, reason: reason) }
+
     /// Machine-readable code, usable as a metric label and as the dead-letter `error`.
     package var code: String { kind.rawValue }
 

@@ -106,11 +106,14 @@ package struct DeviceResult: Codable, Sendable, Hashable {
     package var attempts: Int
     /// When the outcome was reached, in milliseconds since the epoch.
     package var at: Int64
+    /// The A/B variant the device was given (absent without variants and in the holdout).
+    package var variant: String?
 
     package init(
         campaign: String, device: String, outcome: DeviceOutcome, status: Int? = nil,
-        reason: String? = nil, apnsID: String? = nil, attempts: Int, at: Int64
+        reason: String? = nil, apnsID: String? = nil, attempts: Int, at: Int64, variant: String? = nil
     ) {
+        self.variant = variant
         self.campaign = campaign
         self.device = device
         self.outcome = outcome
@@ -125,7 +128,7 @@ package struct DeviceResult: Codable, Sendable, Hashable {
     package var kafkaKey: String { "\(campaign)/\(device)" }
 
     private enum CodingKeys: String, CodingKey {
-        case v, type, campaign, device, outcome, status, reason, apnsID = "apns_id", attempts, at
+        case v, type, campaign, device, outcome, status, reason, apnsID = "apns_id", attempts, at, variant
     }
 
     package init(from decoder: any Decoder) throws {
@@ -138,9 +141,11 @@ package struct DeviceResult: Codable, Sendable, Hashable {
         apnsID = try container.optionalField(.apnsID)
         attempts = try container.field(.attempts)
         at = try container.field(.at)
+        variant = try container.optionalField(.variant)
     }
 
-    /// Writes `v` and `"type": "device"` too; absent optionals as explicit `null`.
+    /// Writes `v` and `"type": "device"` too; absent optionals as explicit `null`, except
+    /// `variant`, left out without one (so results of campaigns without variants are as before).
     package func encode(to encoder: any Encoder) throws {
         var container = encoder.container(keyedBy: CodingKeys.self)
         try container.encode(ResultRecord.currentVersion, forKey: .v)
@@ -153,6 +158,7 @@ package struct DeviceResult: Codable, Sendable, Hashable {
         try container.encode(apnsID, forKey: .apnsID)
         try container.encode(attempts, forKey: .attempts)
         try container.encode(at, forKey: .at)
+        try container.encodeIfPresent(variant, forKey: .variant)
     }
 
     /// The record's JSON, the same bytes as `MessageCodec.encode(ResultRecord.device(self))`
@@ -176,6 +182,9 @@ package struct DeviceResult: Codable, Sendable, Hashable {
         out.append(contentsOf: #","reason":"#.utf8); text(reason)
         out.append(contentsOf: #","status":"#.utf8); number(status.map(Int64.init))
         out.append(contentsOf: #","type":"device","v":"#.utf8); number(Int64(ResultRecord.currentVersion))
+        if let variant {
+            out.append(contentsOf: #","variant":"#.utf8); text(variant)
+        }
         out.append(UInt8(ascii: "}"))
         return out
     }
@@ -194,18 +203,24 @@ package struct DeviceResult: Codable, Sendable, Hashable {
               reader.literal(#","outcome":"#), let outcome = (reader.optionalString() ?? nil).flatMap(DeviceOutcome.init(rawValue:)),
               reader.literal(#","reason":"#), let reason = reader.optionalString(),
               reader.literal(#","status":"#), let status = reader.optionalInteger(),
-              reader.literal(#","type":"device","v":"#), reader.integer() == Int64(ResultRecord.currentVersion),
-              reader.literal("}"), reader.atEnd, let attemptCount = Int(exactly: attempts)
+              reader.literal(#","type":"device","v":"#), reader.integer() == Int64(ResultRecord.currentVersion)
         else { return nil }
+        var variant: String?
+        if reader.literal(#","variant":"#) {
+            guard let given = reader.optionalString() ?? nil else { return nil }
+            variant = given
+        }
+        guard reader.literal("}"), reader.atEnd, let attemptCount = Int(exactly: attempts) else { return nil }
         self.init(
             campaign: campaign, device: device, outcome: outcome, status: status.flatMap { Int(exactly: $0) }, reason: reason, apnsID: apnsID,
-            attempts: attemptCount, at: at)
+            attempts: attemptCount, at: at, variant: variant)
         guard (try? validate()) != nil else { return nil }
     }
 
     package func validate() throws(MessageDecodingError) {
         try Rules.identifier(campaign, field: "campaign")
         try Rules.identifier(device, field: "device")
+        if let variant { try Rules.identifier(variant, field: "variant") }
         if let status, !(100...599).contains(status) {
             throw .invalidField("status", "must be an HTTP status from 100 to 599, got \(status)")
         }

@@ -1,0 +1,72 @@
+import Foundation
+import PushfanCore
+import PushfanTestSupport
+import Testing
+
+/// A/B variants through the real pipeline: each device gets its variant's notification on
+/// the wire, the holdout gets nothing, results name the variant, and a worker killed with
+/// `SIGKILL` mid-campaign changes no device's variant.
+@Suite(.serialized, .timeLimit(.minutes(4)))
+struct CampaignVariantsTests {
+    @Test("variants on the wire and in the results, a holdout skipped, the same variant per device after kill -9 of a sender")
+    func variantsThroughACrash() async throws {
+        let pipeline = try await Pipeline()
+        defer { pipeline.stop() }
+        let count = 6_000
+        try await pipeline.addApp("ab", topic: "com.example.ab", rate: 2_000, devices: count)
+        // Each variant replaces the texts with its own of a different length, so the size of
+        // each request the simulator logged tells which variant it carried.
+        let json = #"""
+            {"v":1,"id":"ab-1","app":"ab","audience":{"segment":"locale in (en_US, de_DE, fr_FR)"},
+             "notification":{"push_type":"alert","content":{"default":{"title":"Sale","body":"20% off"}}},
+             "variants":[{"id":"short","weight":45,"content":{"default":{"title":"A","body":"Short"}}},
+                         {"id":"long","weight":35,"content":{"default":{"title":"A much longer title","body":"And a much longer body line"}},"data":{"variant":"long"}}],
+             "holdout":20}
+            """#
+        let campaign = try MessageCodec.decode(Campaign.self, from: Data(json.utf8))
+        let victim = try pipeline.startWorker("victim", lease: 3)
+        try pipeline.startWorker("survivor", lease: 3)
+        try await pipeline.submit(json.replacingOccurrences(of: "\n", with: " "))
+        let reached = await Pipeline.eventually(timeout: .seconds(60)) { pipeline.delivered(topic: "com.example.ab").count >= count * 3 / 10 }
+        #expect(reached, "the campaign never reached 30% of its sends")
+        victim.signal(SIGKILL)
+        _ = await victim.waitForExit()
+        // The survivor takes over the victim's tasks, sends what it had not recorded and emits
+        // again what it had: every one of those results must name the same variant.
+        let results = try await pipeline.results(of: "ab-1")
+        let completed = try #require(results.completed)
+        #expect(completed.finished == count)
+
+        // Every device's result names the variant its id gives, or is the holdout's skip.
+        var perVariant: [String: Int] = [:]
+        for index in 0..<count {
+            let device = "ab-\(index)"
+            let result = try #require(results.devices[device], "no result for \(device)")
+            switch campaign.share(of: device) {
+            case .holdout:
+                #expect(result.outcome == .skipped && result.reason == "holdout" && result.variant == nil && result.attempts == 0, "\(result)")
+                perVariant["holdout", default: 0] += 1
+            case .variant(let index):
+                #expect(result.outcome == .delivered && result.variant == campaign.variants[index].id, "\(result)")
+                perVariant[campaign.variants[index].id, default: 0] += 1
+            case .base:
+                Issue.record("a campaign with variants gave \(device) the base notification")
+            }
+        }
+        #expect(perVariant.values.reduce(0, +) == count, "per-variant counts add up to the audience: \(perVariant)")
+        #expect(abs(Double(perVariant["holdout"] ?? 0) / Double(count) - 0.20) < 0.03, "\(perVariant)")
+        #expect(completed.count(of: .skipped) == perVariant["holdout"])
+
+        // On the wire: no held-out device was sent to, and each request's size is its variant's.
+        var deviceOfToken: [String: String] = [:]
+        for index in 0..<count { deviceOfToken[Pipeline.token(index)] = "ab-\(index)" }
+        var sizes: [String: Set<Int>] = [:]
+        for line in pipeline.delivered(topic: "com.example.ab") {
+            guard let token = line["token"] as? String, let device = deviceOfToken[token], let bytes = line["payload_bytes"] as? Int else { continue }
+            sizes[campaign.variantID(of: device) ?? "holdout", default: []].insert(bytes)
+        }
+        #expect(sizes["holdout"] == nil, "held-out devices were sent to: \(sizes)")
+        #expect(sizes["short"]?.count == 1 && sizes["long"]?.count == 1, "one payload per variant: \(sizes)")
+        #expect((sizes["long"]?.first ?? 0) > (sizes["short"]?.first ?? 0) + 30, "\(sizes)")
+    }
+}

@@ -1,0 +1,121 @@
+import Foundation
+import Testing
+
+@testable import PushfanCore
+
+/// A/B variants: who gets which, what each sends, and every way a campaign's variants are refused.
+@Suite struct CampaignVariantTests {
+    static let withVariants: JSONValue = CampaignTests.base
+        .setting("variants", [
+            ["id": "a", "weight": 50],
+            ["id": "b", "weight": 30, "content": ["default": ["title": "Last chance", "body": "Ends tonight"]],
+             "aps": ["sound": "chime.caf"], "data": ["deeplink": "shop://last-chance", "variant_note": "b"]],
+        ])
+        .setting("holdout", 20)
+
+    static func campaign(_ json: JSONValue = withVariants) throws -> Campaign {
+        try MessageCodec.decode(Campaign.self, from: Array(json.jsonText.utf8))
+    }
+
+    @Test("100,000 devices split within 1% of the weights, the same way every time")
+    func splitFollowsTheWeights() throws {
+        let campaign = try Self.campaign()
+        var counts: [Campaign.Share: Int] = [:]
+        let devices = 100_000
+        for index in 0..<devices { counts[campaign.share(of: "device-\(index)"), default: 0] += 1 }
+        let shares = counts.mapValues { Double($0) / Double(devices) }
+        #expect(abs((shares[.variant(0)] ?? 0) - 0.5) < 0.01, "\(shares)")
+        #expect(abs((shares[.variant(1)] ?? 0) - 0.3) < 0.01, "\(shares)")
+        #expect(abs((shares[.holdout] ?? 0) - 0.2) < 0.01, "\(shares)")
+        #expect(counts.values.reduce(0, +) == devices && counts[.base] == nil)
+
+        // A function of the campaign id and the device id only: a decoded copy (another
+        // worker, a re-plan) agrees on every device; another campaign splits independently.
+        let again = try Self.campaign()
+        #expect((0..<1_000).allSatisfy { campaign.share(of: "device-\($0)") == again.share(of: "device-\($0)") })
+        var other = campaign
+        other.id = "spring-sale-2027"
+        let moved = (0..<1_000).filter { campaign.share(of: "device-\($0)") != other.share(of: "device-\($0)") }.count
+        #expect(moved > 300, "another campaign's split is its own: \(moved) of 1000 differ")
+        #expect(campaign.variantID(of: "device-1") == campaign.share(of: "device-1").variantIDIn(campaign))
+    }
+
+    @Test func aCampaignWithoutVariantsSendsItsNotificationToEveryone() throws {
+        let plain = try Self.campaign(CampaignTests.base)
+        #expect(plain.share(of: "device-1") == .base && plain.variantID(of: "device-1") == nil)
+        // Written as before: no variants or holdout key.
+        let text = String(decoding: MessageCodec.encode(plain), as: UTF8.self)
+        #expect(!text.contains("variants") && !text.contains("holdout"))
+    }
+
+    @Test("a variant replaces the texts and sets its aps and data keys over the notification's")
+    func applyingAVariant() throws {
+        let campaign = try Self.campaign()
+        let b = campaign.applying(variant: 1)
+        #expect(b.notification.content?.text(forLocale: "de_DE")?.title == "Last chance", "its texts replace every locale's")
+        #expect(b.notification.aps == ["sound": "chime.caf", "badge": 1])
+        #expect(b.notification.data == ["deeplink": "shop://last-chance", "variant_note": "b"])
+        #expect(b.variants.isEmpty && b.holdout == 0)
+        let a = campaign.applying(variant: 0)
+        #expect(a.notification == campaign.notification, "a variant with no overrides sends the notification as given")
+        // Encoded and decoded, the campaign keeps its variants.
+        #expect(try MessageCodec.decode(Campaign.self, from: MessageCodec.encode(campaign)) == campaign)
+    }
+
+    static let rejects: [RejectCase] = [
+        RejectCase("nine variants", value: withVariants.setting("variants", .array((0..<9).map { ["id": .string("v\($0)"), "weight": 1] })),
+                   code: "invalid_field", field: "variants", mentions: "at most 8"),
+        RejectCase("a repeated variant id", value: withVariants.setting("variants", [["id": "a", "weight": 1], ["id": "a", "weight": 2]]),
+                   code: "invalid_field", field: "variants[1].id", mentions: "repeats variants[0].id"),
+        RejectCase("a variant id with a space", value: withVariants.setting("variants", [["id": "a b", "weight": 1]]),
+                   code: "invalid_field", field: "variants[0].id", mentions: "A-Z a-z 0-9"),
+        RejectCase("a weight of 0", value: withVariants.setting("variants", [["id": "a", "weight": 0]]),
+                   code: "invalid_field", field: "variants[0].weight", mentions: "from 1 to 10000, got 0"),
+        RejectCase("a variant without a weight", value: withVariants.setting("variants", [["id": "a"]]),
+                   code: "wrong_schema", field: "variants[0].weight", mentions: "required field is missing"),
+        RejectCase("a negative holdout", value: withVariants.setting("holdout", -1),
+                   code: "invalid_field", field: "holdout", mentions: "from 0 to 10000"),
+        RejectCase("a holdout without variants", value: CampaignTests.base.setting("holdout", 10),
+                   code: "invalid_field", field: "holdout", mentions: "needs variants"),
+        RejectCase("a variant's bad aps key", value: withVariants.setting("variants", [["id": "a", "weight": 1], ["id": "b", "weight": 1, "aps": ["badge": "many"]]]),
+                   code: "invalid_field", field: "variants[1].aps.badge", mentions: "badge"),
+        RejectCase("a variant's empty default texts", value: withVariants.setting("variants", [["id": "a", "weight": 1, "content": ["default": [:]]]]),
+                   code: "invalid_field", field: "variants[0].content.default", mentions: "needs a title"),
+        RejectCase("a variant's data with aps", value: withVariants.setting("variants", [["id": "a", "weight": 1, "data": ["aps": [:]]]]),
+                   code: "invalid_field", field: "variants[0].data.aps", mentions: "must not contain"),
+    ]
+
+    @Test("refuses variants with a clear error at their own field", arguments: rejects)
+    func rejected(_ reject: RejectCase) {
+        reject.check(as: Campaign.self)
+    }
+
+    @Test("the variants example of docs/messages.md is accepted as it is")
+    func documentedExampleIsAccepted() throws {
+        let docs = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+            .appendingPathComponent("docs/messages.md")
+        let text = try String(contentsOf: docs, encoding: .utf8)
+        let section = try #require(text.range(of: "### A/B variants and a holdout"))
+        let block = try #require(text[section.upperBound...].range(of: "```json\n"))
+        let end = try #require(text[block.upperBound...].range(of: "```"))
+        let example = try MessageCodec.decode(Campaign.self, from: Data(text[block.upperBound..<end.lowerBound].utf8))
+        #expect(example.variants.map(\.id) == ["control", "urgent"] && example.holdout == 10)
+        #expect(example.applying(variant: 1).notification.aps?["interruption-level"] == "time-sensitive")
+    }
+
+    @Test("device results carry their variant, written and read in the canonical form")
+    func resultsCarryTheVariant() throws {
+        let result = DeviceResult(campaign: "c", device: "d", outcome: .delivered, status: 200, attempts: 1, at: 5, variant: "b")
+        #expect(result.encodedJSON() == Array(MessageCodec.encode(ResultRecord.device(result))))
+        #expect(String(decoding: result.encodedJSON(), as: UTF8.self).hasSuffix(#","v":1,"variant":"b"}"#))
+        #expect(result.encodedJSON().withUnsafeBytes { DeviceResult(canonicalJSON: $0) } == result)
+        #expect(try MessageCodec.decode(ResultRecord.self, from: result.encodedJSON()) == .device(result))
+    }
+}
+
+extension Campaign.Share {
+    func variantIDIn(_ campaign: Campaign) -> String? {
+        if case .variant(let index) = self { return campaign.variants[index].id }
+        return nil
+    }
+}
