@@ -75,13 +75,20 @@ package struct DeliveryLedger: Sendable {
         return try await executor.run { connection throws(StoreError) in
             try connection.transaction { () throws(StoreError) -> Int in
                 var total = 0
-                // Per state, so the rows that really changed can be added to the running totals.
-                for (state, outcomes) in Dictionary(grouping: outcomes.filter(\.state.isFinal), by: \.state) {
+                // Per state and variant, so the rows that really changed can be added to the
+                // running totals.
+                let groups = Dictionary(grouping: outcomes.filter(\.state.isFinal), by: { ShareState(state: $0.state, variant: $0.variant) })
+                for (group, outcomes) in groups {
                     let changed = try Self.finalize(connection, backend, campaign: campaign, outcomes, now: now)
-                    if changed > 0 {
+                    guard changed > 0 else { continue }
+                    try connection.execute("""
+                        INSERT INTO campaign_counts (campaign, state, count) VALUES (\(campaign), \(group.state.rawValue), \(changed))
+                        ON CONFLICT (campaign, state) DO UPDATE SET count = campaign_counts.count + excluded.count
+                        """)
+                    if let variant = group.variant {
                         try connection.execute("""
-                            INSERT INTO campaign_counts (campaign, state, count) VALUES (\(campaign), \(state.rawValue), \(changed))
-                            ON CONFLICT (campaign, state) DO UPDATE SET count = campaign_counts.count + excluded.count
+                            INSERT INTO campaign_variant_counts (campaign, variant, state, count) VALUES (\(campaign), \(variant), \(group.state.rawValue), \(changed))
+                            ON CONFLICT (campaign, variant, state) DO UPDATE SET count = campaign_variant_counts.count + excluded.count
                             """)
                     }
                     total += changed
@@ -132,6 +139,18 @@ package struct DeliveryLedger: Sendable {
         try await stateCounts("SELECT state, count FROM campaign_counts WHERE campaign = \(campaign)")
     }
 
+    /// Final outcomes so far per A/B variant (and `holdout`) and state, from the running
+    /// totals `record` keeps; empty for a campaign without variants.
+    package func variantCounts(campaign: String) async throws(StoreError) -> [String: [LedgerState: Int]] {
+        try await executor.run { connection throws(StoreError) in
+            var counts: [String: [LedgerState: Int]] = [:]
+            try connection.query("SELECT variant, state, count FROM campaign_variant_counts WHERE campaign = \(campaign)") { row throws(StoreError) in
+                if let state = LedgerState(rawValue: row.text(1) ?? "") { counts[row.text(0) ?? "", default: [:]][state] = Int(row.int(2) ?? 0) }
+            }
+            return counts
+        }
+    }
+
     /// Ledger rows per state for a campaign.
     package func outcomeCounts(campaign: String) async throws(StoreError) -> [LedgerState: Int] {
         try await stateCounts("SELECT state, COUNT(*) FROM deliveries WHERE campaign = \(campaign) GROUP BY state")
@@ -176,4 +195,10 @@ package struct DeliveryLedger: Sendable {
             return counts
         }
     }
+}
+
+/// A group of outcomes whose changed rows add to one running total each.
+private struct ShareState: Hashable {
+    let state: LedgerState
+    let variant: String?
 }

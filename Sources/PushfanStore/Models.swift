@@ -178,6 +178,8 @@ package struct LedgerOutcome: Sendable, Equatable {
     package let apnsID: String?
     package let status: Int?
     package let reason: String?
+    /// The A/B variant (or `holdout`) the device was given, for the per-variant totals.
+    package var variant: String? = nil
 
     package init(rowKey: Int64, state: LedgerState, attempts: Int = 1, apnsID: String? = nil, status: Int? = nil, reason: String? = nil) {
         self.rowKey = rowKey

@@ -271,7 +271,18 @@ enum Schema {
         Migration(
             version: 10, summary: "the live dashboard's tallies per results partition with their offsets, and recent dead letters",
             sqlite: dashboardTables, postgres: dashboardTables),
+        Migration(
+            version: 11, summary: "running totals of final outcomes per A/B variant",
+            sqlite: variantCounts, postgres: variantCounts),
     ]
+
+    /// Migration 11, the same on both databases.
+    private static let variantCounts = """
+        CREATE TABLE campaign_variant_counts (
+            campaign TEXT NOT NULL, variant TEXT NOT NULL, state TEXT NOT NULL, count BIGINT NOT NULL,
+            PRIMARY KEY (campaign, variant, state)
+        );
+        """
 
     /// Migration 10, the same on both databases.
     private static let dashboardTables = """

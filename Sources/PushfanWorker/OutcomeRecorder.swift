@@ -20,7 +20,9 @@ struct OutcomeRecorder {
         mutating func add(
             _ item: ShardSender.Pending, state: LedgerState, status: Int? = nil, reason: String? = nil, apnsID: String? = nil, at: Int64
         ) {
-            ledger.append(LedgerOutcome(rowKey: item.target.rowKey, state: state, attempts: item.attempts, apnsID: apnsID, status: status, reason: reason))
+            var outcome = LedgerOutcome(rowKey: item.target.rowKey, state: state, attempts: item.attempts, apnsID: apnsID, status: status, reason: reason)
+            outcome.variant = campaign.shareName(of: item.target.deviceID)
+            ledger.append(outcome)
             results.append(DeviceResult(
                 campaign: campaign.id, device: item.target.deviceID, outcome: DeviceOutcome(rawValue: state.rawValue) ?? .failed,
                 status: status, reason: reason, apnsID: apnsID, attempts: item.attempts, at: at, variant: campaign.variantID(of: item.target.deviceID)))

@@ -75,9 +75,11 @@ enum CampaignTotals {
         _ event: CampaignEvent.Event, _ store: DeviceStore, campaign: String, app: String, submission: CampaignEvent.Submission? = nil
     ) async throws(StoreError) -> CampaignEvent {
         let counts = DeviceOutcome.counts(fromLedger: try await store.ledger.outcomeCounts(campaign: campaign))
-        return CampaignEvent(
+        var final = CampaignEvent(
             campaign: campaign, app: app, event: event, audience: counts.values.reduce(0, +), outcomeCounts: counts, submission: submission,
             at: epochMillis())
+        final.variants = try await variants(store, campaign)
+        return final
     }
 
     /// `progress`: the running totals, or nil once the campaign has ended. The status is
@@ -87,7 +89,9 @@ enum CampaignTotals {
     static func progress(_ store: DeviceStore, campaign: String, app: String) async throws(StoreError) -> CampaignEvent? {
         let counts = DeviceOutcome.counts(fromLedger: try await store.ledger.progressCounts(campaign: campaign))
         guard let row = try await store.campaigns.get(campaign), row.status != .completed, row.status != .cancelled else { return nil }
-        return CampaignEvent(campaign: campaign, app: app, event: .progress, audience: row.audience, outcomeCounts: counts, at: epochMillis())
+        var progress = CampaignEvent(campaign: campaign, app: app, event: .progress, audience: row.audience, outcomeCounts: counts, at: epochMillis())
+        progress.variants = try await variants(store, campaign)
+        return progress
     }
 
     /// `progress`, `paused` or `resumed`: the running totals (constant cost however large the campaign)
@@ -99,8 +103,17 @@ enum CampaignTotals {
         let counts = DeviceOutcome.counts(fromLedger: try await store.ledger.progressCounts(campaign: campaign))
         let planned: Int?
         if let audience { planned = audience } else { planned = try await store.campaigns.get(campaign)?.audience }
-        return CampaignEvent(
+        var running = CampaignEvent(
             campaign: campaign, app: app, event: event, audience: planned, outcomeCounts: counts, error: error, submission: submission, at: epochMillis())
+        running.variants = try await variants(store, campaign)
+        return running
+    }
+
+    /// The per-variant running totals, as outcome counts.
+    private static func variants(_ store: DeviceStore, _ campaign: String) async throws(StoreError) -> [String: [String: Int]] {
+        try await store.ledger.variantCounts(campaign: campaign).mapValues { states in
+            Dictionary(uniqueKeysWithValues: DeviceOutcome.counts(fromLedger: states).map { ($0.key.rawValue, $0.value) })
+        }
     }
 }
 

@@ -56,6 +56,14 @@ struct CampaignVariantsTests {
         #expect(perVariant.values.reduce(0, +) == count, "per-variant counts add up to the audience: \(perVariant)")
         #expect(abs(Double(perVariant["holdout"] ?? 0) / Double(count) - 0.20) < 0.03, "\(perVariant)")
         #expect(completed.count(of: .skipped) == perVariant["holdout"])
+        // The completed event counts per variant, from the ledger: the same split, adding up.
+        #expect(completed.variants.mapValues { $0.values.reduce(0, +) } == perVariant, "\(completed.variants)")
+        #expect(completed.variants["holdout"] == ["skipped": perVariant["holdout"] ?? -1])
+        #expect(completed.variants["long"]?["delivered"] == perVariant["long"])
+        // Progress events counted per variant too, never more than the final counts.
+        let progress = results.events.filter { $0.event == .progress && !$0.variants.isEmpty }
+        #expect(!progress.isEmpty, "no progress event counted variants")
+        #expect(progress.allSatisfy { event in event.variants.allSatisfy { ($0.value.values.reduce(0, +)) <= (perVariant[$0.key] ?? 0) } })
 
         // On the wire: no held-out device was sent to, and each request's size is its variant's.
         var deviceOfToken: [String: String] = [:]

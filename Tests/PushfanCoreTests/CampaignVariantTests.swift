@@ -69,6 +69,8 @@ import Testing
                    code: "invalid_field", field: "variants[1].id", mentions: "repeats variants[0].id"),
         RejectCase("a variant id with a space", value: withVariants.setting("variants", [["id": "a b", "weight": 1]]),
                    code: "invalid_field", field: "variants[0].id", mentions: "A-Z a-z 0-9"),
+        RejectCase("a variant named holdout", value: withVariants.setting("variants", [["id": "holdout", "weight": 1]]),
+                   code: "invalid_field", field: "variants[0].id", mentions: "names the holdout"),
         RejectCase("a weight of 0", value: withVariants.setting("variants", [["id": "a", "weight": 0]]),
                    code: "invalid_field", field: "variants[0].weight", mentions: "from 1 to 10000, got 0"),
         RejectCase("a variant without a weight", value: withVariants.setting("variants", [["id": "a"]]),

@@ -429,6 +429,31 @@ struct DeviceStoreTests {
         #expect(states[0]?.invalidAt == 3_000 && states[2]?.invalidAt == 5_000 && states[2]?.invalidReason == "BadDeviceToken")
     }
 
+    @Test("per-variant running totals count the rows that changed, once, beside the campaign's", arguments: Backend.enabled)
+    func ledgerKeepsPerVariantTotals(_ backend: Backend) async throws {
+        let store = try await backend.openFresh()
+        try await store.addTestApp()
+        _ = try await store.devices.importDevices(app: "shop-ios", try Synthetic.devices(count: 30, now: now).map { try Validation.device($0.registration) })
+        let targets = try await store.audience.page(app: "shop-ios", segment: nil, shard: ShardRange(after: nil, through: nil), cursor: nil, limit: 30)
+        #expect(try await store.campaigns.record(id: "ab", app: "shop-ios", audience: 30, shards: 1))
+        _ = try await store.ledger.claim(campaign: "ab", targets: targets, owner: "w", now: now)
+        func outcome(_ index: Int) -> LedgerOutcome {
+            var outcome = LedgerOutcome(rowKey: targets[index].rowKey, state: index % 3 == 0 ? .invalidToken : index < 20 ? .delivered : .skipped)
+            outcome.variant = index < 10 ? "a" : index < 20 ? "b" : "holdout"
+            return outcome
+        }
+        #expect(try await store.ledger.record(campaign: "ab", (0..<30).map(outcome)) == 30)
+        // The same outcomes again (a page re-processed after a crash) change nothing.
+        #expect(try await store.ledger.record(campaign: "ab", (0..<30).map(outcome)) == 0)
+        let variants = try await store.ledger.variantCounts(campaign: "ab")
+        #expect(variants == [
+            "a": [.invalidToken: 4, .delivered: 6], "b": [.invalidToken: 3, .delivered: 7], "holdout": [.invalidToken: 3, .skipped: 7],
+        ])
+        let total = try await store.ledger.progressCounts(campaign: "ab")
+        #expect(total == [.invalidToken: 10, .delivered: 13, .skipped: 7])
+        #expect(try await store.ledger.variantCounts(campaign: "other").isEmpty)
+    }
+
     @Test(arguments: Backend.enabled)
     func ledgerClaimsAreIdempotentAndFinalOutcomesStick(_ backend: Backend) async throws {
         let url = try backend.freshDatabase()

@@ -75,6 +75,16 @@ extension Campaign {
         return nil
     }
 
+    /// What a device's share is counted under: its variant's id, `holdout`, or nil for a
+    /// campaign without variants.
+    package func shareName(of device: String) -> String? {
+        switch share(of: device) {
+        case .base: nil
+        case .variant(let index): variants[index].id
+        case .holdout: Self.holdoutReason
+        }
+    }
+
     /// The campaign as one variant's devices get it: the variant's overrides applied, no
     /// variants left.
     package func applying(variant index: Int) -> Campaign {
@@ -113,6 +123,9 @@ extension Campaign {
         for (index, variant) in variants.enumerated() {
             let field = "variants[\(index)]"
             try Rules.identifier(variant.id, field: field + ".id")
+            if variant.id == Self.holdoutReason {
+                throw .invalidField(field + ".id", "\"holdout\" names the holdout's counts; give the variant another id")
+            }
             if let earlier = seen.updateValue(index, forKey: variant.id) {
                 throw .invalidField(field + ".id", "repeats variants[\(earlier)].id (\(variant.id.debugDescription))")
             }

@@ -274,6 +274,9 @@ package struct CampaignEvent: Codable, Sendable, Hashable {
     package var submission: Submission?
     /// When the event happened, in milliseconds since the epoch.
     package var at: Int64
+    /// For a campaign with A/B variants: `counts` per variant id (and `holdout`), adding up
+    /// to them. Empty otherwise.
+    package var variants: [String: [String: Int]] = [:]
 
     /// Where a campaign record was written: its partition and offset on the campaigns topic.
     package struct Submission: Codable, Sendable, Hashable {
@@ -320,7 +323,7 @@ package struct CampaignEvent: Codable, Sendable, Hashable {
     package var kafkaKey: String { campaign }
 
     private enum CodingKeys: String, CodingKey {
-        case v, type, campaign, app, event, audience, counts, error, submission, at
+        case v, type, campaign, app, event, audience, counts, error, submission, at, variants
     }
 
     package init(from decoder: any Decoder) throws {
@@ -333,6 +336,7 @@ package struct CampaignEvent: Codable, Sendable, Hashable {
         error = try container.optionalField(.error)
         submission = try container.optionalField(.submission)
         at = try container.field(.at)
+        variants = try container.optionalField(.variants) ?? [:]
     }
 
     /// Writes `v` and `"type": "campaign"` too.
@@ -348,6 +352,7 @@ package struct CampaignEvent: Codable, Sendable, Hashable {
         try container.encodeIfPresent(error, forKey: .error)
         try container.encodeIfPresent(submission, forKey: .submission)
         try container.encode(at, forKey: .at)
+        if !variants.isEmpty { try container.encode(variants, forKey: .variants) }
     }
 
     package func validate() throws(MessageDecodingError) {
@@ -361,6 +366,13 @@ package struct CampaignEvent: Codable, Sendable, Hashable {
                 throw .invalidField(field, "is not an outcome; expected one of: \(allowed)")
             }
             try Rules.nonNegative(counts[key] ?? 0, field: field)
+        }
+        for (variant, byOutcome) in variants {
+            for (key, count) in byOutcome {
+                let field = JSONPath.join(JSONPath.join("variants", variant), key)
+                guard DeviceOutcome(rawValue: key) != nil else { throw .invalidField(field, "is not an outcome") }
+                try Rules.nonNegative(count, field: field)
+            }
         }
         if let submission {
             try Rules.nonNegative(submission.partition, field: "submission.partition")
