@@ -40,6 +40,9 @@ package struct SimConfiguration: Sendable {
     package var rules = DeviceRules()
     /// Append one NDJSON line per accepted notification here.
     package var logFile: String?
+    /// Each log line also carries the request body, as a JSON string (`payload`): what a
+    /// device would get, for tests that check content on the wire.
+    package var logPayloads = false
     /// Sandbox (development) mode adds `apns-unique-id` to successful responses, as Apple's
     /// sandbox does. Default on.
     package var sandbox = true

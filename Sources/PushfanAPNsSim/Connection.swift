@@ -327,7 +327,8 @@ final class Connection: HTTP2SessionDelegate {
                 LogLine.append(
                     into: &loop.logBuffer, timeMillis: now, connection: logID, token: token, apnsID: apnsID,
                     collapseID: checked.collapseID, topic: checked.topic, pushType: checked.pushType.rawValue,
-                    priority: checked.priority, expiration: request.expiration, payloadBytes: request.bodyBytes)
+                    priority: checked.priority, expiration: request.expiration, payloadBytes: request.bodyBytes,
+                    payload: loop.logPayloads ? request.body : nil)
             }
             return .accepted(apnsID: apnsID, uniqueID: loop.sandbox ? loop.random.uuid() : nil)
         }
@@ -412,11 +413,11 @@ extension FastRandom {
 
 /// One NDJSON line per accepted notification:
 /// `{"time_ms":…,"connection":…,"token":…,"apns_id":…,"collapse_id":…|null,"topic":…,"push_type":…,"priority":…,"expiration":…|null,"payload_bytes":…}`;
-/// `expiration` is the header as sent.
+/// `expiration` is the header as sent; with `--log-payloads`, `"payload":"…"` (the body as a string) too.
 enum LogLine {
     static func append(
         into buffer: inout [UInt8], timeMillis: Int64, connection: UInt64, token: String, apnsID: [UInt8], collapseID: String?,
-        topic: String, pushType: String, priority: Int, expiration: String?, payloadBytes: Int
+        topic: String, pushType: String, priority: Int, expiration: String?, payloadBytes: Int, payload: [UInt8]? = nil
     ) {
         buffer.append(contentsOf: "{\"time_ms\":".utf8)
         buffer.append(contentsOf: String(timeMillis).utf8)
@@ -438,6 +439,10 @@ enum LogLine {
         if let expiration { appendString(expiration, into: &buffer) } else { buffer.append(contentsOf: "null".utf8) }
         buffer.append(contentsOf: ",\"payload_bytes\":".utf8)
         buffer.append(contentsOf: String(payloadBytes).utf8)
+        if let payload {
+            buffer.append(contentsOf: ",\"payload\":".utf8)
+            appendString(String(decoding: payload, as: UTF8.self), into: &buffer)
+        }
         buffer.append(contentsOf: "}\n".utf8)
     }
 

@@ -44,6 +44,7 @@ final class EventLoop: @unchecked Sendable {
     private(set) var rules: DeviceRules?
     private(set) var sandbox = true
     private(set) var logging = false
+    private(set) var logPayloads = false
     /// What `RequestJudge` reads: this loop's token table and key topics and the
     /// configuration, made once the configuration is read (the caller sets the faults in
     /// force, which change at runtime).
@@ -101,6 +102,7 @@ final class EventLoop: @unchecked Sendable {
         rules = simulator.configuration.rules.isEmpty ? nil : simulator.configuration.rules
         sandbox = simulator.configuration.sandbox
         logging = simulator.logDescriptor >= 0
+        logPayloads = logging && simulator.configuration.logPayloads
         refreshFaults()
         while !stopRequested.load(ordering: .acquiring) {
             let timeout = timers.millisecondsUntilNext(now: Self.monotonicMillis())

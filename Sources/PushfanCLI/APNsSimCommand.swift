@@ -59,6 +59,7 @@ struct APNsSimCommand: Command {
             .option("client-ca", "FILE", "certificate auth (mutual TLS) with client certificates from these CAs (PEM; see below)"),
             .option("rules", "FILE", "device outcome rules (JSON, see below)"),
             .option("log", "FILE", "append one NDJSON line per accepted notification"),
+            .flag("log-payloads", "with --log, each line also carries the request body as a JSON string (payload)"),
             .option("threads", "N", "event-loop threads (default: one per core)"),
             .flag("production", "answer like the production host (no apns-unique-id); default is the sandbox"),
             .option("p500", "X", "probability of 500 InternalServerError per request (default 0)"),
@@ -148,6 +149,7 @@ struct APNsSimCommand: Command {
             throw UsageError(error.description)
         }
         configuration.logFile = arguments.value("log")
+        configuration.logPayloads = arguments.flag("log-payloads")
         configuration.sandbox = !arguments.flag("production")
 
         // Fault flags go through the same checks as control JSON.

@@ -77,4 +77,30 @@ struct CampaignVariantsTests {
         #expect(sizes["short"]?.count == 1 && sizes["long"]?.count == 1, "one payload per variant: \(sizes)")
         #expect((sizes["long"]?.first ?? 0) > (sizes["short"]?.first ?? 0) + 30, "\(sizes)")
     }
+
+    @Test("actions with parameters and hidden-preview summary arguments arrive on the wire as documented")
+    func actionsOnTheWire() async throws {
+        let pipeline = try await Pipeline(simArguments: ["--log-payloads"])
+        defer { pipeline.stop() }
+        try await pipeline.addApp("act", topic: "com.example.act", rate: 2_000, devices: 50)
+        try pipeline.startWorker("a1")
+        let json = #"{"v":1,"id":"act-1","app":"act","audience":{"segment":"locale in (en_US, de_DE, fr_FR)"},"notification":{"push_type":"alert","content":{"default":{"title":"Order shipped","body":"Track it or rate us"}},"aps":{"category":"ORDER_ACTIONS","thread-id":"orders","summary-arg":"Shop","summary-arg-count":1,"interruption-level":"time-sensitive","mutable-content":1},"data":{"order":"o-77"},"actions":[{"id":"track","params":{"url":"shop://orders/o-77"}},{"id":"rate","params":{"stars":5}}]}}"#
+        try await pipeline.submit(json)
+        let results = try await pipeline.results(of: "act-1")
+        #expect(results.completed?.count(of: .delivered) == 50)
+        let lines = pipeline.delivered(topic: "com.example.act")
+        #expect(lines.count == 50)
+        for line in lines.prefix(5) {
+            let text = try #require(line["payload"] as? String, "no payload logged: \(line)")
+            let payload = try #require(try JSONSerialization.jsonObject(with: Data(text.utf8)) as? [String: Any])
+            let aps = try #require(payload["aps"] as? [String: Any])
+            #expect(aps["category"] as? String == "ORDER_ACTIONS" && aps["thread-id"] as? String == "orders")
+            #expect(aps["summary-arg"] as? String == "Shop" && aps["summary-arg-count"] as? Int == 1)
+            #expect(aps["interruption-level"] as? String == "time-sensitive" && aps["mutable-content"] as? Int == 1)
+            #expect((aps["alert"] as? [String: Any])?["title"] as? String == "Order shipped")
+            let params = try #require(payload["action_params"] as? [String: [String: Any]])
+            #expect(params["track"]?["url"] as? String == "shop://orders/o-77" && params["rate"]?["stars"] as? Int == 5)
+            #expect(payload["order"] as? String == "o-77")
+        }
+    }
 }

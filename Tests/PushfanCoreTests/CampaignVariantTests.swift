@@ -92,17 +92,25 @@ import Testing
         reject.check(as: Campaign.self)
     }
 
-    @Test("the variants example of docs/messages.md is accepted as it is")
-    func documentedExampleIsAccepted() throws {
+    /// The first JSON example under a heading of docs/messages.md, decoded as a campaign.
+    static func documentedCampaign(under heading: String) throws -> Campaign {
         let docs = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
             .appendingPathComponent("docs/messages.md")
         let text = try String(contentsOf: docs, encoding: .utf8)
-        let section = try #require(text.range(of: "### A/B variants and a holdout"))
+        let section = try #require(text.range(of: heading))
         let block = try #require(text[section.upperBound...].range(of: "```json\n"))
         let end = try #require(text[block.upperBound...].range(of: "```"))
-        let example = try MessageCodec.decode(Campaign.self, from: Data(text[block.upperBound..<end.lowerBound].utf8))
+        return try MessageCodec.decode(Campaign.self, from: Data(text[block.upperBound..<end.lowerBound].utf8))
+    }
+
+    @Test("the examples of docs/messages.md are accepted as they are")
+    func documentedExamplesAreAccepted() throws {
+        let example = try Self.documentedCampaign(under: "### A/B variants and a holdout")
         #expect(example.variants.map(\.id) == ["control", "urgent"] && example.holdout == 10)
         #expect(example.applying(variant: 1).notification.aps?["interruption-level"] == "time-sensitive")
+        let actions = try Self.documentedCampaign(under: "### Interactive actions with parameters")
+        #expect(actions.notification.actions.map(\.id) == ["track", "rate"])
+        #expect(actions.notification.custom["action_params"] == ["track": ["url": "shop://orders/77"], "rate": ["stars": 5]])
     }
 
     @Test("device results carry their variant, written and read in the canonical form")
@@ -119,5 +127,53 @@ extension Campaign.Share {
     func variantIDIn(_ campaign: Campaign) -> String? {
         if case .variant(let index) = self { return campaign.variants[index].id }
         return nil
+    }
+}
+
+/// Interactive notifications: actions with parameters, carried under `action_params`.
+@Suite struct CampaignActionTests {
+    static let withActions: JSONValue = CampaignTests.base
+        .setting("notification.aps", ["sound": "default", "category": "SALE_ACTIONS"])
+        .setting("notification.actions", [
+            ["id": "buy", "params": ["sku": "A-123", "coupon": "SPRING20"]],
+            ["id": "remind_later", "params": ["hours": 4]],
+            ["id": "dismiss"],
+        ])
+
+    @Test("each action's parameters go under action_params, keyed by its identifier, beside the data")
+    func actionsInThePayload() throws {
+        let campaign = try MessageCodec.decode(Campaign.self, from: Array(Self.withActions.jsonText.utf8))
+        let payload = try APNsPreparedPayload(campaign: campaign, locale: "en_US")
+        let sent = try #require(try JSONSerialization.jsonObject(with: payload.bytes) as? [String: Any])
+        let params = try #require(sent["action_params"] as? [String: [String: Any]])
+        #expect(Set(params.keys) == ["buy", "remind_later", "dismiss"])
+        #expect(params["buy"]?["sku"] as? String == "A-123" && params["remind_later"]?["hours"] as? Int == 4 && params["dismiss"]?.isEmpty == true)
+        #expect(sent["deeplink"] as? String == "shop://sale")
+        #expect((sent["aps"] as? [String: Any])?["category"] as? String == "SALE_ACTIONS")
+        #expect(try MessageCodec.decode(Campaign.self, from: MessageCodec.encode(campaign)) == campaign)
+    }
+
+    static let rejects: [RejectCase] = [
+        RejectCase("actions without a category", value: withActions.setting("notification.aps", ["sound": "default"]),
+                   code: "invalid_field", field: "notification.actions", mentions: "needs notification.aps.category"),
+        RejectCase("eleven actions", value: withActions.setting("notification.actions", .array((0..<11).map { ["id": .string("a\($0)")] })),
+                   code: "invalid_field", field: "notification.actions", mentions: "at most 10"),
+        RejectCase("a repeated action", value: withActions.setting("notification.actions", [["id": "buy"], ["id": "buy"]]),
+                   code: "invalid_field", field: "notification.actions[1].id", mentions: "repeats notification.actions[0].id"),
+        RejectCase("an action id with a space", value: withActions.setting("notification.actions", [["id": "buy now"]]),
+                   code: "invalid_field", field: "notification.actions[0].id", mentions: "A-Z a-z 0-9"),
+        RejectCase("params that are not an object", value: withActions.setting("notification.actions", [["id": "buy", "params": [1, 2]]]),
+                   code: "wrong_schema", field: "notification.actions[0].params", mentions: "expected an object"),
+        RejectCase("data that takes the actions' key", value: withActions.setting("notification.data", ["action_params": [:]]),
+                   code: "invalid_field", field: "notification.data.action_params", mentions: "remove it from data"),
+        RejectCase("actions on a background push", value: CampaignTests.background.setting("notification.actions", [["id": "buy"]]),
+                   code: "invalid_field", field: "notification.actions", mentions: "only alert pushes"),
+        RejectCase("parameters too large for APNs", value: withActions.setting("notification.actions", [["id": "buy", "params": ["blob": .string(String(repeating: "x", count: 4_100))]]]),
+                   code: "payload_too_large", field: "notification", mentions: "4096"),
+    ]
+
+    @Test("refuses actions with a clear error", arguments: rejects)
+    func rejected(_ reject: RejectCase) {
+        reject.check(as: Campaign.self)
     }
 }

@@ -61,7 +61,7 @@ package struct APNsPayload: Sendable, Hashable {
     /// pass-through `aps` with the locale's texts merged in
     /// (`Campaign.Notification.aps(forLocale:)`) and its custom `data` beside it.
     package init(notification: Campaign.Notification, locale: String?) throws(APNsRequestError) {
-        try self.init(aps: APS(json: notification.aps(forLocale: locale)), custom: notification.data ?? [:])
+        try self.init(aps: APS(json: notification.aps(forLocale: locale)), custom: notification.custom)
     }
 
     /// The payload as a JSON value, always with an `aps` dictionary (APNs

@@ -145,6 +145,9 @@ extension Campaign {
         /// Custom keys placed beside `aps` in the payload, never inside it; the
         /// key `aps` itself is refused so it cannot overwrite the real one.
         package var data: [String: JSONValue]?
+        /// The actions of the notification's category (`aps.category`) with the parameters
+        /// the app's action handler receives, under `action_params` (CampaignActions.swift).
+        package var actions: [Action] = []
 
         package init(
             pushType: PushType = .alert,
@@ -159,7 +162,7 @@ extension Campaign {
         }
 
         private enum CodingKeys: String, CodingKey {
-            case pushType = "push_type", content, aps, data
+            case pushType = "push_type", content, aps, data, actions
         }
 
         package init(from decoder: any Decoder) throws {
@@ -168,6 +171,7 @@ extension Campaign {
             content = try container.optionalField(.content)
             aps = try container.optionalField(.aps)
             data = try container.optionalField(.data)
+            actions = try container.optionalField(.actions) ?? []
         }
 
         package func encode(to encoder: any Encoder) throws {
@@ -176,6 +180,7 @@ extension Campaign {
             try container.encodeIfPresent(content, forKey: .content)
             try container.encodeIfPresent(aps, forKey: .aps)
             try container.encodeIfPresent(data, forKey: .data)
+            if !actions.isEmpty { try container.encode(actions, forKey: .actions) }
         }
 
         /// The `aps` dictionary for a device locale: `aps` as given, with the
@@ -198,7 +203,7 @@ extension Campaign {
         /// Its encoded size must be checked against `pushType.maxPayloadBytes`,
         /// which depends on the locale's texts.
         package func payload(forLocale locale: String?) -> [String: JSONValue] {
-            var payload = data ?? [:]
+            var payload = custom
             payload["aps"] = .object(aps(forLocale: locale))
             return payload
         }
@@ -525,6 +530,7 @@ extension Campaign {
     /// the rules of `aps`, push types, priority and size.
     func validateNotification() throws(MessageDecodingError) {
         try validateContent()
+        try validateActions()
         if let data = notification.data, data["aps"] != nil {
             throw .invalidField(
                 "notification.data.aps",
