@@ -1,4 +1,5 @@
 import Foundation
+import PushfanAPI
 import PushfanAPNs
 import PushfanAPNsSim
 import PushfanCore
@@ -24,7 +25,9 @@ struct DemoCommand: Command {
             requests 503 ServiceUnavailable, 0-5 ms latency), and two workers. Then submits a
             campaign (--campaign FILE, or a built-in example), shows its progress from the
             results topic and prints the outcome summary. Exits 0 when the campaign completed
-            with one outcome per targeted device.
+            with one outcome per targeted device. The live dashboard of `pushfan api` runs beside
+            it on 127.0.0.1 (its address, with a one-time admin token, is printed); --stay keeps
+            everything running after the campaign, for the dashboard, until Ctrl-C.
             """,
         options: [
             .option("campaign", "FILE", "campaign JSON to submit (default: a built-in example for app shop-ios)"),
@@ -32,6 +35,8 @@ struct DemoCommand: Command {
             .option("devices", "N", "synthetic devices (default 100000)"),
             .option("workers", "N", "workers (default 2)"),
             .option("rate", "N", "the app's send-rate limit per second (default 50000)"),
+            .option("dashboard-port", "N", "port of the live dashboard on 127.0.0.1 (default 0: a free one)"),
+            .flag("stay", "after the campaign, keep the dashboard (and everything behind it) running until Ctrl-C"),
         ])
 
     static func run(_ arguments: ParsedArguments, _ context: CommandContext) async throws -> Int32 {
@@ -45,6 +50,7 @@ struct DemoCommand: Command {
         let deviceCount = try arguments.int("devices", default: 100_000, range: 1...10_000_000)
         let workerCount = try arguments.int("workers", default: 2, range: 1...16)
         let rate = try arguments.int("rate", default: 50_000, range: 1...10_000_000)
+        let dashboardPort = try arguments.int("dashboard-port", default: 0, range: 0...65_535)
         let topics = context.configuration.kafka.topics
         var campaign = exampleCampaign
         if let path = arguments.value("campaign") {
@@ -115,6 +121,11 @@ struct DemoCommand: Command {
         }
         detail("all workers joined in \(formatted(ContinuousClock.now - joining))")
 
+        let dashboard = try await DemoDashboard.start(
+            store: store, client: KafkaClientConfiguration(bootstrapServers: cluster.bootstrapServers), topics: topics, port: dashboardPort,
+            logger: context.logger)
+        detail("live dashboard: \(dashboard.url) (user admin, a one-time token; Chart.js from libjs-chart.js)")
+
         let matching = try await expectedAudience(campaign, store: store)
         step("submitting campaign \(campaign.id): \(describe(campaign.audience)), \(matching) matching devices")
         let producer = try KafkaProducer(configuration: KafkaProducerConfiguration(client: client), logger: context.logger)
@@ -129,6 +140,14 @@ struct DemoCommand: Command {
         let last = try await watch.wait(timeout: .seconds(600)) { detail($0) }
         let elapsed = ContinuousClock.now - sent
 
+        if arguments.flag("stay") {
+            detail("everything keeps running for the dashboard: \(dashboard.url); Ctrl-C to stop")
+            fflush(nil)
+            let stopped = AsyncStream<Void>.makeStream()
+            ShutdownSignal.install { _ in stopped.continuation.yield() }
+            for await _ in stopped.stream { break }
+        }
+        await dashboard.stop()
         for worker in workers { await worker.stop() }
         for task in running { await task.value }
         guard let last, last.event == .completed else {
@@ -225,4 +244,36 @@ struct DemoCommand: Command {
             aps: ["sound": .string("default"), "category": .string("SALE_OFFER"), "mutable-content": .int(1)],
             data: ["deeplink": .string("shop://sale/spring")]),
         options: .init(priority: 10))
+}
+
+/// The live dashboard of `pushfan api` inside the demo: the same service, feed and server,
+/// on a free loopback port, behind a fresh admin token.
+private struct DemoDashboard {
+    let url: String
+    let server: HTTPServer
+    let feed: DashboardFeed
+    let feeding: Task<Void, Never>
+    let producer: KafkaProducer
+
+    static func start(store: DeviceStore, client: KafkaClientConfiguration, topics: TopicNames, port: Int, logger: Logger) async throws -> DemoDashboard {
+        let token = SecretHash.generateSecret()
+        let metrics = RequestMetrics()
+        let feed = try DashboardFeed(
+            kafka: client, groupID: "pushfan-demo-dashboard", store: store, topics: topics, metrics: metrics.registry, logger: logger.child("dashboard"))
+        let producer = try KafkaProducer(configuration: KafkaProducerConfiguration(client: client), logger: logger.child("producer"))
+        let service = APIService(
+            store: store, writer: ResultsWriter(producer: producer, topics: topics), adminToken: token, dashboard: feed,
+            chartJS: FileManager.default.contents(atPath: APICommand.debianChartJS).map { Array($0) }, metrics: metrics, logger: logger.child("api"))
+        let server = try HTTPServer(port: port, loopbackOnly: true) { await service.handle($0) }
+        return DemoDashboard(
+            url: "http://admin:\(token)@127.0.0.1:\(server.port)/dashboard", server: server, feed: feed, feeding: Task { await feed.run() },
+            producer: producer)
+    }
+
+    func stop() async {
+        await feed.stop()
+        await feeding.value
+        await server.stop(timeout: .seconds(2))
+        await producer.close()
+    }
 }

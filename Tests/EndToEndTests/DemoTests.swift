@@ -19,5 +19,29 @@ import Testing
         #expect(lines.contains("total 428"), "\(output)")
         #expect(output.contains("the simulator accepted 422 distinct tokens with 0 duplicates"), "\(output)")
         #expect(output.contains("token hygiene: 6 devices invalidated"), "\(output)")
+        #expect(output.contains("live dashboard: http://admin:"), "\(output)")
+    }
+
+    @Test("with --stay the demo's live dashboard shows the finished campaign until SIGTERM")
+    func demoDashboardStays() async throws {
+        let demo = try ManagedProcess(TestBinaries.pushfan, ["demo", "--devices", "3000", "--partitions", "2", "--stay"], name: "demo")
+        guard let output = await demo.waitForOutput(timeout: .seconds(120), { $0.contains("Ctrl-C to stop") }),
+              let line = output.split(separator: "\n").first(where: { $0.contains("live dashboard: ") }),
+              let url = line.split(separator: " ").first(where: { $0.hasPrefix("http://admin:") })
+        else { throw TestFailure("the demo did not stay with its dashboard: \(demo.standardOutput) \(demo.standardError.suffix(1000))") }
+        // What the dashboard counted from the results topic: the demo's 428 devices.
+        let stateURL = url.replacingOccurrences(of: "/dashboard", with: "/dashboard/state")
+        var row: [String: Any]?
+        for _ in 0..<100 {
+            let state = try await CommandLineTool.run("curl", ["-sf", stateURL])
+            let object = try? JSONSerialization.jsonObject(with: Data(state.output.utf8)) as? [String: Any]
+            row = (object?["campaigns"] as? [[String: Any]])?.first
+            if row?["status"] as? String == "completed" { break }
+            try await Task.sleep(for: .milliseconds(200))
+        }
+        #expect(row?["status"] as? String == "completed" && row?["done"] as? Int == 428, "\(String(describing: row))")
+        #expect((row?["outcomes"] as? [String: Int])?["delivered"] == 422)
+        demo.signal(SIGTERM)
+        #expect(await demo.waitForExit(timeout: .seconds(30)) == 0, "\(demo.standardError.suffix(1000))")
     }
 }
