@@ -21,6 +21,7 @@ enum AdminRoutes {
                 environment: try APNsEnvironment(parsing: try optionalText(body, "environment") ?? "production"), ratePerSecond: rate,
                 timeZone: try optionalText(body, "time_zone"))
             registration.timeZone = registration.timeZone.flatMap { $0.isEmpty ? nil : $0 }
+            registration.defaultCategory = try optionalText(body, "default_category")
             let secrets = try await store.apps.add(registration)
             return .json(201, ["app": .string(app), "master_secret": .string(secrets.master), "application_secret": .string(secrets.application)],
                          headers: ["Location": "/v1/admin/apps/\(app)"])
@@ -35,6 +36,15 @@ enum AdminRoutes {
             }
             try await store.apps.setRate(app: call.parameter("app"), ratePerSecond: rate)
             return .json(200, ["app": .string(call.parameter("app")), "rate": .int(Int64(rate))])
+        })
+        router.add("PUT", "/v1/admin/apps/{app}/default_category", Route(roles: [], admin: true) { call in
+            let body = try APIService.jsonObject(call.request)
+            guard body.keys.contains("category") else {
+                throw APIError(400, "invalid_input", "category: required, the category name or null to remove it", field: "category")
+            }
+            let category = try optionalText(body, "category")
+            try await store.apps.setDefaultCategory(app: call.parameter("app"), category: category)
+            return .json(200, ["app": .string(call.parameter("app")), "default_category": category.map { .string($0) } ?? .null])
         })
         router.add("PUT", "/v1/admin/apps/{app}/credentials", Route(roles: [], admin: true) { call in
             let reference = try credentials(try APIService.jsonObject(call.request))
@@ -105,6 +115,7 @@ enum AdminRoutes {
         [
             "app": .string(app.app), "topic": .string(app.topic), "environment": .string(app.environment.rawValue),
             "rate": .int(Int64(app.ratePerSecond)), "time_zone": app.timeZone.map { .string($0) } ?? .null,
+            "default_category": app.defaultCategory.map { .string($0) } ?? .null,
             "credentials": credentialsJSON(app.credentials), "created": .int(app.createdAt),
         ]
     }

@@ -2102,6 +2102,86 @@ enum OpenAPIDocument {
     "summary": "Replace an app's APNs credentials (admin)"
    }
   },
+  "/v1/admin/apps/{app}/default_category": {
+   "parameters": [
+    {
+     "in": "path",
+     "name": "app",
+     "required": true,
+     "schema": {
+      "minLength": 1,
+      "type": "string"
+     }
+    }
+   ],
+   "put": {
+    "requestBody": {
+     "content": {
+      "application/json": {
+       "schema": {
+        "properties": {
+         "category": {
+          "pattern": "^[ -~]{1,255}$",
+          "type": [
+           "string",
+           "null"
+          ]
+         }
+        },
+        "required": [
+         "category"
+        ],
+        "type": "object"
+       }
+      }
+     },
+     "required": true
+    },
+    "responses": {
+     "200": {
+      "content": {
+       "application/json": {
+        "schema": {
+         "type": "object"
+        }
+       }
+      },
+      "description": "changed"
+     },
+     "400": {
+      "$ref": "#/components/responses/Invalid"
+     },
+     "401": {
+      "$ref": "#/components/responses/Unauthorized"
+     },
+     "404": {
+      "content": {
+       "application/json": {
+        "schema": {
+         "$ref": "#/components/schemas/Error"
+        }
+       }
+      },
+      "description": "no such app"
+     },
+     "415": {
+      "$ref": "#/components/responses/Unsupported"
+     },
+     "429": {
+      "$ref": "#/components/responses/Throttled"
+     },
+     "503": {
+      "$ref": "#/components/responses/Unavailable"
+     }
+    },
+    "security": [
+     {
+      "adminToken": []
+     }
+    ],
+    "summary": "Set or remove (null) the category of an app's alert campaigns that name none (admin)"
+   }
+  },
   "/v1/admin/apps/{app}/rate": {
    "parameters": [
     {

@@ -39,6 +39,7 @@ struct AppsShowCommand: Command {
         print("  environment  \(app.environment.rawValue)")
         print("  rate         \(app.ratePerSecond)/s")
         print("  time zone    \(app.timeZone ?? "UTC")")
+        print("  category     \(app.defaultCategory ?? "none") (of alert campaigns that name none)")
         return 0
     }
 }

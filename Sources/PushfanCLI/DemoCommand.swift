@@ -141,11 +141,11 @@ struct DemoCommand: Command {
         let elapsed = ContinuousClock.now - sent
 
         if arguments.flag("stay") {
+            // Installed before the announcement: a signal right after it is not lost.
+            let stopped = ShutdownSignal.prepare()
             detail("everything keeps running for the dashboard: \(dashboard.url); Ctrl-C to stop")
             fflush(nil)
-            let stopped = AsyncStream<Void>.makeStream()
-            ShutdownSignal.install { _ in stopped.continuation.yield() }
-            for await _ in stopped.stream { break }
+            _ = await stopped()
         }
         await dashboard.stop()
         for worker in workers { await worker.stop() }

@@ -34,14 +34,16 @@ struct AppsAddCommand: Command {
             .option("rate", "N", "sends per second across all workers (default 1000)"),
             .option("environment", "E", "production or sandbox (default production)"),
             .option("time-zone", "TZ", "IANA zone of devices that registered none, for local-time campaigns (default UTC)"),
+            .option("default-category", "NAME", "notification category of the app's alert campaigns that name none (aps.category)"),
         ] + StoreOptions.specs)
 
     static func run(_ arguments: ParsedArguments, _ context: CommandContext) async throws -> Int32 {
         guard let credentials = try checkedCredentials(arguments, command: "apps add") else { return 1 }
-        let registration = AppRegistration(
+        var registration = AppRegistration(
             app: try arguments.required("app"), topic: try arguments.required("topic"), credentials: credentials,
             environment: try APNsEnvironment(parsing: arguments.value("environment") ?? "production"),
             ratePerSecond: try arguments.int("rate", default: 1000, range: 1...1_000_000), timeZone: arguments.value("time-zone"))
+        registration.defaultCategory = arguments.value("default-category")
         let store = try await StoreOptions.open(arguments, context)
         let secrets = try await store.apps.add(registration)
         print("app \(registration.app) added (topic \(registration.topic), \(registration.ratePerSecond)/s)")

@@ -17,6 +17,7 @@ package struct AppDirectory: Sendable {
             throw StoreError.invalidInput("rate must be between 1 and 1000000 per second, got \(registration.ratePerSecond)")
         }
         if let zone = registration.timeZone { try Validation.timeZone(zone) }
+        if let category = registration.defaultCategory { try Self.checkCategory(category) }
         let secret = SecretHash.generateSecret()
         let hashed = SecretHash(secret: secret)
         let appSecret = SecretHash.generateSecret()
@@ -30,10 +31,10 @@ package struct AppDirectory: Sendable {
         let inserted = try await executor.run { connection throws(StoreError) in
             try connection.execute("""
                 INSERT INTO apps (app, secret_salt, secret_hash, topic, team_id, key_id, key_file, cert_file, cert_key_file, environment, rate_per_second, created_at, time_zone,
-                                  app_secret_salt, app_secret_hash)
+                                  app_secret_salt, app_secret_hash, default_category)
                 VALUES (\(registration.app), \(hashed.salt), \(hashed.hash), \(registration.topic), \(.optional(team)), \(.optional(key)), \(.optional(keyFile)),
                         \(.optional(certFile)), \(.optional(certKey)), \(registration.environment.rawValue), \(registration.ratePerSecond), \(now),
-                        \(.optional(registration.timeZone)), \(appHashed.salt), \(appHashed.hash))
+                        \(.optional(registration.timeZone)), \(appHashed.salt), \(appHashed.hash), \(.optional(registration.defaultCategory)))
                 ON CONFLICT (app) DO NOTHING
                 """)
         }
@@ -49,7 +50,7 @@ package struct AppDirectory: Sendable {
     }
 
     private static let columns: SQLStatement =
-        "SELECT app, topic, team_id, key_id, key_file, cert_file, cert_key_file, environment, rate_per_second, created_at, time_zone FROM apps"
+        "SELECT app, topic, team_id, key_id, key_file, cert_file, cert_key_file, environment, rate_per_second, created_at, time_zone, default_category FROM apps"
 
     private static func record(_ row: any SQLRow) -> AppRecord {
         let credentials: APNsCredentialsReference =
@@ -61,7 +62,24 @@ package struct AppDirectory: Sendable {
         return AppRecord(
             app: row.text(0) ?? "", topic: row.text(1) ?? "", credentials: credentials,
             environment: APNsEnvironment(rawValue: row.text(7) ?? "") ?? .production,
-            ratePerSecond: Int(row.int(8) ?? 0), createdAt: row.int(9) ?? 0, timeZone: row.text(10))
+            ratePerSecond: Int(row.int(8) ?? 0), createdAt: row.int(9) ?? 0, timeZone: row.text(10), defaultCategory: row.text(11))
+    }
+
+    /// Sets (or, with nil, removes) the category of the app's alert campaigns that name none.
+    package func setDefaultCategory(app: String, category: String?) async throws(StoreError) {
+        if let category { try Self.checkCategory(category) }
+        let changed = try await executor.run { connection throws(StoreError) in
+            try connection.execute("UPDATE apps SET default_category = \(.optional(category)) WHERE app = \(app)")
+        }
+        guard changed == 1 else { throw StoreError.notFound("unknown app '\(app)'") }
+    }
+
+    /// A category identifier as an app registers it (`UNNotificationCategory`): 1 to 255
+    /// printable ASCII characters.
+    static func checkCategory(_ category: String) throws(StoreError) {
+        guard (1...255).contains(category.utf8.count), category.utf8.allSatisfy({ (0x20...0x7E).contains($0) }) else {
+            throw StoreError.invalidInput("default_category: must be 1 to 255 printable ASCII characters, got '\(Validation.clip(category))'")
+        }
     }
 
     /// Which of the app's secrets `secret` is: the master secret (every call), the

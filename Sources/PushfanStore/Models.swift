@@ -21,6 +21,8 @@ package struct AppRegistration: Sendable {
     package var ratePerSecond: Int
     /// The IANA zone of devices that registered none (local-time campaigns); nil: UTC.
     package var timeZone: String?
+    /// The notification category of the app's alert campaigns that name none.
+    package var defaultCategory: String? = nil
 
     package init(
         app: String, topic: String, credentials: APNsCredentialsReference, environment: APNsEnvironment = .production, ratePerSecond: Int = 1000,
@@ -58,6 +60,8 @@ package struct AppRecord: Sendable, Equatable {
     package let createdAt: Int64
     /// Devices without a zone of their own are in this one (nil: UTC).
     package var timeZone: String? = nil
+    /// The category of the app's alert campaigns that name none (`aps.category`).
+    package var defaultCategory: String? = nil
 
     /// `timeZone` as a zone; UTC when the app has none.
     package var defaultZone: TimeZone { timeZone.flatMap(TimeZone.init(identifier:)) ?? TimeZone(secondsFromGMT: 0)! }

@@ -274,6 +274,9 @@ enum Schema {
         Migration(
             version: 11, summary: "running totals of final outcomes per A/B variant",
             sqlite: variantCounts, postgres: variantCounts),
+        Migration(
+            version: 12, summary: "an app's default notification category",
+            sqlite: "ALTER TABLE apps ADD COLUMN default_category TEXT;", postgres: "ALTER TABLE apps ADD COLUMN default_category TEXT;"),
     ]
 
     /// Migration 11, the same on both databases.

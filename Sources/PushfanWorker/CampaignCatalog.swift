@@ -102,7 +102,7 @@ package final class CampaignCatalog: Sendable {
         } catch let error as SegmentError {
             throw CatalogError.invalidCampaign("the audience of campaign \(id) does not parse: \(error)")
         }
-        let plan = CampaignPlan(campaign: campaign, app: app, segment: segment, rowKeys: rowKeys)
+        let plan = CampaignPlan(campaign: campaign.applyingDefaultCategory(app.defaultCategory), app: app, segment: segment, rowKeys: rowKeys)
         plans.withLock { $0[id] = (plan, ContinuousClock.now) }
         return plan
     }

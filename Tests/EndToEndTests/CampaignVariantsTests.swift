@@ -82,7 +82,7 @@ struct CampaignVariantsTests {
     func actionsOnTheWire() async throws {
         let pipeline = try await Pipeline(simArguments: ["--log-payloads"])
         defer { pipeline.stop() }
-        try await pipeline.addApp("act", topic: "com.example.act", rate: 2_000, devices: 50)
+        try await pipeline.addApp("act", topic: "com.example.act", rate: 2_000, devices: 50, appArguments: ["--default-category", "ACT_DEFAULT"])
         try pipeline.startWorker("a1")
         let json = #"{"v":1,"id":"act-1","app":"act","audience":{"segment":"locale in (en_US, de_DE, fr_FR)"},"notification":{"push_type":"alert","content":{"default":{"title":"Order shipped","body":"Track it or rate us"}},"aps":{"category":"ORDER_ACTIONS","thread-id":"orders","summary-arg":"Shop","summary-arg-count":1,"interruption-level":"time-sensitive","mutable-content":1},"data":{"order":"o-77"},"actions":[{"id":"track","params":{"url":"shop://orders/o-77"}},{"id":"rate","params":{"stars":5}}]}}"#
         try await pipeline.submit(json)
@@ -102,5 +102,14 @@ struct CampaignVariantsTests {
             #expect(params["track"]?["url"] as? String == "shop://orders/o-77" && params["rate"]?["stars"] as? Int == 5)
             #expect(payload["order"] as? String == "o-77")
         }
+
+        // A campaign that names no category gets the app's default one; a background push none.
+        try await pipeline.submit(Pipeline.campaign("act-2", app: "act"))
+        _ = try await pipeline.results(of: "act-2")
+        let categories = pipeline.delivered(topic: "com.example.act").suffix(50).compactMap { line -> String? in
+            guard let text = line["payload"] as? String, let payload = try? JSONSerialization.jsonObject(with: Data(text.utf8)) as? [String: Any] else { return nil }
+            return (payload["aps"] as? [String: Any])?["category"] as? String
+        }
+        #expect(categories.count == 50 && Set(categories) == ["ACT_DEFAULT"], "\(Set(categories))")
     }
 }

@@ -153,6 +153,23 @@ extension Campaign.Share {
         #expect(try MessageCodec.decode(Campaign.self, from: MessageCodec.encode(campaign)) == campaign)
     }
 
+    @Test("an app's default category fills in for alert campaigns that name none, and only those")
+    func defaultCategory() throws {
+        let plain = try MessageCodec.decode(Campaign.self, from: Array(CampaignTests.base.jsonText.utf8))
+        #expect(plain.applyingDefaultCategory("SHOP").notification.aps?["category"] == "SHOP")
+        #expect(plain.applyingDefaultCategory(nil) == plain)
+        let named = try MessageCodec.decode(Campaign.self, from: Array(Self.withActions.jsonText.utf8))
+        #expect(named.applyingDefaultCategory("SHOP").notification.aps?["category"] == "SALE_ACTIONS", "its own category wins")
+        let background = try MessageCodec.decode(Campaign.self, from: Array(CampaignTests.background.jsonText.utf8))
+        #expect(background.applyingDefaultCategory("SHOP") == background, "a background push shows nothing to categorise")
+        // A variant that sets its own category keeps it over the default.
+        var variants = try CampaignVariantTests.campaign()
+        variants.variants[1].aps = ["category": "LAST_CHANCE"]
+        let applied = variants.applyingDefaultCategory("SHOP")
+        #expect(applied.applying(variant: 0).notification.aps?["category"] == "SHOP")
+        #expect(applied.applying(variant: 1).notification.aps?["category"] == "LAST_CHANCE")
+    }
+
     static let rejects: [RejectCase] = [
         RejectCase("actions without a category", value: withActions.setting("notification.aps", ["sound": "default"]),
                    code: "invalid_field", field: "notification.actions", mentions: "needs notification.aps.category"),

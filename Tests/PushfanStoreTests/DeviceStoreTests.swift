@@ -429,6 +429,23 @@ struct DeviceStoreTests {
         #expect(states[0]?.invalidAt == 3_000 && states[2]?.invalidAt == 5_000 && states[2]?.invalidReason == "BadDeviceToken")
     }
 
+    @Test("an app's default category is kept, changed, removed and checked", arguments: Backend.enabled)
+    func appDefaultCategory(_ backend: Backend) async throws {
+        let store = try await backend.openFresh()
+        var registration = AppRegistration(app: "cat", topic: "com.example.cat", credentials: .token(teamID: "TEAM123456", keyID: "KEY1234567", keyFile: "/k.p8"))
+        registration.defaultCategory = "CAT_ACTIONS"
+        _ = try await store.apps.add(registration)
+        #expect(try await store.apps.get("cat")?.defaultCategory == "CAT_ACTIONS")
+        try await store.apps.setDefaultCategory(app: "cat", category: "OTHER")
+        #expect(try await store.apps.get("cat")?.defaultCategory == "OTHER")
+        try await store.apps.setDefaultCategory(app: "cat", category: nil)
+        #expect(try await store.apps.get("cat")?.defaultCategory == nil)
+        await #expect(throws: StoreError.invalidInput("default_category: must be 1 to 255 printable ASCII characters, got 'a\nb'")) {
+            try await store.apps.setDefaultCategory(app: "cat", category: "a\nb")
+        }
+        await #expect(throws: StoreError.notFound("unknown app 'nope'")) { try await store.apps.setDefaultCategory(app: "nope", category: "X") }
+    }
+
     @Test("per-variant running totals count the rows that changed, once, beside the campaign's", arguments: Backend.enabled)
     func ledgerKeepsPerVariantTotals(_ backend: Backend) async throws {
         let store = try await backend.openFresh()

@@ -60,6 +60,17 @@ extension Campaign {
     }
 }
 
+extension Campaign {
+    /// The campaign with its app's default category (Notificare's "default category") in
+    /// `aps.category`, for an alert push that names none; variants that set one keep theirs.
+    package func applyingDefaultCategory(_ category: String?) -> Campaign {
+        guard let category, notification.pushType == .alert, notification.aps?["category"] == nil else { return self }
+        var copy = self
+        copy.notification.aps = (notification.aps ?? [:]).merging(["category": .string(category)]) { $1 }
+        return copy
+    }
+}
+
 extension Campaign.Notification {
     /// The custom keys of the payload: `data`, and the actions' parameters under
     /// `action_params` (keyed by action identifier).
