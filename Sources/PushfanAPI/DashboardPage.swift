@@ -45,7 +45,8 @@ enum DashboardPage {
         <tbody id="campaigns"></tbody></table></section>
         <section><h2 id="rate-title">Send rate</h2><canvas id="rate-chart"></canvas><p id="rate-text" class="empty"></p></section>
         <section><h2 id="outcomes-title">Outcomes</h2><canvas id="outcomes-chart"></canvas>
-        <table><thead><tr><th>Outcome</th><th>Reason</th><th class="num">Devices</th></tr></thead><tbody id="reasons"></tbody></table></section>
+        <table><thead><tr><th>Outcome</th><th>Reason</th><th class="num">Devices</th></tr></thead><tbody id="reasons"></tbody></table>
+        <table><thead><tr><th>Variant</th><th class="num">Delivered</th><th class="num">Done</th></tr></thead><tbody id="variants"></tbody></table></section>
         <section class="wide"><h2>Each app's sends per second against its limit (last minute)</h2><canvas id="apps-chart"></canvas>
         <table><thead><tr><th>App</th><th class="num">Sends/s now</th><th class="num">Limit</th></tr></thead><tbody id="apps"></tbody></table></section>
         <section class="wide"><h2>Recent dead letters</h2>
@@ -129,6 +130,15 @@ enum DashboardPage {
               tr.appendChild(el("td", r.outcome)); tr.appendChild(el("td", r.reason)); tr.appendChild(el("td", r.count, "num"));
               return tr;
             }) : [], 3, "no reasons");
+            var variants = current && current.variants ? current.variants : {};
+            fill("variants", Object.keys(variants).sort().map(function (name) {
+              var counts = variants[name], tr = el("tr");
+              tr.dataset.variant = name;
+              tr.appendChild(el("td", name));
+              tr.appendChild(el("td", counts.delivered || 0, "num"));
+              tr.appendChild(el("td", Object.keys(counts).reduce(function (s, k) { return s + counts[k]; }, 0), "num"));
+              return tr;
+            }), 3, "no A/B variants");
             fill("apps", snapshot.apps.map(function (a) {
               var counts = a.series.counts, last = counts.slice(-5), now = last.reduce(function (s, n) { return s + n; }, 0) / Math.max(last.length, 1);
               var tr = el("tr");

@@ -24,6 +24,8 @@ struct CampaignVariantsTests {
              "holdout":20}
             """#
         let campaign = try MessageCodec.decode(Campaign.self, from: Data(json.utf8))
+        let api = try await DashboardTests.startAPI(pipeline)
+        defer { api.process.signal(SIGTERM) }
         let victim = try pipeline.startWorker("victim", lease: 3)
         try pipeline.startWorker("survivor", lease: 3)
         try await pipeline.submit(json.replacingOccurrences(of: "\n", with: " "))
@@ -61,6 +63,10 @@ struct CampaignVariantsTests {
         #expect(completed.variants["holdout"] == ["skipped": perVariant["holdout"] ?? -1])
         #expect(completed.variants["long"]?["delivered"] == perVariant["long"])
         // Progress events counted per variant too, never more than the final counts.
+        // The dashboard shows the same split, from the completed event.
+        let row = try await DashboardTests.waitForRow(api, "ab-1") { $0["status"] as? String == "completed" }
+        let shown = (row["variants"] as? [String: [String: Int]] ?? [:]).mapValues { $0.values.reduce(0, +) }
+        #expect(shown == perVariant, "dashboard \(shown) vs results \(perVariant)")
         let progress = results.events.filter { $0.event == .progress && !$0.variants.isEmpty }
         #expect(!progress.isEmpty, "no progress event counted variants")
         #expect(progress.allSatisfy { event in event.variants.allSatisfy { ($0.value.values.reduce(0, +)) <= (perVariant[$0.key] ?? 0) } })

@@ -62,7 +62,7 @@ import Testing
         #expect(failing.event?.event == .failed, "a campaign that never ran shows its failure")
     }
 
-    @Test func snapshotShowsStatusProgressRatesAndOnlyTheChosenSeries() {
+    @Test func snapshotShowsStatusProgressRatesAndOnlyTheChosenSeries() throws {
         var running = CampaignTally()
         running.apply(Self.event("run", .progress, audience: 100, counts: ["delivered": 10], at: 9_000))
         for index in 0..<30 { running.apply(Self.device("run", index, .delivered, at: 5_000 + Int64(index % 5) * 1000)) }
@@ -84,6 +84,16 @@ import Testing
         #expect(run.reasons == [DashboardSnapshot.Reason(outcome: "rejected", reason: "BadTopic", count: 1)])
         let finished = snapshot.campaigns[1]
         #expect(finished.status == "completed" && finished.done == 1, "a finished campaign shows the ledger's count, not the records read")
+        #expect(run.variants == nil && finished.variants == nil)
+        var split = CampaignTally()
+        var event = CampaignEvent(campaign: "ab", app: "shop", event: .progress, audience: 4, counts: ["delivered": 3, "skipped": 1], at: 11_000)
+        event.variants = ["a": ["delivered": 3], "holdout": ["skipped": 1]]
+        split.apply(.campaign(event))
+        let splitRow = DashboardSnapshot.row(id: "ab", tally: split, currentSecond: 10)
+        #expect(splitRow.variants == ["a": ["delivered": 3], "holdout": ["skipped": 1]])
+        // A tally saved before variants were counted reads back without them.
+        let old = #"{"outcomes":{},"reasons":{},"per_second":{},"event":{"event":"progress","counts":{},"at":5}}"#
+        #expect(try JSONDecoder().decode(CampaignTally.self, from: Data(old.utf8)).event?.variants == nil)
         #expect(snapshot.selected == DashboardSnapshot.Series(name: "run", start: 5, counts: [6, 6, 6, 6, 7]), "no choice: the most recent")
         #expect(snapshot.apps.count == 1 && snapshot.apps[0].limit == 50)
         #expect(snapshot.apps[0].series.counts.count == Int(DashboardSnapshot.appSeconds))

@@ -31,9 +31,12 @@ package struct CampaignTally: Codable, Sendable, Equatable {
         package var counts: [String: Int]
         package var error: String?
         package var at: Int64
+        /// Counts per A/B variant (and holdout), from the ledger; nil without variants.
+        package var variants: [String: [String: Int]]?
 
         package init(_ event: CampaignEvent) {
             (self.event, audience, counts, error, at) = (event.event, event.audience, event.counts, event.error, event.at)
+            variants = event.variants.isEmpty ? nil : event.variants
         }
     }
 

@@ -26,6 +26,9 @@ package struct DashboardSnapshot: Codable, Sendable, Equatable {
         package var outcomes: [String: Int]
         /// The most frequent reasons, most frequent first.
         package var reasons: [Reason]
+        /// Outcomes per A/B variant (and `holdout`), from the latest lifecycle event (the
+        /// ledger's counts); nil for a campaign without variants.
+        package var variants: [String: [String: Int]]? = nil
         /// Sends per second over the last `rateWindow` complete seconds.
         package var rate: Int
         package var error: String?
@@ -127,7 +130,7 @@ package struct DashboardSnapshot: Codable, Sendable, Equatable {
         }
         return CampaignRow(
             id: id, app: tally.app, status: status, audience: tally.event?.audience, done: done, outcomes: tally.outcomes,
-            reasons: Array(reasons), rate: Int(Int64(recent) / rateWindow), error: tally.event?.error,
+            reasons: Array(reasons), variants: tally.event?.variants, rate: Int(Int64(recent) / rateWindow), error: tally.event?.error,
             startedAt: tally.firstAt, updatedAt: tally.lastAt)
     }
 
