@@ -224,14 +224,38 @@ package final class DashboardFeed: Sendable {
             }
             return (record.topicPartition, record.offset, value)
         }
-        await loadTallies(for: read)
+        // A record is counted only on top of its campaign's saved tally: records whose tally is
+        // not in memory (not read yet, or let go meanwhile) wait, with the rest of their
+        // partition's, for another read. While stopping they are left for the next reader.
+        var pending = read
+        while !pending.isEmpty && !stopping.load(ordering: .acquiring) {
+            await loadTallies(for: pending)
+            pending = apply(pending)
+        }
+    }
+
+    /// Counts records in order; returns those of partitions that met a campaign whose saved
+    /// tally is not in memory, from that record on.
+    private func apply(_ read: [(TopicPartition, Int64, Read)]) -> [(TopicPartition, Int64, Read)] {
         let now = ContinuousClock.now
         var kinds = (results: 0, deadLetters: 0, unreadable: 0)
+        var waiting: [(TopicPartition, Int64, Read)] = []
         counting.withLock { state in
-            for (partition, offset, value) in read {
+            var held: Set<TopicPartition> = []
+            for entry in read {
+                let (partition, offset, value) = entry
+                if held.contains(partition) {
+                    waiting.append(entry)
+                    continue
+                }
                 // A partition no longer ours, or a record already counted (read again after a
                 // rebalance): skipped.
                 guard var count = state.partitions[partition], offset >= count.nextOffset ?? 0 else { continue }
+                if case .result(let record) = value, !count.fresh, count.tallies[record.campaignID] == nil {
+                    held.insert(partition)
+                    waiting.append(entry)
+                    continue
+                }
                 count.nextOffset = offset + 1
                 switch value {
                 case .result(let record):
@@ -252,6 +276,7 @@ package final class DashboardFeed: Sendable {
         for (kind, number) in [("result", kinds.results), ("dead_letter", kinds.deadLetters), ("unreadable", kinds.unreadable)] where number > 0 {
             self.records.add(Double(number), [kind])
         }
+        return waiting
     }
 
     /// Reads the saved tallies of campaigns this process has not counted yet on a partition,
