@@ -114,10 +114,10 @@ package final class DashboardFeed: Sendable {
         // The one place campaign ids are labels: a bounded set of running campaigns.
         let running: @Sendable () -> [DashboardSnapshot.CampaignRow] = { [weak self] in
             guard let self else { return [] }
-            return Array(self.snapshot(for: .admin, selected: nil).campaigns.filter { $0.status == "running" || $0.status == "paused" }.prefix(Self.labelledCampaigns))
+            return Array(self.snapshot(for: .admin, selected: nil).campaigns.filter { ["running", "sending", "paused"].contains($0.status) }.prefix(Self.labelledCampaigns))
         }
         metrics.collected(
-            "pushfan_campaign_done_devices", "Devices with a final outcome, of the \(Self.labelledCampaigns) most recently active running or paused campaigns.",
+            "pushfan_campaign_done_devices", "Devices with a final outcome, of the \(Self.labelledCampaigns) most recently active running, sending or paused campaigns.",
             labels: ["campaign", "app"]) { running().map { ([$0.id, $0.app ?? ""], Double($0.done)) } }
         metrics.collected(
             "pushfan_campaign_audience_devices", "Devices targeted, of the same campaigns.", labels: ["campaign", "app"]
