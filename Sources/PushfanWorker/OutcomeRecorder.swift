@@ -21,11 +21,13 @@ struct OutcomeRecorder {
             _ item: ShardSender.Pending, state: LedgerState, status: Int? = nil, reason: String? = nil, apnsID: String? = nil, at: Int64
         ) {
             var outcome = LedgerOutcome(rowKey: item.target.rowKey, state: state, attempts: item.attempts, apnsID: apnsID, status: status, reason: reason)
-            outcome.variant = campaign.shareName(of: item.target.deviceID)
+            // One hash per device, for both the ledger's per-variant totals and the result.
+            let share = campaign.share(of: item.target.deviceID)
+            outcome.variant = campaign.countedName(of: share)
             ledger.append(outcome)
             results.append(DeviceResult(
                 campaign: campaign.id, device: item.target.deviceID, outcome: DeviceOutcome(rawValue: state.rawValue) ?? .failed,
-                status: status, reason: reason, apnsID: apnsID, attempts: item.attempts, at: at, variant: campaign.variantID(of: item.target.deviceID)))
+                status: status, reason: reason, apnsID: apnsID, attempts: item.attempts, at: at, variant: campaign.variantID(of: share)))
         }
     }
 

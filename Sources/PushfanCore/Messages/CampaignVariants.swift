@@ -70,19 +70,18 @@ extension Campaign {
     }
 
     /// The variant id a device's results carry (nil without variants or in the holdout).
-    package func variantID(of device: String) -> String? {
-        if case .variant(let index) = share(of: device) { return variants[index].id }
+    package func variantID(of device: String) -> String? { variantID(of: share(of: device)) }
+
+    /// A share's variant id (nil for the base and the holdout).
+    package func variantID(of share: Share) -> String? {
+        if case .variant(let index) = share { return variants[index].id }
         return nil
     }
 
-    /// What a device's share is counted under: its variant's id, `holdout`, or nil for a
-    /// campaign without variants.
-    package func shareName(of device: String) -> String? {
-        switch share(of: device) {
-        case .base: nil
-        case .variant(let index): variants[index].id
-        case .holdout: Self.holdoutReason
-        }
+    /// What a share is counted under: its variant's id, `holdout`, or nil for a campaign
+    /// without variants.
+    package func countedName(of share: Share) -> String? {
+        share == .holdout ? Self.holdoutReason : variantID(of: share)
     }
 
     /// The campaign as one variant's devices get it: the variant's overrides applied, no
