@@ -22,6 +22,7 @@ enum AdminRoutes {
                 timeZone: try optionalText(body, "time_zone"))
             registration.timeZone = registration.timeZone.flatMap { $0.isEmpty ? nil : $0 }
             registration.defaultCategory = try optionalText(body, "default_category")
+            registration.frequencyCaps = try frequencyCaps(body, required: false)
             let secrets = try await store.apps.add(registration)
             return .json(201, ["app": .string(app), "master_secret": .string(secrets.master), "application_secret": .string(secrets.application)],
                          headers: ["Location": "/v1/admin/apps/\(app)"])
@@ -45,6 +46,11 @@ enum AdminRoutes {
             let category = try optionalText(body, "category")
             try await store.apps.setDefaultCategory(app: call.parameter("app"), category: category)
             return .json(200, ["app": .string(call.parameter("app")), "default_category": category.map { .string($0) } ?? .null])
+        })
+        router.add("PUT", "/v1/admin/apps/{app}/frequency_caps", Route(roles: [], admin: true) { call in
+            let caps = try frequencyCaps(try APIService.jsonObject(call.request), required: true)
+            try await store.apps.setFrequencyCaps(app: call.parameter("app"), caps)
+            return .json(200, ["app": .string(call.parameter("app")), "frequency_caps": capsJSON(caps)])
         })
         router.add("PUT", "/v1/admin/apps/{app}/credentials", Route(roles: [], admin: true) { call in
             let reference = try credentials(try APIService.jsonObject(call.request))
@@ -104,6 +110,26 @@ enum AdminRoutes {
         }
     }
 
+    /// `caps`: rules as `pushes/window` texts (`["3/1d", "1/1h"]`); empty or absent, none.
+    private static func frequencyCaps(_ body: [String: JSONValue], required: Bool, field: String = "caps") throws -> FrequencyCaps {
+        let key = required ? field : "frequency_caps"
+        switch body[key] {
+        case nil where !required, .null? where !required: return FrequencyCaps([])
+        case .array(let items)?:
+            let texts = try items.map { item -> String in
+                guard case .string(let text) = item else { throw APIError(400, "invalid_input", "\(key): expected texts like \"3/1d\"", field: key) }
+                return text
+            }
+            do { return try FrequencyCaps(parsing: texts.joined(separator: ",")) } catch {
+                throw APIError(400, "invalid_input", "\(key): \(error)", field: key)
+            }
+        default:
+            throw APIError(400, "invalid_input", "\(key): required, a list of rules like [\"3/1d\", \"1/1h\"] (empty: none)", field: key)
+        }
+    }
+
+    private static func capsJSON(_ caps: FrequencyCaps) -> JSONValue { .array(caps.rules.map { .string($0.description) }) }
+
     private static func credentialsJSON(_ reference: APNsCredentialsReference) -> JSONValue {
         switch reference {
         case .token(let team, let key, let file): ["kind": "token", "team_id": .string(team), "key_id": .string(key), "key_file": .string(file)]
@@ -116,6 +142,7 @@ enum AdminRoutes {
             "app": .string(app.app), "topic": .string(app.topic), "environment": .string(app.environment.rawValue),
             "rate": .int(Int64(app.ratePerSecond)), "time_zone": app.timeZone.map { .string($0) } ?? .null,
             "default_category": app.defaultCategory.map { .string($0) } ?? .null,
+            "frequency_caps": capsJSON(app.frequencyCaps),
             "credentials": credentialsJSON(app.credentials), "created": .int(app.createdAt),
         ]
     }

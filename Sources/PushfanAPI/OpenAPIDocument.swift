@@ -1857,6 +1857,17 @@ enum OpenAPIDocument {
              "sandbox"
             ]
            },
+           "frequency_caps": {
+            "items": {
+             "pattern": "^[0-9]{1,4}/[0-9]{1,5}[mhd]$",
+             "type": "string"
+            },
+            "maxItems": 10,
+            "type": [
+             "array",
+             "null"
+            ]
+           },
            "rate": {
             "maximum": 1000000,
             "minimum": 1,
@@ -2180,6 +2191,87 @@ enum OpenAPIDocument {
      }
     ],
     "summary": "Set or remove (null) the category of an app's alert campaigns that name none (admin)"
+   }
+  },
+  "/v1/admin/apps/{app}/frequency_caps": {
+   "parameters": [
+    {
+     "in": "path",
+     "name": "app",
+     "required": true,
+     "schema": {
+      "minLength": 1,
+      "type": "string"
+     }
+    }
+   ],
+   "put": {
+    "requestBody": {
+     "content": {
+      "application/json": {
+       "schema": {
+        "properties": {
+         "caps": {
+          "items": {
+           "pattern": "^[0-9]{1,4}/[0-9]{1,5}[mhd]$",
+           "type": "string"
+          },
+          "maxItems": 10,
+          "type": "array"
+         }
+        },
+        "required": [
+         "caps"
+        ],
+        "type": "object"
+       }
+      }
+     },
+     "required": true
+    },
+    "responses": {
+     "200": {
+      "content": {
+       "application/json": {
+        "schema": {
+         "type": "object"
+        }
+       }
+      },
+      "description": "changed"
+     },
+     "400": {
+      "$ref": "#/components/responses/Invalid"
+     },
+     "401": {
+      "$ref": "#/components/responses/Unauthorized"
+     },
+     "404": {
+      "content": {
+       "application/json": {
+        "schema": {
+         "$ref": "#/components/schemas/Error"
+        }
+       }
+      },
+      "description": "no such app"
+     },
+     "415": {
+      "$ref": "#/components/responses/Unsupported"
+     },
+     "429": {
+      "$ref": "#/components/responses/Throttled"
+     },
+     "503": {
+      "$ref": "#/components/responses/Unavailable"
+     }
+    },
+    "security": [
+     {
+      "adminToken": []
+     }
+    ],
+    "summary": "Set an app's frequency caps, PUSHES/WINDOW rules such as 3/1d and 1/1h; an empty list removes them (admin)"
    }
   },
   "/v1/admin/apps/{app}/rate": {

@@ -40,6 +40,7 @@ struct AppsShowCommand: Command {
         print("  rate         \(app.ratePerSecond)/s")
         print("  time zone    \(app.timeZone ?? "UTC")")
         print("  category     \(app.defaultCategory ?? "none") (of alert campaigns that name none)")
+        print("  caps         \(app.frequencyCaps.isEmpty ? "none" : app.frequencyCaps.description) (alert pushes per device)")
         return 0
     }
 }
@@ -58,6 +59,35 @@ struct AppsSetRateCommand: Command {
         try await store.apps.setRate(app: key, ratePerSecond: rate)
         print("app \(key): \(rate)/s")
         return 0
+    }
+}
+
+/// `pushfan apps set-caps --app KEY --caps 2/1d,1/1h`.
+struct AppsSetCapsCommand: Command {
+    static let spec = CommandSpec(
+        name: "apps set-caps", summary: "Set an app's frequency caps: at most N alert pushes per device per window, across its campaigns",
+        discussion: """
+            Rules are PUSHES/WINDOW, the window in minutes (m), hours (h) or calendar days (d) in
+            the device's time zone, up to 30 days; all rules apply together: --caps 3/1d,1/1h.
+            --caps none removes them. Workers take a change up within their catalog refresh;
+            campaigns with options.ignore_frequency_caps (transactional sends) are not held back
+            or counted (docs/messages.md).
+            """,
+        options: [.option("app", "KEY", "app key (required)"), .option("caps", "RULES", "comma-separated rules, or none (required)")] + StoreOptions.specs)
+
+    static func run(_ arguments: ParsedArguments, _ context: CommandContext) async throws -> Int32 {
+        let key = try arguments.required("app")
+        let caps = try parse(try arguments.required("caps"))
+        let store = try await StoreOptions.open(arguments, context)
+        try await store.apps.setFrequencyCaps(app: key, caps)
+        print("app \(key): frequency caps \(caps.isEmpty ? "none" : caps.description)")
+        return 0
+    }
+
+    /// `--caps` as rules; a rule that does not read is a usage error naming it.
+    static func parse(_ text: String) throws -> FrequencyCaps {
+        if text == "none" { return FrequencyCaps([]) }
+        do { return try FrequencyCaps(parsing: text) } catch { throw UsageError("--caps: \(error)") }
     }
 }
 

@@ -34,6 +34,7 @@ package enum PushfanMain {
         AppsListCommand.self,
         AppsShowCommand.self,
         AppsSetRateCommand.self,
+        AppsSetCapsCommand.self,
         AppsRotateSecretCommand.self,
         AppsSetCredentialsCommand.self,
         DevicesRegisterCommand.self,

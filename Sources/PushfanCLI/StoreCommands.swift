@@ -35,6 +35,7 @@ struct AppsAddCommand: Command {
             .option("environment", "E", "production or sandbox (default production)"),
             .option("time-zone", "TZ", "IANA zone of devices that registered none, for local-time campaigns (default UTC)"),
             .option("default-category", "NAME", "notification category of the app's alert campaigns that name none (aps.category)"),
+            .option("frequency-caps", "RULES", "at most N alert pushes per device per window, like 3/1d,1/1h (see apps set-caps)"),
         ] + StoreOptions.specs)
 
     static func run(_ arguments: ParsedArguments, _ context: CommandContext) async throws -> Int32 {
@@ -44,6 +45,7 @@ struct AppsAddCommand: Command {
             environment: try APNsEnvironment(parsing: arguments.value("environment") ?? "production"),
             ratePerSecond: try arguments.int("rate", default: 1000, range: 1...1_000_000), timeZone: arguments.value("time-zone"))
         registration.defaultCategory = arguments.value("default-category")
+        if let caps = arguments.value("frequency-caps") { registration.frequencyCaps = try AppsSetCapsCommand.parse(caps) }
         let store = try await StoreOptions.open(arguments, context)
         let secrets = try await store.apps.add(registration)
         print("app \(registration.app) added (topic \(registration.topic), \(registration.ratePerSecond)/s)")

@@ -31,10 +31,11 @@ package struct AppDirectory: Sendable {
         let inserted = try await executor.run { connection throws(StoreError) in
             try connection.execute("""
                 INSERT INTO apps (app, secret_salt, secret_hash, topic, team_id, key_id, key_file, cert_file, cert_key_file, environment, rate_per_second, created_at, time_zone,
-                                  app_secret_salt, app_secret_hash, default_category)
+                                  app_secret_salt, app_secret_hash, default_category, frequency_caps)
                 VALUES (\(registration.app), \(hashed.salt), \(hashed.hash), \(registration.topic), \(.optional(team)), \(.optional(key)), \(.optional(keyFile)),
                         \(.optional(certFile)), \(.optional(certKey)), \(registration.environment.rawValue), \(registration.ratePerSecond), \(now),
-                        \(.optional(registration.timeZone)), \(appHashed.salt), \(appHashed.hash), \(.optional(registration.defaultCategory)))
+                        \(.optional(registration.timeZone)), \(appHashed.salt), \(appHashed.hash), \(.optional(registration.defaultCategory)),
+                        \(.optional(Self.capsText(registration.frequencyCaps))))
                 ON CONFLICT (app) DO NOTHING
                 """)
         }
@@ -50,7 +51,7 @@ package struct AppDirectory: Sendable {
     }
 
     private static let columns: SQLStatement =
-        "SELECT app, topic, team_id, key_id, key_file, cert_file, cert_key_file, environment, rate_per_second, created_at, time_zone, default_category FROM apps"
+        "SELECT app, topic, team_id, key_id, key_file, cert_file, cert_key_file, environment, rate_per_second, created_at, time_zone, default_category, frequency_caps FROM apps"
 
     private static func record(_ row: any SQLRow) -> AppRecord {
         let credentials: APNsCredentialsReference =
@@ -62,8 +63,22 @@ package struct AppDirectory: Sendable {
         return AppRecord(
             app: row.text(0) ?? "", topic: row.text(1) ?? "", credentials: credentials,
             environment: APNsEnvironment(rawValue: row.text(7) ?? "") ?? .production,
-            ratePerSecond: Int(row.int(8) ?? 0), createdAt: row.int(9) ?? 0, timeZone: row.text(10), defaultCategory: row.text(11))
+            ratePerSecond: Int(row.int(8) ?? 0), createdAt: row.int(9) ?? 0, timeZone: row.text(10), defaultCategory: row.text(11),
+            // Written only by `capsText`; a value edited by hand that does not read is no caps.
+            frequencyCaps: (try? FrequencyCaps(parsing: row.text(12) ?? "")) ?? FrequencyCaps([]))
     }
+
+    /// Sets the app's frequency caps (an empty set removes them). Workers apply a change
+    /// within their app refresh (10 s).
+    package func setFrequencyCaps(app: String, _ caps: FrequencyCaps) async throws(StoreError) {
+        let changed = try await executor.run { connection throws(StoreError) in
+            try connection.execute("UPDATE apps SET frequency_caps = \(.optional(Self.capsText(caps))) WHERE app = \(app)")
+        }
+        guard changed == 1 else { throw StoreError.notFound("unknown app '\(app)'") }
+    }
+
+    /// The stored form, `2/1d,1/1h`; NULL for none.
+    private static func capsText(_ caps: FrequencyCaps) -> String? { caps.isEmpty ? nil : caps.description }
 
     /// Sets (or, with nil, removes) the category of the app's alert campaigns that name none.
     package func setDefaultCategory(app: String, category: String?) async throws(StoreError) {

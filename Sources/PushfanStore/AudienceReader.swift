@@ -113,21 +113,22 @@ package struct AudienceReader: Sendable {
     /// One page of a shard: active matching devices with row key above `cursor` (and the
     /// shard's lower bound), in row-key order. Pass the last row key as the next cursor.
     /// `zones`: only devices in these time zones (`""`: devices without one); nil: all.
+    /// `traits`: also each device's versions and attributes (for personalised texts).
     package func page(
         app: String, segment: SegmentExpression?, shard: ShardRange, cursor: Int64?, limit: Int, zones: [String]? = nil,
-        now: Int64 = DeviceStore.now()
+        traits: Bool = false, now: Int64 = DeviceStore.now()
     ) async throws(StoreError) -> [DeviceTarget] {
         let lower = max(cursor ?? Int64.min, shard.after ?? Int64.min)
         let backend = executor.backend
         let targets = try await executor.run { connection throws(StoreError) in
-            var statement: SQLStatement = Self.targetColumns + """
+            var statement: SQLStatement = Self.columns(traits: traits) + """
                  WHERE d.app = \(app) AND d.status = 'active' AND d.row_key > \(lower)
                 """
             if let through = shard.through { statement = statement + " AND d.row_key <= \(through)" }
             statement = statement + Self.filter(segment, now: now) + Self.zoneFilter(zones, backend) + " ORDER BY d.row_key LIMIT \(limit)"
             var targets: [DeviceTarget] = []
             targets.reserveCapacity(limit)
-            try connection.query(statement) { row throws(StoreError) in targets.append(Self.target(row)) }
+            try connection.query(statement) { row throws(StoreError) in targets.append(Self.target(row, traits: traits)) }
             return targets
         }
         executor.audienceRowsRead.wrappingAdd(targets.count, ordering: .relaxed)
@@ -137,15 +138,16 @@ package struct AudienceReader: Sendable {
     /// The app's active devices among these row keys (a page of an explicit audience), in
     /// row-key order: read by key, so a list of a thousand ids costs a thousand rows however
     /// many devices the app has.
-    package func devices(app: String, rowKeys: [Int64], zones: [String]? = nil) async throws(StoreError) -> [DeviceTarget] {
+    package func devices(app: String, rowKeys: [Int64], zones: [String]? = nil, traits: Bool = false) async throws(StoreError) -> [DeviceTarget] {
         var targets: [DeviceTarget] = []
         let backend = executor.backend
         for chunk in StoreExecutor.chunks(rowKeys) {
             let keys = Array(chunk)
             targets += try await executor.run { connection throws(StoreError) in
                 try connection.queryAll(
-                    Self.targetColumns + " WHERE d.app = \(app) AND d.status = 'active' AND d.row_key"
-                        + backend.isIn(keys.map { .integer($0) }, type: "bigint") + Self.zoneFilter(zones, backend) + " ORDER BY d.row_key", Self.target)
+                    Self.columns(traits: traits) + " WHERE d.app = \(app) AND d.status = 'active' AND d.row_key"
+                        + backend.isIn(keys.map { .integer($0) }, type: "bigint") + Self.zoneFilter(zones, backend) + " ORDER BY d.row_key"
+                ) { row in Self.target(row, traits: traits) }
             }
         }
         executor.audienceRowsRead.wrappingAdd(targets.count, ordering: .relaxed)
@@ -191,12 +193,19 @@ package struct AudienceReader: Sendable {
         return " AND COALESCE(d.timezone, '')" + backend.isIn(zones.map { .text($0) }, type: "text")
     }
 
-    private static let targetColumns: SQLStatement = "SELECT d.row_key, d.device_id, d.token, d.environment, d.locale, d.timezone, d.quiet_start, d.quiet_end FROM devices d"
+    private static func columns(traits: Bool) -> SQLStatement {
+        let extra = traits ? ", d.app_version, d.os_version, d.attributes" : ""
+        return "SELECT d.row_key, d.device_id, d.token, d.environment, d.locale, d.timezone, d.quiet_start, d.quiet_end\(raw: extra) FROM devices d"
+    }
 
-    private static func target(_ row: any SQLRow) -> DeviceTarget {
-        DeviceTarget(
+    private static func target(_ row: any SQLRow, traits: Bool) -> DeviceTarget {
+        var target = DeviceTarget(
             rowKey: row.int(0) ?? 0, deviceID: row.text(1) ?? "", token: row.text(2) ?? "",
             environment: row.text(3, equals: "sandbox") ? .sandbox : .production, locale: row.text(4), timezone: row.text(5),
             quietHours: DeviceDirectory.quietHours(row, start: 6))
+        if traits {
+            target.traits = DeviceTraits(appVersion: row.text(8), osVersion: row.text(9), attributes: DeviceDirectory.attributes(row.text(10)))
+        }
+        return target
     }
 }

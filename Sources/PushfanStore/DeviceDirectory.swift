@@ -158,13 +158,19 @@ package struct DeviceDirectory: Sendable {
     }
 
     private static func deviceRecord(_ row: any SQLRow) -> DeviceRecord {
-        let attributes = row.text(8).flatMap { try? JSONDecoder().decode([String: JSONValue].self, from: Data($0.utf8)) } ?? [:]
+        let attributes = attributes(row.text(8))
         return DeviceRecord(
             rowKey: row.int(0) ?? 0, deviceID: row.text(1) ?? "", token: row.text(2) ?? "",
             environment: APNsEnvironment(rawValue: row.text(3) ?? "") ?? .production, locale: row.text(4), timezone: row.text(5),
             appVersion: row.text(6), osVersion: row.text(7), tags: [], attributes: attributes,
             createdAt: row.int(9) ?? 0, lastSeenAt: row.int(10) ?? 0, status: DeviceStatus(rawValue: row.text(11) ?? "") ?? .active,
             invalidReason: row.text(12), invalidAt: row.int(13), quietHours: quietHours(row, start: 14))
+    }
+
+    /// A stored attributes object (TEXT in SQLite, JSONB's text in PostgreSQL); empty when
+    /// it is missing or does not read.
+    static func attributes(_ text: String?) -> [String: JSONValue] {
+        text.flatMap { try? JSONDecoder().decode([String: JSONValue].self, from: Data($0.utf8)) } ?? [:]
     }
 
     /// The quiet hours kept in columns `start` and `start + 1`; nil when there are none.

@@ -13,6 +13,7 @@ import PushfanCore
 /// - `idempotency`: API requests' idempotency keys and their answers (`IdempotencyKeys`)
 /// - `sdkDevices`: devices as a client SDK describes them, as JSON (`SDKDeviceDocuments`)
 /// - `ledger`: claims and final outcomes per device (`DeliveryLedger`)
+/// - `frequency`: pushes admitted under apps' frequency caps, and the admission (`FrequencyLedger`)
 /// - `providerTokens`: APNs provider tokens shared by workers (`ProviderTokenStore`)
 /// - `dashboard`: the live dashboard's tallies and their results-topic offsets (`DashboardTallies`)
 ///
@@ -31,6 +32,7 @@ package final class DeviceStore: Sendable {
     package let idempotency: IdempotencyKeys
     package let sdkDevices: SDKDeviceDocuments
     package let ledger: DeliveryLedger
+    package let frequency: FrequencyLedger
     package let providerTokens: ProviderTokenStore
     package let dashboard: DashboardTallies
 
@@ -75,6 +77,7 @@ package final class DeviceStore: Sendable {
         idempotency = IdempotencyKeys(executor: executor)
         sdkDevices = SDKDeviceDocuments(executor: executor)
         ledger = DeliveryLedger(executor: executor)
+        frequency = FrequencyLedger(executor: executor)
         providerTokens = ProviderTokenStore(executor: executor)
         dashboard = DashboardTallies(executor: executor)
     }

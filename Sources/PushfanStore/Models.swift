@@ -23,6 +23,8 @@ package struct AppRegistration: Sendable {
     package var timeZone: String?
     /// The notification category of the app's alert campaigns that name none.
     package var defaultCategory: String? = nil
+    /// At most so many alert pushes per device and window, across the app's campaigns.
+    package var frequencyCaps = FrequencyCaps([])
 
     package init(
         app: String, topic: String, credentials: APNsCredentialsReference, environment: APNsEnvironment = .production, ratePerSecond: Int = 1000,
@@ -62,6 +64,8 @@ package struct AppRecord: Sendable, Equatable {
     package var timeZone: String? = nil
     /// The category of the app's alert campaigns that name none (`aps.category`).
     package var defaultCategory: String? = nil
+    /// At most so many alert pushes per device and window, across the app's campaigns.
+    package var frequencyCaps = FrequencyCaps([])
 
     /// `timeZone` as a zone; UTC when the app has none.
     package var defaultZone: TimeZone { timeZone.flatMap(TimeZone.init(identifier:)) ?? TimeZone(secondsFromGMT: 0)! }
@@ -144,6 +148,28 @@ package struct DeviceTarget: Sendable, Equatable {
     /// Its IANA zone (nil: the app's default) and do-not-disturb window, for quiet hours.
     package var timezone: String? = nil
     package var quietHours: QuietHours? = nil
+    /// What personalised texts read beyond the above; read only for such campaigns.
+    package var traits: DeviceTraits? = nil
+}
+
+/// A device's versions and attributes, for the placeholders of personalised texts.
+package struct DeviceTraits: Sendable, Equatable {
+    package var appVersion: String?
+    package var osVersion: String?
+    package var attributes: [String: JSONValue]
+
+    package init(appVersion: String? = nil, osVersion: String? = nil, attributes: [String: JSONValue] = [:]) {
+        (self.appVersion, self.osVersion, self.attributes) = (appVersion, osVersion, attributes)
+    }
+}
+
+extension DeviceTarget {
+    /// What this device's placeholders read.
+    package var templateDevice: TemplateDevice {
+        TemplateDevice(
+            id: deviceID, locale: locale, timezone: timezone, appVersion: traits?.appVersion, osVersion: traits?.osVersion,
+            attributes: traits?.attributes ?? [:])
+    }
 }
 
 /// A contiguous range of row keys, `(after, through]`; nil bounds are open.

@@ -23,6 +23,10 @@ protocol SQLBackend: Sendable {
     /// Inside a transaction: makes finishers of one campaign take turns on its row.
     func lockCampaign(_ connection: any SQLConnection, _ campaign: String) throws(StoreError)
 
+    /// Inside a transaction: makes admitters of these devices (row keys of `app`) take turns,
+    /// so a frequency-cap check sees every push admitted before it.
+    func lockDevices(_ connection: any SQLConnection, app: String, _ rowKeys: [SQLValue]) throws(StoreError)
+
     /// The row source of a claim insert: `(campaign, row_key, device_id, 'claimed', 0,
     /// owner, lease_until, claimed_at)` for each target.
     func claimRows(campaign: String, _ targets: ArraySlice<DeviceTarget>, owner: String, leaseUntil: Int64, now: Int64) -> SQLStatement

@@ -277,7 +277,19 @@ enum Schema {
         Migration(
             version: 12, summary: "an app's default notification category",
             sqlite: "ALTER TABLE apps ADD COLUMN default_category TEXT;", postgres: "ALTER TABLE apps ADD COLUMN default_category TEXT;"),
+        Migration(
+            version: 13, summary: "apps' frequency caps, and the alert pushes each device was admitted to under them",
+            sqlite: frequencyCaps, postgres: frequencyCaps),
     ]
+
+    /// Migration 13, the same on both databases.
+    private static let frequencyCaps = """
+        ALTER TABLE apps ADD COLUMN frequency_caps TEXT;
+        CREATE TABLE frequency_sends (
+            row_key BIGINT NOT NULL, campaign TEXT NOT NULL, sent_at BIGINT NOT NULL,
+            PRIMARY KEY (row_key, campaign)
+        );
+        """
 
     /// Migration 11, the same on both databases.
     private static let variantCounts = """

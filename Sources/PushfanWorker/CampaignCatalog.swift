@@ -15,6 +15,16 @@ package struct CampaignPlan: Sendable {
     /// A snapshot from when the plan was loaded (again after `appRefresh`): a listed device
     /// that turns active later is reached only after the next load.
     package let rowKeys: [Int64]?
+    /// Its texts have placeholders: each device's payload is rendered for it.
+    package let personalised: Bool
+    /// The app's frequency caps apply to it: devices are admitted under them as they are claimed.
+    package let capped: Bool
+
+    package init(campaign: Campaign, app: AppRecord, segment: SegmentExpression?, rowKeys: [Int64]?) {
+        (self.campaign, self.app, self.segment, self.rowKeys) = (campaign, app, segment, rowKeys)
+        personalised = campaign.isPersonalised
+        capped = !app.frequencyCaps.isEmpty && campaign.countsTowardFrequencyCaps
+    }
 }
 
 /// Why a task cannot run yet or at all.

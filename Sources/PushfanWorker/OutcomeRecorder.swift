@@ -10,12 +10,20 @@ struct OutcomeRecorder {
     struct Finals {
         /// The campaign, whose variants name each device's in its result.
         let campaign: Campaign
+        /// Its devices were admitted under frequency caps: those not delivered give theirs back.
+        let capped: Bool
         var ledger: [LedgerOutcome] = []
         var results: [DeviceResult] = []
         /// Tokens APNs refused for good, marked in the store with the page's outcomes.
         var marks: [TokenMark] = []
 
-        init(campaign: Campaign) { self.campaign = campaign }
+        init(plan: CampaignPlan) { (campaign, capped) = (plan.campaign, plan.capped) }
+
+        /// Devices admitted under the caps that did not receive the push after all.
+        var notReceived: [Int64] {
+            guard capped else { return [] }
+            return ledger.filter { $0.state != .delivered && $0.reason != Campaign.frequencyCapReason && $0.variant != Campaign.holdoutReason }.map(\.rowKey)
+        }
 
         mutating func add(
             _ item: ShardSender.Pending, state: LedgerState, status: Int? = nil, reason: String? = nil, apnsID: String? = nil, at: Int64
@@ -40,6 +48,8 @@ struct OutcomeRecorder {
         guard !finals.ledger.isEmpty else { return nil }
         try await untilStored { try await context.store.ledger.record(campaign: task.campaign, finals.ledger, now: context.clock.wallMillis) }
         if !finals.marks.isEmpty { try await untilStored { try await context.store.devices.applyHygiene(app: task.app, finals.marks) } }
+        let notReceived = finals.notReceived
+        if !notReceived.isEmpty { try await untilStored { try await context.store.frequency.forget(campaign: task.campaign, rowKeys: notReceived) } }
         let ticket = try await context.writer.devices(finals.results)
         context.metrics.recorded(app: task.app, finals.results)
         return ticket

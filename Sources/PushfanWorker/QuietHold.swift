@@ -24,7 +24,7 @@ struct QuietHold {
     /// `expiration`: the campaign's `apns-expiration` in seconds (0: now or never). `zones`
     /// caches the zones by name across pages (building one is slow).
     static func split(
-        _ devices: [DeviceTarget], now: Int64, defaultZone: TimeZone, expiration: Int64?, zones: inout [String: TimeZone]
+        _ devices: [DeviceTarget], now: Int64, defaultZone: TimeZone, expiration: Int64?, zones: inout DeviceZones
     ) -> Split {
         var split = Split()
         for device in devices {
@@ -32,15 +32,7 @@ struct QuietHold {
                 split.send.append(device)
                 continue
             }
-            let zone: TimeZone
-            if let name = device.timezone {
-                if let known = zones[name] { zone = known } else {
-                    zone = TimeZone(identifier: name) ?? defaultZone
-                    zones[name] = zone
-                }
-            } else {
-                zone = defaultZone
-            }
+            let zone = zones.zone(of: device, defaultZone: defaultZone)
             guard let until = quiet.end(containing: now, in: zone) else {
                 split.send.append(device)
                 continue
@@ -52,5 +44,19 @@ struct QuietHold {
             }
         }
         return split
+    }
+}
+
+/// Devices' time zones by name, kept across a task's pages: building a `TimeZone` is slow.
+struct DeviceZones {
+    private var known: [String: TimeZone] = [:]
+
+    /// The device's own zone, else (none, or a name this system does not know) its app's.
+    mutating func zone(of device: DeviceTarget, defaultZone: TimeZone) -> TimeZone {
+        guard let name = device.timezone else { return defaultZone }
+        if let zone = known[name] { return zone }
+        let zone = TimeZone(identifier: name) ?? defaultZone
+        known[name] = zone
+        return zone
     }
 }

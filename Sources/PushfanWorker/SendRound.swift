@@ -23,7 +23,7 @@ struct SendRound {
     /// unsent devices back) when the task is stopped between batches.
     func send(_ pending: [ShardSender.Pending], state: inout ShardSender.TaskState) async throws {
         guard !pending.isEmpty else { return }
-        var finals = OutcomeRecorder.Finals(campaign: plan.campaign)
+        var finals = OutcomeRecorder.Finals(plan: plan)
         let now = context.clock.wallMillis
         switch context.controls.current(task.campaign) {
         case .paused?:
@@ -72,7 +72,7 @@ struct SendRound {
 
     /// Every device of `pending` ends `final` without a request.
     func end(_ pending: [ShardSender.Pending], as final: LedgerState, reason: String, state: inout ShardSender.TaskState) async throws {
-        var finals = OutcomeRecorder.Finals(campaign: plan.campaign)
+        var finals = OutcomeRecorder.Finals(plan: plan)
         let now = context.clock.wallMillis
         for item in pending { finals.add(item, state: final, reason: reason, at: now) }
         if let ticket = try await recorder.record(finals) { state.tickets.append(ticket) }
@@ -108,7 +108,7 @@ struct SendRound {
                 }
                 do {
                     let token = try DeviceToken(item.target.token)
-                    let payload = try state.payload(for: item.target.locale, variant: variant, campaign: campaign)
+                    let payload = try state.payload(for: item.target, variant: variant, plan: plan)
                     ready.append((item, try APNsNotification(campaign: campaign, token: token, topic: plan.app.topic, prepared: payload)))
                 } catch {
                     finals.add(item, state: .rejected, reason: error.code, at: now)

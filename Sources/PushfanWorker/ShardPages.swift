@@ -21,6 +21,8 @@ struct ShardPages {
     private let source: Source
     /// A zone wave's zones: only its devices are read.
     private let zones: [String]?
+    /// A personalised campaign's pages carry each device's versions and attributes.
+    private let traits: Bool
     private var next: Task<[DeviceTarget], any Error>?
     /// Explicit audience: where the next page starts in `rowKeys`.
     private var listedOffset = 0
@@ -31,6 +33,7 @@ struct ShardPages {
         self.pageSize = pageSize
         let shard = ShardRange(after: task.after, through: task.through)
         zones = task.zones
+        traits = plan.personalised
         if let rows = task.rows {
             // A quiet-hours hold: exactly its devices.
             source = .listed(rowKeys: ArraySlice(rows.sorted()))
@@ -64,14 +67,14 @@ struct ShardPages {
     func cancel() { next?.cancel() }
 
     private func read(after cursor: Int64?) -> Task<[DeviceTarget], any Error> {
-        let (store, app, limit, zones) = (self.store, self.app, pageSize, self.zones)
+        let (store, app, limit, zones, traits) = (self.store, self.app, pageSize, self.zones, self.traits)
         switch source {
         case .range(let segment, let shard):
-            return Task { try await store.audience.page(app: app, segment: segment, shard: shard, cursor: cursor, limit: limit, zones: zones) }
+            return Task { try await store.audience.page(app: app, segment: segment, shard: shard, cursor: cursor, limit: limit, zones: zones, traits: traits) }
         case .listed(let keys):
             let start = keys.startIndex + listedOffset
             let page = Array(keys[start..<min(start + limit, keys.endIndex)])
-            return Task { page.isEmpty ? [] : try await store.audience.devices(app: app, rowKeys: page, zones: zones) }
+            return Task { page.isEmpty ? [] : try await store.audience.devices(app: app, rowKeys: page, zones: zones, traits: traits) }
         }
     }
 }

@@ -161,8 +161,8 @@ package struct ShardSender: Sendable {
         var tickets: [DeliveryTicket] = []
         /// Answers that were credentials failures, so far.
         var credentialFailures = 0
-        /// Devices' time zones by name, for quiet hours.
-        var zones: [String: TimeZone] = [:]
+        /// Devices' time zones, for quiet hours and frequency caps' calendar days.
+        var zones = DeviceZones()
         /// Payloads by device locale: built and checked once, not once per device.
         var payloads: [String: Result<APNsPreparedPayload, APNsRequestError>] = [:]
 
@@ -175,12 +175,28 @@ package struct ShardSender: Sendable {
             }
         }
 
-        /// The payload for a device's locale in its variant (`variant`: an index of
-        /// `campaign.variants`, nil for the notification as given).
-        mutating func payload(for locale: String?, variant: Int? = nil, campaign: Campaign) throws(APNsRequestError) -> APNsPreparedPayload {
+        /// Personalised texts, parsed once per task.
+        var templates = TemplateCache()
+        /// The campaign as each variant's devices get it, made once per task.
+        var variantCampaigns: [Int: Campaign] = [:]
+
+        /// The payload for a device in its variant (`variant`: an index of
+        /// `campaign.variants`, nil for the notification as given): built once per locale,
+        /// or, for a personalised campaign, rendered for the device.
+        mutating func payload(for target: DeviceTarget, variant: Int? = nil, plan: CampaignPlan) throws(APNsRequestError) -> APNsPreparedPayload {
+            let campaign = plan.campaign
+            let locale = target.locale
+            var sent = campaign
+            if let variant {
+                sent = variantCampaigns[variant] ?? campaign.applying(variant: variant)
+                variantCampaigns[variant] = sent
+            }
+            if plan.personalised {
+                sent.notification = sent.notification.personalised(for: target.templateDevice, locale: locale, templates: &templates)
+                return try APNsPreparedPayload(campaign: sent, locale: locale)
+            }
             let key = variant.map { "\($0)|\(locale ?? "")" } ?? locale ?? ""
             if let known = payloads[key] { return try known.get() }
-            let sent = variant.map { campaign.applying(variant: $0) } ?? campaign
             let made = Result { () throws(APNsRequestError) -> APNsPreparedPayload in try APNsPreparedPayload(campaign: sent, locale: locale) }
             payloads[key] = made
             return try made.get()
@@ -237,8 +253,32 @@ package struct ShardSender: Sendable {
         if QuietHold.applies(to: plan.campaign), !context.hasExpired(plan.campaign), owned.contains(where: { $0.quietHours != nil }) {
             owned = try await holdQuiet(owned, plan: plan, round: round, state: &state)
         }
+        if plan.capped, !owned.isEmpty {
+            owned = try await admitUnderCaps(owned, plan: plan, round: round, state: &state)
+        }
         let now = context.clock.now
         try await round.send(owned.map { Pending(target: $0, attempts: 0, firstAttemptAt: nil, notBefore: now) }, state: &state)
+    }
+
+    /// Frequency caps, checked as a page is claimed: a device that one more push would take
+    /// over one of its app's caps ends `skipped`, reason `frequency_cap`; the others are
+    /// admitted (counted) in the store, across every worker and campaign. Held-out devices
+    /// receive nothing, so they are neither checked nor counted. Returns the devices to send.
+    private func admitUnderCaps(_ owned: [DeviceTarget], plan: CampaignPlan, round: SendRound, state: inout TaskState) async throws -> [DeviceTarget] {
+        let campaign = plan.campaign
+        let candidates = owned.filter { campaign.share(of: $0.deviceID) != .holdout }.map { target in
+            FrequencyLedger.Candidate(rowKey: target.rowKey, zone: state.zones.zone(of: target, defaultZone: plan.app.defaultZone))
+        }
+        let capped = try await context.store.frequency.admit(
+            app: task.app, campaign: task.campaign, candidates, caps: plan.app.frequencyCaps, now: context.clock.wallMillis)
+        guard !capped.isEmpty else { return owned }
+        let now = context.clock.now
+        let (held, send) = owned.reduce(into: ([DeviceTarget](), [DeviceTarget]())) { parts, target in
+            if capped.contains(target.rowKey) { parts.0.append(target) } else { parts.1.append(target) }
+        }
+        try await round.end(held.map { Pending(target: $0, attempts: 0, firstAttemptAt: nil, notBefore: now) },
+                            as: .skipped, reason: Campaign.frequencyCapReason, state: &state)
+        return send
     }
 
     /// Quiet hours: the owned devices inside their window are parked in the store as a hold

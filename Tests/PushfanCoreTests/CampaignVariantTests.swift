@@ -111,6 +111,15 @@ import Testing
         let actions = try Self.documentedCampaign(under: "### Interactive actions with parameters")
         #expect(actions.notification.actions.map(\.id) == ["track", "rate"])
         #expect(actions.notification.custom["action_params"] == ["track": ["url": "shop://orders/77"], "rate": ["stars": 5]])
+        let personalised = try Self.documentedCampaign(under: "### Personalised texts")
+        #expect(personalised.isPersonalised)
+        var cache = TemplateCache()
+        let device = TemplateDevice(id: "d-9", locale: "en_GB", attributes: ["first_name": "ada", "points": 1200, "tier": "gold member plus"])
+        let sent = personalised.notification.personalised(for: device, locale: "en_GB", templates: &cache)
+        #expect(sent.content?.defaultText == Campaign.LocalizedText(title: "Hi Ada", body: "You have 1200 points. GOLD MEMBER…"))
+        #expect(sent.data?["deeplink"] == "shop://points?device=d-9")
+        let receipt = try Self.documentedCampaign(under: "### Frequency caps")
+        #expect(receipt.options.ignoreFrequencyCaps && !receipt.countsTowardFrequencyCaps)
     }
 
     @Test("device results carry their variant, written and read in the canonical form")

@@ -391,6 +391,8 @@ extension Campaign {
         package var late: LatePolicy?
         /// Transactional sends: alert pushes go out inside devices' quiet hours too.
         package var ignoreQuietHours: Bool
+        /// Transactional sends: the app's frequency caps neither hold them back nor count them.
+        package var ignoreFrequencyCaps: Bool = false
 
         package init(
             priority: Int? = nil, expiration: Int64? = nil, collapseID: String? = nil,
@@ -413,7 +415,7 @@ extension Campaign {
 
         private enum CodingKeys: String, CodingKey {
             case priority, expiration, collapseID = "collapse_id", rate, dryRun = "dry_run", sendAt = "send_at"
-            case localTime = "local_time", late, ignoreQuietHours = "ignore_quiet_hours"
+            case localTime = "local_time", late, ignoreQuietHours = "ignore_quiet_hours", ignoreFrequencyCaps = "ignore_frequency_caps"
         }
 
         package init(from decoder: any Decoder) throws {
@@ -427,6 +429,7 @@ extension Campaign {
             if let text: String = try container.optionalField(.localTime) { localTime = try LocalTime(parsing: text) }
             late = try container.optionalField(.late)
             ignoreQuietHours = try container.optionalField(.ignoreQuietHours) ?? false
+            ignoreFrequencyCaps = try container.optionalField(.ignoreFrequencyCaps) ?? false
         }
 
         package func encode(to encoder: any Encoder) throws {
@@ -440,6 +443,7 @@ extension Campaign {
             try container.encodeIfPresent(localTime?.description, forKey: .localTime)
             try container.encodeIfPresent(late?.rawValue, forKey: .late)
             if ignoreQuietHours { try container.encode(true, forKey: .ignoreQuietHours) }
+            if ignoreFrequencyCaps { try container.encode(true, forKey: .ignoreFrequencyCaps) }
         }
     }
 }
@@ -530,6 +534,7 @@ extension Campaign {
     /// the rules of `aps`, push types, priority and size.
     func validateNotification() throws(MessageDecodingError) {
         try validateContent()
+        try validateTemplates()
         try validateActions()
         if let data = notification.data, data["aps"] != nil {
             throw .invalidField(

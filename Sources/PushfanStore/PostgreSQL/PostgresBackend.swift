@@ -34,6 +34,12 @@ struct PostgresBackend: SQLBackend {
         try connection.execute("SELECT 1 FROM campaigns WHERE id = \(campaign) FOR UPDATE")
     }
 
+    /// Row locks, in key order so that two admitters never wait on each other in a cycle;
+    /// kept in the rows themselves, not in the server's lock table, whatever their number.
+    func lockDevices(_ connection: any SQLConnection, app: String, _ rowKeys: [SQLValue]) throws(StoreError) {
+        try connection.execute("SELECT row_key FROM devices WHERE app = \(app) AND row_key" + isIn(rowKeys, type: "bigint") + " ORDER BY row_key FOR UPDATE")
+    }
+
     func claimRows(campaign: String, _ targets: ArraySlice<DeviceTarget>, owner: String, leaseUntil: Int64, now: Int64) -> SQLStatement {
         """
          SELECT \(campaign), u.r, u.d, 'claimed', 0, \(owner), \(leaseUntil), \(now)
