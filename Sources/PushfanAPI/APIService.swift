@@ -66,6 +66,7 @@ package final class APIService: Sendable {
         CampaignRoutes.add(to: &router, store: store, writer: writer)
         NotificareRoutes.add(to: &router, store: store)
         SegmentRoutes.add(to: &router, store: store)
+        TemplateRoutes.add(to: &router, store: store)
         AdminRoutes.add(to: &router, store: store)
         DashboardRoutes.add(to: &router, feed: dashboard, chartJS: chartJS)
         router.add("GET", "/openapi.json", Route(roles: []) { _ in

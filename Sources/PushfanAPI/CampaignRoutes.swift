@@ -21,6 +21,7 @@ enum CampaignRoutes {
             guard campaign.app == call.parameter("app") else {
                 throw APIError(422, "app_mismatch", "the campaign is for app \(campaign.app), not \(call.parameter("app")) of the path", field: "app")
             }
+            try await TemplateRoutes.check(campaign, store: store)
             guard let key = try idempotencyKey(call.request) else { return try await submit(campaign, writer) }
             return try await once(store, app: campaign.app, key: key, body: body) { try await submit(campaign, writer) }
         })

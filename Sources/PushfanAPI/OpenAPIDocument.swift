@@ -3634,6 +3634,282 @@ enum OpenAPIDocument {
     ],
     "summary": "Save a segment"
    }
+  },
+  "/v1/apps/{app}/templates": {
+   "get": {
+    "responses": {
+     "200": {
+      "content": {
+       "application/json": {
+        "schema": {
+         "type": "object"
+        }
+       }
+      },
+      "description": "templates"
+     },
+     "400": {
+      "$ref": "#/components/responses/Invalid"
+     },
+     "401": {
+      "$ref": "#/components/responses/Unauthorized"
+     },
+     "403": {
+      "$ref": "#/components/responses/Forbidden"
+     },
+     "415": {
+      "$ref": "#/components/responses/Unsupported"
+     },
+     "429": {
+      "$ref": "#/components/responses/Throttled"
+     },
+     "503": {
+      "$ref": "#/components/responses/Unavailable"
+     }
+    },
+    "security": [
+     {
+      "masterSecret": []
+     }
+    ],
+    "summary": "Stored notification templates"
+   },
+   "parameters": [
+    {
+     "in": "path",
+     "name": "app",
+     "required": true,
+     "schema": {
+      "minLength": 1,
+      "type": "string"
+     }
+    }
+   ]
+  },
+  "/v1/apps/{app}/templates/{name}": {
+   "delete": {
+    "responses": {
+     "204": {
+      "description": "removed"
+     },
+     "400": {
+      "$ref": "#/components/responses/Invalid"
+     },
+     "401": {
+      "$ref": "#/components/responses/Unauthorized"
+     },
+     "403": {
+      "$ref": "#/components/responses/Forbidden"
+     },
+     "404": {
+      "content": {
+       "application/json": {
+        "schema": {
+         "$ref": "#/components/schemas/Error"
+        }
+       }
+      },
+      "description": "no such segment"
+     },
+     "415": {
+      "$ref": "#/components/responses/Unsupported"
+     },
+     "429": {
+      "$ref": "#/components/responses/Throttled"
+     },
+     "503": {
+      "$ref": "#/components/responses/Unavailable"
+     }
+    },
+    "security": [
+     {
+      "masterSecret": []
+     }
+    ],
+    "summary": "Remove a stored template (campaigns already planned with it keep their copy)"
+   },
+   "get": {
+    "responses": {
+     "200": {
+      "content": {
+       "application/json": {
+        "schema": {
+         "type": "object"
+        }
+       }
+      },
+      "description": "template"
+     },
+     "400": {
+      "$ref": "#/components/responses/Invalid"
+     },
+     "401": {
+      "$ref": "#/components/responses/Unauthorized"
+     },
+     "403": {
+      "$ref": "#/components/responses/Forbidden"
+     },
+     "404": {
+      "content": {
+       "application/json": {
+        "schema": {
+         "$ref": "#/components/schemas/Error"
+        }
+       }
+      },
+      "description": "no such template"
+     },
+     "415": {
+      "$ref": "#/components/responses/Unsupported"
+     },
+     "429": {
+      "$ref": "#/components/responses/Throttled"
+     },
+     "503": {
+      "$ref": "#/components/responses/Unavailable"
+     }
+    },
+    "security": [
+     {
+      "masterSecret": []
+     }
+    ],
+    "summary": "A stored notification template"
+   },
+   "parameters": [
+    {
+     "in": "path",
+     "name": "app",
+     "required": true,
+     "schema": {
+      "minLength": 1,
+      "type": "string"
+     }
+    },
+    {
+     "in": "path",
+     "name": "name",
+     "required": true,
+     "schema": {
+      "pattern": "^[A-Za-z0-9._:-]{1,128}$",
+      "type": "string"
+     }
+    }
+   ],
+   "put": {
+    "requestBody": {
+     "content": {
+      "application/json": {
+       "schema": {
+        "properties": {
+         "actions": {
+          "items": {
+           "properties": {
+            "id": {
+             "pattern": "^[A-Za-z0-9._:-]{1,128}$",
+             "type": "string"
+            },
+            "params": {
+             "type": "object"
+            }
+           },
+           "required": [
+            "id"
+           ],
+           "type": "object"
+          },
+          "maxItems": 10,
+          "type": "array"
+         },
+         "category": {
+          "maxLength": 255,
+          "minLength": 1,
+          "type": "string"
+         },
+         "interruption_level": {
+          "enum": [
+           "passive",
+           "active",
+           "time-sensitive",
+           "critical"
+          ]
+         },
+         "media_url": {
+          "format": "uri",
+          "maxLength": 2048,
+          "type": "string"
+         },
+         "mutable_content": {
+          "type": "boolean"
+         },
+         "summary_arg": {
+          "maxLength": 255,
+          "minLength": 1,
+          "type": "string"
+         },
+         "summary_arg_count": {
+          "minimum": 1,
+          "type": "integer"
+         },
+         "thread_id": {
+          "maxLength": 255,
+          "minLength": 1,
+          "type": "string"
+         }
+        },
+        "type": "object"
+       }
+      }
+     },
+     "required": true
+    },
+    "responses": {
+     "200": {
+      "content": {
+       "application/json": {
+        "schema": {
+         "type": "object"
+        }
+       }
+      },
+      "description": "replaced"
+     },
+     "201": {
+      "content": {
+       "application/json": {
+        "schema": {
+         "type": "object"
+        }
+       }
+      },
+      "description": "saved"
+     },
+     "400": {
+      "$ref": "#/components/responses/Invalid"
+     },
+     "401": {
+      "$ref": "#/components/responses/Unauthorized"
+     },
+     "403": {
+      "$ref": "#/components/responses/Forbidden"
+     },
+     "415": {
+      "$ref": "#/components/responses/Unsupported"
+     },
+     "429": {
+      "$ref": "#/components/responses/Throttled"
+     },
+     "503": {
+      "$ref": "#/components/responses/Unavailable"
+     }
+    },
+    "security": [
+     {
+      "masterSecret": []
+     }
+    ],
+    "summary": "Save or replace a notification template (category, rich media, thread, hidden-preview summary, interruption level, actions)"
+   }
   }
  }
 }

@@ -105,7 +105,9 @@ package struct Router<Handler: Sendable>: Sendable {
         return String(validating: out, as: UTF8.self) ?? String(part)
     }
 
+    /// Cut by scalar, not by character: a combining mark or an emoji modifier right after a
+    /// `/` is one character with it (`/🏻`), which a cut by character would not find.
     private static func split(_ path: String) -> [Substring] {
-        path.split(separator: "/", omittingEmptySubsequences: false).dropFirst().filter { !$0.isEmpty }
+        path.unicodeScalars.split(separator: "/", omittingEmptySubsequences: false).dropFirst().filter { !$0.isEmpty }.map { Substring($0) }
     }
 }

@@ -163,6 +163,27 @@ package final class KafkaConsumer: Sendable {
         }
     }
 
+    /// Each partition's first and next offsets as the broker has them now (a partition is
+    /// read to its end when the last record read is at `high - 1`; empty when `low == high`).
+    /// Blocks up to `timeout` per partition: call it off the cooperative pool's hot paths.
+    package func watermarks(_ partitions: [TopicPartition], timeout: Duration = .seconds(10)) async throws(KafkaError) -> [TopicPartition: (low: Int64, high: Int64)] {
+        let handle = self.handle
+        let milliseconds = Int32(clamping: timeout.milliseconds)
+        let answers = await BlockingWork.run { () -> [(TopicPartition, Int64, Int64, Int32)] in
+            partitions.map { partition in
+                var low: Int64 = 0, high: Int64 = 0
+                let code = rd_kafka_query_watermark_offsets(handle.raw, partition.topic, partition.partition, &low, &high, milliseconds)
+                return (partition, low, high, code.rawValue)
+            }
+        }
+        var marks: [TopicPartition: (low: Int64, high: Int64)] = [:]
+        for (partition, low, high, code) in answers {
+            try KafkaError.check(rd_kafka_resp_err_t(rawValue: code), "watermarks of \(partition)")
+            marks[partition] = (low, high)
+        }
+        return marks
+    }
+
     /// The partitions this member owns now.
     package func assignment() throws(KafkaError) -> [TopicPartition] {
         var list: UnsafeMutablePointer<rd_kafka_topic_partition_list_t>?

@@ -1,5 +1,14 @@
 import PushfanCore
 
+/// What a campaign was planned from: its record as accepted (the JSON a resend is compared
+/// with) and, when it names a stored template, that template's JSON as it was at planning.
+package struct CampaignDefinition: Sendable, Equatable {
+    package let record: String
+    package let template: String?
+
+    package init(record: String, template: String? = nil) { (self.record, self.template) = (record, template) }
+}
+
 /// Campaigns as the store keeps them: the definition as accepted, the audience size and
 /// shard count, the lifecycle status, and the shards whose every device is final.
 package struct CampaignRegistry: Sendable {
@@ -34,16 +43,18 @@ package struct CampaignRegistry: Sendable {
     /// Records a campaign once; false when its id was already known (the same id twice is
     /// one campaign).
     /// A `scheduled` campaign is parked (it waits, undispatched, for `sendAt`) unless its
-    /// tasks are parked in waves instead (`parked` false: a local-time campaign).
+    /// tasks are parked in waves instead (`parked` false: a local-time campaign). `definition`
+    /// is the campaign's record as accepted and `template` the stored template it named, as
+    /// it was then (`CampaignDefinition`).
     package func record(
-        id: String, app: String, audience: Int, shards: Int, definition: String? = nil, status: CampaignStatus = .running,
+        id: String, app: String, audience: Int, shards: Int, definition: CampaignDefinition? = nil, status: CampaignStatus = .running,
         sendAt: Int64? = nil, parked: Bool? = nil, now: Int64 = DeviceStore.now()
     ) async throws(StoreError) -> Bool {
         let dispatched: Int64? = parked ?? (status == .scheduled) ? nil : now
         return try await executor.run { connection throws(StoreError) in
             try connection.execute("""
-                INSERT INTO campaigns (id, app, status, audience, shards, definition, created_at, updated_at, send_at, dispatched_at)
-                VALUES (\(id), \(app), \(status.rawValue), \(audience), \(shards), \(.optional(definition)), \(now), \(now),
+                INSERT INTO campaigns (id, app, status, audience, shards, definition, template, created_at, updated_at, send_at, dispatched_at)
+                VALUES (\(id), \(app), \(status.rawValue), \(audience), \(shards), \(.optional(definition?.record)), \(.optional(definition?.template)), \(now), \(now),
                         \(.optional(sendAt)), \(.optional(dispatched))) ON CONFLICT (id) DO NOTHING
                 """) == 1
         }
@@ -91,8 +102,15 @@ package struct CampaignRegistry: Sendable {
 
     /// The campaign as accepted (its JSON record), for senders that only got a task.
     package func definition(_ id: String) async throws(StoreError) -> String? {
+        try await stored(id)?.record
+    }
+
+    /// The campaign as accepted and the template it was planned with.
+    package func stored(_ id: String) async throws(StoreError) -> CampaignDefinition? {
         try await executor.run { connection throws(StoreError) in
-            try connection.queryOne("SELECT definition FROM campaigns WHERE id = \(id)") { $0.text(0) }.flatMap { $0 }
+            try connection.queryOne("SELECT definition, template FROM campaigns WHERE id = \(id)") { row in
+                row.text(0).map { CampaignDefinition(record: $0, template: row.text(1)) }
+            }.flatMap { $0 }
         }
     }
 

@@ -15,13 +15,18 @@ package struct DeliveryLedger: Sendable {
         package let alreadyFinal: Int
         /// Devices claimed by another owner whose lease has not run out (retry later).
         package let heldElsewhere: Int
+        /// Devices of `toSend` that the app's frequency caps hold back (with `admitting`).
+        package var capped: Set<Int64> = []
     }
 
     /// Claims a page's devices for a campaign: insert-if-absent, so re-processing a page
     /// after a crash never claims a device that already has its final outcome. A claim is
-    /// leased to `owner`; after `lease` another owner may take it over.
+    /// leased to `owner`; after `lease` another owner may take it over. `admitting`: the
+    /// claimed devices among its candidates are admitted under the app's frequency caps in
+    /// the same transaction (`FrequencyLedger`), one store call per page instead of two.
     package func claim(
-        campaign: String, targets: [DeviceTarget], owner: String, lease: Duration = .seconds(60), now: Int64 = DeviceStore.now()
+        campaign: String, targets: [DeviceTarget], owner: String, lease: Duration = .seconds(60), now: Int64 = DeviceStore.now(),
+        admitting admission: FrequencyLedger.Admission? = nil
     ) async throws(StoreError) -> Claim {
         guard let low = targets.map(\.rowKey).min(), let high = targets.map(\.rowKey).max() else {
             return Claim(toSend: [], alreadyFinal: 0, heldElsewhere: 0)
@@ -30,41 +35,56 @@ package struct DeliveryLedger: Sendable {
         let backend = executor.backend
         return try await executor.run { connection throws(StoreError) in
             try connection.transaction { () throws(StoreError) -> Claim in
-                var inserted = 0
-                // Set-based: one statement per chunk, not one per device (the worker's hot path).
-                for chunk in StoreExecutor.chunks(targets) {
-                    var insert: SQLStatement = "INSERT INTO deliveries (campaign, row_key, device_id, state, attempts, claimed_by, lease_until, claimed_at)"
-                    insert.append(backend.claimRows(campaign: campaign, chunk, owner: owner, leaseUntil: leaseUntil, now: now))
-                    insert.append(" ON CONFLICT (campaign, row_key) DO NOTHING")
-                    inserted += try connection.execute(insert)
-                }
-                // The usual case, a page seen for the first time: every device is new and ours.
-                if inserted == targets.count { return Claim(toSend: targets, alreadyFinal: 0, heldElsewhere: 0) }
-                try connection.execute("""
-                    UPDATE deliveries SET claimed_by = \(owner), lease_until = \(leaseUntil)
-                    WHERE campaign = \(campaign) AND row_key >= \(low) AND row_key <= \(high) AND state = 'claimed'
-                      AND (claimed_by = \(owner) OR lease_until < \(now))
-                    """)
-                var mine = Set<Int64>()
-                var final = 0, elsewhere = 0
-                let wanted = Set(targets.map(\.rowKey))
-                try connection.query("""
-                    SELECT row_key, state, claimed_by FROM deliveries
-                    WHERE campaign = \(campaign) AND row_key >= \(low) AND row_key <= \(high)
-                    """) { row throws(StoreError) in
-                    let key = row.int(0) ?? 0
-                    guard wanted.contains(key) else { return }
-                    if row.text(1) != LedgerState.claimed.rawValue {
-                        final += 1
-                    } else if row.text(2) == owner {
-                        mine.insert(key)
-                    } else {
-                        elsewhere += 1
+                var claim = try Self.claim(connection, backend, campaign: campaign, targets: targets, owner: owner, leaseUntil: leaseUntil, now: now, low: low, high: high)
+                if let admission {
+                    let candidates = claim.toSend.compactMap { target in
+                        admission.candidates[target.rowKey].map { FrequencyLedger.Candidate(rowKey: target.rowKey, zone: $0) }
                     }
+                    claim.capped = try FrequencyLedger.admit(connection, backend, app: admission.app, campaign: campaign, candidates, caps: admission.caps, now: now)
                 }
-                return Claim(toSend: targets.filter { mine.contains($0.rowKey) }, alreadyFinal: final, heldElsewhere: elsewhere)
+                return claim
             }
         }
+    }
+
+    /// Inside the caller's transaction: the claim itself.
+    private static func claim(
+        _ connection: any SQLConnection, _ backend: any SQLBackend, campaign: String, targets: [DeviceTarget], owner: String, leaseUntil: Int64, now: Int64,
+        low: Int64, high: Int64
+    ) throws(StoreError) -> Claim {
+        var inserted = 0
+        // Set-based: one statement per chunk, not one per device (the worker's hot path).
+        for chunk in StoreExecutor.chunks(targets) {
+            var insert: SQLStatement = "INSERT INTO deliveries (campaign, row_key, device_id, state, attempts, claimed_by, lease_until, claimed_at)"
+            insert.append(backend.claimRows(campaign: campaign, chunk, owner: owner, leaseUntil: leaseUntil, now: now))
+            insert.append(" ON CONFLICT (campaign, row_key) DO NOTHING")
+            inserted += try connection.execute(insert)
+        }
+        // The usual case, a page seen for the first time: every device is new and ours.
+        if inserted == targets.count { return Claim(toSend: targets, alreadyFinal: 0, heldElsewhere: 0) }
+        try connection.execute("""
+            UPDATE deliveries SET claimed_by = \(owner), lease_until = \(leaseUntil)
+            WHERE campaign = \(campaign) AND row_key >= \(low) AND row_key <= \(high) AND state = 'claimed'
+              AND (claimed_by = \(owner) OR lease_until < \(now))
+            """)
+        var mine = Set<Int64>()
+        var final = 0, elsewhere = 0
+        let wanted = Set(targets.map(\.rowKey))
+        try connection.query("""
+            SELECT row_key, state, claimed_by FROM deliveries
+            WHERE campaign = \(campaign) AND row_key >= \(low) AND row_key <= \(high)
+            """) { row throws(StoreError) in
+            let key = row.int(0) ?? 0
+            guard wanted.contains(key) else { return }
+            if row.text(1) != LedgerState.claimed.rawValue {
+                final += 1
+            } else if row.text(2) == owner {
+                mine.insert(key)
+            } else {
+                elsewhere += 1
+            }
+        }
+        return Claim(toSend: targets.filter { mine.contains($0.rowKey) }, alreadyFinal: final, heldElsewhere: elsewhere)
     }
 
     /// Records final outcomes of claimed devices. A device that already has a final outcome
@@ -154,6 +174,18 @@ package struct DeliveryLedger: Sendable {
     /// Ledger rows per state for a campaign.
     package func outcomeCounts(campaign: String) async throws(StoreError) -> [LedgerState: Int] {
         try await stateCounts("SELECT state, COUNT(*) FROM deliveries WHERE campaign = \(campaign) GROUP BY state")
+    }
+
+    /// Every ledger row of a campaign, claimed or final, by device id: what `pushfan audit`
+    /// compares with the results topic.
+    package func facts(campaign: String) async throws(StoreError) -> [String: CampaignAudit.LedgerFact] {
+        try await executor.run { connection throws(StoreError) in
+            var facts: [String: CampaignAudit.LedgerFact] = [:]
+            try connection.query("SELECT device_id, state, attempts FROM deliveries WHERE campaign = \(campaign)") { row throws(StoreError) in
+                facts[row.text(0) ?? ""] = CampaignAudit.LedgerFact(state: row.text(1) ?? "", attempts: Int(row.int(2) ?? 0))
+            }
+            return facts
+        }
     }
 
     /// Final entries with row keys in `(after, through]`, for re-emitting results.

@@ -144,6 +144,18 @@ package struct DeviceDirectory: Sendable {
         try await applyHygiene(app: app, [TokenMark(environment: environment, token: token, kind: .invalid, reason: reason)], now: now) > 0
     }
 
+    /// Token → device id for all the app's devices, whatever their status: to name the
+    /// devices of an APNs-side log.
+    package func deviceIDsByToken(app: String) async throws(StoreError) -> [String: String] {
+        try await executor.run { connection throws(StoreError) in
+            var devices: [String: String] = [:]
+            try connection.query("SELECT token, device_id FROM devices WHERE app = \(app)") { row throws(StoreError) in
+                devices[row.text(0) ?? ""] = row.text(1) ?? ""
+            }
+            return devices
+        }
+    }
+
     /// Device rows matching `condition`, each with its tags.
     private static func records(_ connection: any SQLConnection, _ condition: SQLStatement) throws(StoreError) -> [DeviceRecord] {
         var records = try connection.queryAll("""
@@ -170,7 +182,7 @@ package struct DeviceDirectory: Sendable {
     /// A stored attributes object (TEXT in SQLite, JSONB's text in PostgreSQL); empty when
     /// it is missing or does not read.
     static func attributes(_ text: String?) -> [String: JSONValue] {
-        text.flatMap { try? JSONDecoder().decode([String: JSONValue].self, from: Data($0.utf8)) } ?? [:]
+        text.flatMap(DeviceJSONReader.object) ?? [:]
     }
 
     /// The quiet hours kept in columns `start` and `start + 1`; nil when there are none.

@@ -30,6 +30,20 @@ package final class DeviceJSONReader {
         return try registration.get()
     }
 
+    /// A JSON object as `JSONValue` members (a stored attributes column); nil when the text
+    /// is not one object and nothing else. A personalised campaign reads one per device sent;
+    /// with JSONDecoder that cost as much as building the device's payload (profiled).
+    static func object(_ text: String) -> [String: JSONValue]? {
+        var text = text
+        return text.withUTF8 { bytes -> [String: JSONValue]? in
+            let reader = DeviceJSONReader(UnsafeRawBufferPointer(bytes))
+            reader.skipSpace()
+            guard reader.peek == UInt8(ascii: "{"), case .object(let members)? = try? reader.readValue(depth: 0) else { return nil }
+            reader.skipSpace()
+            return reader.index == bytes.count ? members : nil
+        }
+    }
+
     private func readDevice(deviceID pathID: String?) throws(StoreError) -> DeviceRegistration {
         skipSpace()
         guard peek == UInt8(ascii: "{") else { throw Self.notAnObject }

@@ -13,6 +13,7 @@ import PushfanCore
 /// - `idempotency`: API requests' idempotency keys and their answers (`IdempotencyKeys`)
 /// - `sdkDevices`: devices as a client SDK describes them, as JSON (`SDKDeviceDocuments`)
 /// - `ledger`: claims and final outcomes per device (`DeliveryLedger`)
+/// - `templates`: apps' stored notification templates (`NotificationTemplates`)
 /// - `frequency`: pushes admitted under apps' frequency caps, and the admission (`FrequencyLedger`)
 /// - `providerTokens`: APNs provider tokens shared by workers (`ProviderTokenStore`)
 /// - `dashboard`: the live dashboard's tallies and their results-topic offsets (`DashboardTallies`)
@@ -33,6 +34,7 @@ package final class DeviceStore: Sendable {
     package let sdkDevices: SDKDeviceDocuments
     package let ledger: DeliveryLedger
     package let frequency: FrequencyLedger
+    package let templates: NotificationTemplates
     package let providerTokens: ProviderTokenStore
     package let dashboard: DashboardTallies
 
@@ -78,6 +80,7 @@ package final class DeviceStore: Sendable {
         sdkDevices = SDKDeviceDocuments(executor: executor)
         ledger = DeliveryLedger(executor: executor)
         frequency = FrequencyLedger(executor: executor)
+        templates = NotificationTemplates(executor: executor)
         providerTokens = ProviderTokenStore(executor: executor)
         dashboard = DashboardTallies(executor: executor)
     }

@@ -2,8 +2,8 @@ import Foundation
 import PushfanCore
 
 /// The alert pushes each device was admitted to under its app's frequency caps, one row
-/// per (device, campaign), and the check that admits more. Admission happens when a page is
-/// claimed, for every worker and campaign at once: the devices' rows are locked first
+/// per (device, campaign), and the check that admits more. Admission happens in the
+/// transaction that claims a page, for every worker and campaign at once: the devices' rows are locked first
 /// (PostgreSQL; SQLite's write transaction already serialises), so two workers admitting
 /// the same device for two campaigns take turns and the second sees the first's push.
 package struct FrequencyLedger: Sendable {
@@ -17,10 +17,21 @@ package struct FrequencyLedger: Sendable {
         package init(rowKey: Int64, zone: TimeZone) { (self.rowKey, self.zone) = (rowKey, zone) }
     }
 
+    /// What a claim admits under its app's caps: the candidates among the claimed devices.
+    package struct Admission: Sendable {
+        package let app: String
+        package let caps: FrequencyCaps
+        /// The devices to admit if claimed, with the zone of each; others are only claimed.
+        package let candidates: [Int64: TimeZone]
+
+        package init(app: String, caps: FrequencyCaps, candidates: [Int64: TimeZone]) {
+            (self.app, self.caps, self.candidates) = (app, caps, candidates)
+        }
+    }
+
     /// Admits `candidates` to one more push of `campaign` under `caps` at `now`; returns the
-    /// row keys the caps hold back. A device already admitted to this campaign (its page
-    /// sent again after a crash, a retry) stays admitted and is not counted twice. Rows too
-    /// old to count under any rule are removed as they are met.
+    /// row keys the caps hold back. The worker admits in its claim's transaction
+    /// (`DeliveryLedger.claim(admitting:)`); this is the same on its own.
     package func admit(
         app: String, campaign: String, _ candidates: [Candidate], caps: FrequencyCaps, now: Int64 = DeviceStore.now()
     ) async throws(StoreError) -> Set<Int64> {
@@ -28,48 +39,57 @@ package struct FrequencyLedger: Sendable {
         let backend = executor.backend
         return try await executor.run { connection throws(StoreError) in
             try connection.transaction { () throws(StoreError) -> Set<Int64> in
-                var capped = Set<Int64>()
-                for chunk in StoreExecutor.chunks(candidates) {
-                    let keys = chunk.map { SQLValue.integer($0.rowKey) }
-                    try backend.lockDevices(connection, app: app, keys)
-                    var pushes: [Int64: [Int64]] = [:]
-                    var admittedBefore = Set<Int64>()
-                    var stale = false
-                    let forgetBefore = now - caps.memory
-                    try connection.query("SELECT row_key, campaign, sent_at FROM frequency_sends WHERE row_key" + backend.isIn(keys, type: "bigint")) { row throws(StoreError) in
-                        let key = row.int(0) ?? 0, at = row.int(2) ?? 0
-                        if row.text(1) == campaign {
-                            admittedBefore.insert(key)
-                        } else if at < forgetBefore {
-                            stale = true
-                        } else {
-                            pushes[key, default: []].append(at)
-                        }
-                    }
-                    var starts: [String: [Int64]] = [:]
-                    var admitted: [Int64] = []
-                    for candidate in chunk where !admittedBefore.contains(candidate.rowKey) {
-                        let zoneStarts = starts[candidate.zone.identifier] ?? caps.starts(now: now, zone: candidate.zone)
-                        starts[candidate.zone.identifier] = zoneStarts
-                        if caps.admits(pushes[candidate.rowKey] ?? [], starts: zoneStarts) {
-                            admitted.append(candidate.rowKey)
-                        } else {
-                            capped.insert(candidate.rowKey)
-                        }
-                    }
-                    if !admitted.isEmpty {
-                        var insert: SQLStatement = "INSERT INTO frequency_sends (row_key, campaign, sent_at) VALUES "
-                        for (index, key) in admitted.enumerated() { insert.append(index == 0 ? "(\(key), \(campaign), \(now))" : ", (\(key), \(campaign), \(now))") }
-                        insert.append(" ON CONFLICT (row_key, campaign) DO NOTHING")
-                        try connection.execute(insert)
-                    }
-                    if stale {
-                        try connection.execute("DELETE FROM frequency_sends WHERE sent_at < \(forgetBefore) AND row_key" + backend.isIn(keys, type: "bigint"))
-                    }
-                }
-                return capped
+                try Self.admit(connection, backend, app: app, campaign: campaign, candidates, caps: caps, now: now)
             }
         }
+    }
+
+    /// Inside the caller's transaction. A device already admitted to this campaign (its page
+    /// sent again after a crash, a device another worker held) stays admitted and is not
+    /// counted twice. Rows too old to count under any rule are removed as they are met.
+    static func admit(
+        _ connection: any SQLConnection, _ backend: any SQLBackend, app: String, campaign: String, _ candidates: [Candidate], caps: FrequencyCaps, now: Int64
+    ) throws(StoreError) -> Set<Int64> {
+        var capped = Set<Int64>()
+        let forgetBefore = now - caps.memory
+        var starts: [String: [Int64]] = [:]
+        for chunk in StoreExecutor.chunks(candidates) {
+            let keys = chunk.map { SQLValue.integer($0.rowKey) }
+            try backend.lockDevices(connection, app: app, keys)
+            var pushes: [Int64: [Int64]] = [:]
+            var admittedBefore = Set<Int64>()
+            var stale = false
+            try connection.query("SELECT row_key, campaign, sent_at FROM frequency_sends WHERE row_key" + backend.isIn(keys, type: "bigint")) { row throws(StoreError) in
+                let key = row.int(0) ?? 0, at = row.int(2) ?? 0
+                if row.text(1) == campaign {
+                    admittedBefore.insert(key)
+                } else if at < forgetBefore {
+                    stale = true
+                } else {
+                    pushes[key, default: []].append(at)
+                }
+            }
+            var admitted: [Int64] = []
+            for candidate in chunk where !admittedBefore.contains(candidate.rowKey) {
+                let zoneStarts = starts[candidate.zone.identifier] ?? caps.starts(now: now, zone: candidate.zone)
+                starts[candidate.zone.identifier] = zoneStarts
+                if caps.admits(pushes[candidate.rowKey] ?? [], starts: zoneStarts) {
+                    admitted.append(candidate.rowKey)
+                } else {
+                    capped.insert(candidate.rowKey)
+                }
+            }
+            if !admitted.isEmpty {
+                var insert: SQLStatement = "INSERT INTO frequency_sends (row_key, campaign, sent_at) VALUES "
+                for (index, key) in admitted.enumerated() { insert.append(index == 0 ? "(\(key), \(campaign), \(now))" : ", (\(key), \(campaign), \(now))") }
+                insert.append(" ON CONFLICT (row_key, campaign) DO NOTHING")
+                try connection.execute(insert)
+            }
+            if stale {
+                try connection.execute("DELETE FROM frequency_sends WHERE sent_at < \(forgetBefore) AND row_key" + backend.isIn(keys, type: "bigint"))
+            }
+        }
+        return capped
     }
 
     /// Takes back the admissions of devices that did not receive `campaign` after all

@@ -280,7 +280,19 @@ enum Schema {
         Migration(
             version: 13, summary: "apps' frequency caps, and the alert pushes each device was admitted to under them",
             sqlite: frequencyCaps, postgres: frequencyCaps),
+        Migration(
+            version: 14, summary: "apps' stored notification templates, and the copy a campaign was planned with",
+            sqlite: templates, postgres: templates),
     ]
+
+    /// Migration 14, the same on both databases.
+    private static let templates = """
+        CREATE TABLE app_templates (
+            app TEXT NOT NULL, name TEXT NOT NULL, definition TEXT NOT NULL, updated_at BIGINT NOT NULL,
+            PRIMARY KEY (app, name)
+        );
+        ALTER TABLE campaigns ADD COLUMN template TEXT;
+        """
 
     /// Migration 13, the same on both databases.
     private static let frequencyCaps = """

@@ -42,6 +42,13 @@ package enum Validation {
         }
     }
 
+    /// Template names follow the id rule, as `notification.template` does.
+    package static func templateName(_ name: String) throws(StoreError) {
+        guard Rules.isIdentifier(name) else {
+            throw StoreError.invalidInput("template name must be 1-\(Campaign.maxIdentifierLength) characters of A-Z a-z 0-9 . _ : -, got \(clip(name).debugDescription)")
+        }
+    }
+
     /// Quoted input in a refusal stays short, whatever was sent.
     static func clip(_ text: String) -> String {
         text.count <= 40 ? text : String(text.prefix(40)) + "…"

@@ -91,10 +91,17 @@ package final class CampaignCatalog: Sendable {
 
     package func plan(campaign id: String) async throws -> CampaignPlan {
         if let cached = plans.withLock({ $0[id] }), ContinuousClock.now - cached.loaded < appRefresh { return cached.plan }
-        guard let definition = try await store.campaigns.definition(id) else { throw CatalogError.unknownCampaign(id) }
-        let campaign: Campaign
-        do { campaign = try MessageCodec.decode(Campaign.self, from: Data(definition.utf8)) } catch {
+        guard let definition = try await store.campaigns.stored(id) else { throw CatalogError.unknownCampaign(id) }
+        var campaign: Campaign
+        do { campaign = try MessageCodec.decode(Campaign.self, from: Data(definition.record.utf8)) } catch {
             throw CatalogError.invalidCampaign("stored campaign \(id) does not read: \(error)")
+        }
+        if let name = campaign.notification.template {
+            // The template as it was when the campaign was planned.
+            guard let text = definition.template else { throw CatalogError.invalidCampaign("campaign \(id) names template \(name) but was stored without it") }
+            do { campaign = try campaign.resolved(with: try NotificationTemplates.read(text, name: name)) } catch {
+                throw CatalogError.invalidCampaign("campaign \(id) with its template \(name): \(error)")
+            }
         }
         guard let app = try await store.apps.get(campaign.app) else { throw CatalogError.unknownApp(campaign.app) }
         var segment: SegmentExpression?

@@ -152,7 +152,7 @@ package struct CampaignPlanner: Sendable {
             throw refuse(error.code, "app \(campaign.app)'s bundle id cannot carry this campaign: \(error.description)")
         }
         do { try campaign.checkSchedule(now: clock.wall) } catch { throw refuse(error.code, error.description) }
-        let definition = String(decoding: MessageCodec.encode(campaign), as: UTF8.self)
+        let definition = try await self.definition(of: campaign, refuse: refuse)
         let submission = Self.submission(of: record)
         if let localTime = campaign.options.localTime {
             return try await planLocalTime(campaign, localTime, app: app, definition: definition, submission: submission, refuse: refuse)
@@ -195,6 +195,22 @@ package struct CampaignPlanner: Sendable {
             "first_task_ms": String((firstTask - started).milliseconds), "elapsed_ms": String((ContinuousClock.now - started).milliseconds),
         ])
         return .planned(campaign: campaign.id, audience: audience, tasks: tasks)
+    }
+
+    /// What the store keeps of an accepted campaign: its record, and the stored template it
+    /// names as it is now, checked under the campaign (the campaign's actions need a
+    /// category, its payloads must fit). Senders use this copy, so a template changed later
+    /// reaches only campaigns planned after the change.
+    private func definition(of campaign: Campaign, refuse: (String, String) -> Refusal) async throws -> CampaignDefinition {
+        let record = String(decoding: MessageCodec.encode(campaign), as: UTF8.self)
+        guard let name = campaign.notification.template else { return CampaignDefinition(record: record) }
+        guard let template = try await store.templates.get(app: campaign.app, name: name) else {
+            throw refuse("unknown_template", "notification.template: app \(campaign.app) has no template \(name.debugDescription) (pushfan templates set)")
+        }
+        do { _ = try campaign.resolved(with: template) } catch {
+            throw refuse(error.code, "with template \(name): \(error.description)")
+        }
+        return CampaignDefinition(record: record, template: NotificationTemplates.document(template))
     }
 
     /// A parked campaign whose time has come (the dispatcher took it): its audience counted

@@ -18,7 +18,7 @@ extension CampaignPlanner {
     /// follows with the segment's count; a completion that comes before the planner marks the
     /// campaign running is announced by the planner (`CampaignCompletion`).
     func planSegment(
-        _ campaign: Campaign, segment: SegmentExpression, definition: String, submission: CampaignEvent.Submission
+        _ campaign: Campaign, segment: SegmentExpression, definition: CampaignDefinition, submission: CampaignEvent.Submission
     ) async throws -> (audience: Int, tasks: Int, tickets: [DeliveryTicket], firstTask: ContinuousClock.Instant) {
         let (store, app) = (store, campaign.app)
         async let counted = store.audience.count(app: app, segment: segment)

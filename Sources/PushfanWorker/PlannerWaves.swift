@@ -14,7 +14,7 @@ extension CampaignPlanner {
     /// waves are parked before the row is written: a crash in between leaves waves that
     /// nothing sees (the dispatcher joins the campaign) and a record that is planned again.
     func planLocalTime(
-        _ campaign: Campaign, _ localTime: LocalTime, app: AppRecord, definition: String, submission: CampaignEvent.Submission,
+        _ campaign: Campaign, _ localTime: LocalTime, app: AppRecord, definition: CampaignDefinition, submission: CampaignEvent.Submission,
         refuse: (String, String) -> Refusal
     ) async throws -> Outcome {
         let audience = try await resolve(campaign, refuse: refuse)

@@ -240,8 +240,10 @@ package struct ShardSender: Sendable {
     /// result produced again from the ledger (the previous owner may have crashed before
     /// producing it); devices another live worker holds are kept to claim again later.
     private func claimAndSend(_ targets: [DeviceTarget], plan: CampaignPlan, state: inout TaskState) async throws {
+        let now = context.clock.wallMillis
         let claim = try await context.store.ledger.claim(
-            campaign: task.campaign, targets: targets, owner: context.workerID, lease: context.lease, now: context.clock.wallMillis)
+            campaign: task.campaign, targets: targets, owner: context.workerID, lease: context.lease, now: now,
+            admitting: plan.capped ? admission(targets, plan: plan, now: now, state: &state) : nil)
         let round = SendRound(context: context, task: task, plan: plan)
         // The usual case: every device of the page is newly ours.
         if claim.toSend.count != targets.count {
@@ -250,43 +252,43 @@ package struct ShardSender: Sendable {
             state.held += targets.filter { !owned.contains($0.rowKey) && !finalKeys.contains($0.rowKey) }
         }
         var owned = claim.toSend
+        if !claim.capped.isEmpty {
+            let capped = owned.filter { claim.capped.contains($0.rowKey) }
+            owned.removeAll { claim.capped.contains($0.rowKey) }
+            try await round.end(capped.map { Pending(target: $0, attempts: 0, firstAttemptAt: nil, notBefore: context.clock.now) },
+                                as: .skipped, reason: Campaign.frequencyCapReason, state: &state)
+        }
         if QuietHold.applies(to: plan.campaign), !context.hasExpired(plan.campaign), owned.contains(where: { $0.quietHours != nil }) {
-            owned = try await holdQuiet(owned, plan: plan, round: round, state: &state)
+            owned = try await holdQuiet(owned, plan: plan, round: round, now: now, state: &state)
         }
-        if plan.capped, !owned.isEmpty {
-            owned = try await admitUnderCaps(owned, plan: plan, round: round, state: &state)
-        }
-        let now = context.clock.now
-        try await round.send(owned.map { Pending(target: $0, attempts: 0, firstAttemptAt: nil, notBefore: now) }, state: &state)
+        let start = context.clock.now
+        try await round.send(owned.map { Pending(target: $0, attempts: 0, firstAttemptAt: nil, notBefore: start) }, state: &state)
     }
 
-    /// Frequency caps, checked as a page is claimed: a device that one more push would take
-    /// over one of its app's caps ends `skipped`, reason `frequency_cap`; the others are
-    /// admitted (counted) in the store, across every worker and campaign. Held-out devices
-    /// receive nothing, so they are neither checked nor counted. Returns the devices to send.
-    private func admitUnderCaps(_ owned: [DeviceTarget], plan: CampaignPlan, round: SendRound, state: inout TaskState) async throws -> [DeviceTarget] {
+    /// Frequency caps, checked in the claim's transaction: the page's devices that would be
+    /// sent now are admitted (counted) in the store, across every worker and campaign, and a
+    /// device that one more push would take over one of its app's caps ends `skipped`,
+    /// reason `frequency_cap`. Held-out devices receive nothing and devices inside their
+    /// quiet hours are sent later (claimed again then), so neither is a candidate now.
+    private func admission(_ targets: [DeviceTarget], plan: CampaignPlan, now: Int64, state: inout TaskState) -> FrequencyLedger.Admission {
         let campaign = plan.campaign
-        let candidates = owned.filter { campaign.share(of: $0.deviceID) != .holdout }.map { target in
-            FrequencyLedger.Candidate(rowKey: target.rowKey, zone: state.zones.zone(of: target, defaultZone: plan.app.defaultZone))
+        let quiet = QuietHold.applies(to: campaign) && !context.hasExpired(campaign)
+        var candidates: [Int64: TimeZone] = [:]
+        for target in targets where campaign.share(of: target.deviceID) != .holdout {
+            let zone = state.zones.zone(of: target, defaultZone: plan.app.defaultZone)
+            if quiet, let hours = target.quietHours, hours.end(containing: now, in: zone) != nil { continue }
+            candidates[target.rowKey] = zone
         }
-        let capped = try await context.store.frequency.admit(
-            app: task.app, campaign: task.campaign, candidates, caps: plan.app.frequencyCaps, now: context.clock.wallMillis)
-        guard !capped.isEmpty else { return owned }
-        let now = context.clock.now
-        let (held, send) = owned.reduce(into: ([DeviceTarget](), [DeviceTarget]())) { parts, target in
-            if capped.contains(target.rowKey) { parts.0.append(target) } else { parts.1.append(target) }
-        }
-        try await round.end(held.map { Pending(target: $0, attempts: 0, firstAttemptAt: nil, notBefore: now) },
-                            as: .skipped, reason: Campaign.frequencyCapReason, state: &state)
-        return send
+        return FrequencyLedger.Admission(app: task.app, caps: plan.app.frequencyCaps, candidates: candidates)
     }
 
     /// Quiet hours: the owned devices inside their window are parked in the store as a hold
     /// (one more shard of the campaign, dispatched when the window ends) and their claims let
     /// go; those whose window outlasts the expiration end `expired`. Returns the rest.
-    private func holdQuiet(_ owned: [DeviceTarget], plan: CampaignPlan, round: SendRound, state: inout TaskState) async throws -> [DeviceTarget] {
+    /// `now`: the claim's, so the split agrees with what the claim admitted under the caps.
+    private func holdQuiet(_ owned: [DeviceTarget], plan: CampaignPlan, round: SendRound, now: Int64, state: inout TaskState) async throws -> [DeviceTarget] {
         let split = QuietHold.split(
-            owned, now: context.clock.wallMillis, defaultZone: plan.app.defaultZone, expiration: plan.campaign.options.expiration, zones: &state.zones)
+            owned, now: now, defaultZone: plan.app.defaultZone, expiration: plan.campaign.options.expiration, zones: &state.zones)
         for (until, devices) in split.held.sorted(by: { $0.key < $1.key }) {
             let keys = devices.map(\.rowKey)
             // The same page held again (its task re-run) is the same hold.

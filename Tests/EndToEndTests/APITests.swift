@@ -254,6 +254,24 @@ struct APITests {
         #expect(try await server.call("GET", "/v1/apps/shop/segments/nope", secret: server.master).status == 404)
         #expect(try await server.call("GET", "/v1/apps/shop/segments", secret: server.application).status == 403)
 
+        // Stored templates: save, replace, read, list, remove; a bad one says which field; a
+        // campaign naming one the app does not have is refused before it reaches Kafka.
+        let template = #"{"category":"SHOP_ACTIONS","thread_id":"shop","actions":[{"id":"open","params":{"tab":"sale"}}]}"#
+        let put = try await server.call("PUT", "/v1/apps/shop/templates/sale", secret: server.master, json: template)
+        #expect(put.status == 201 && put.body.contains(#""name":"sale""#) && put.body.contains(#""category":"SHOP_ACTIONS""#), "\(put.body)")
+        #expect(try await server.call("PUT", "/v1/apps/shop/templates/sale", secret: server.master, json: template).status == 200)
+        #expect(try await server.call("GET", "/v1/apps/shop/templates/sale", secret: server.master).body.contains(#""thread_id":"shop""#))
+        #expect(try await server.call("GET", "/v1/apps/shop/templates", secret: server.master).body.hasPrefix(#"{"templates":[{"name":"sale","#))
+        let badTemplate = try await server.call("PUT", "/v1/apps/shop/templates/bad", secret: server.master, json: #"{"interruption_level":"loud"}"#)
+        #expect(badTemplate.status == 400 && badTemplate.body.contains(#""field":"interruption_level""#), "\(badTemplate.body)")
+        let unknownTemplate = try await server.call(
+            "POST", "/v1/apps/shop/campaigns", secret: server.master,
+            json: #"{"v":1,"id":"shop-http-t","app":"shop","audience":{"segment":"locale = en_US"},"notification":{"template":"nope","content":{"default":{"body":"Hi"}}}}"#)
+        #expect(unknownTemplate.status == 422 && unknownTemplate.body.contains(#""code":"unknown_template""#), "\(unknownTemplate.body)")
+        #expect(try await server.call("DELETE", "/v1/apps/shop/templates/sale", secret: server.master).status == 204)
+        #expect(try await server.call("GET", "/v1/apps/shop/templates/sale", secret: server.master).status == 404)
+        #expect(try await server.call("GET", "/v1/apps/shop/templates", secret: server.application).status == 403)
+
         let status = try await server.call("GET", "/v1/apps/shop/campaigns/shop-http-1", secret: server.master)
         #expect(status.status == 200 && status.body.contains(#""status":"completed""#) && status.body.contains(#""delivered":30"#), "\(status.body)")
         let list = try await server.call("GET", "/v1/apps/shop/campaigns?limit=5", secret: server.master)

@@ -15,6 +15,14 @@ import Testing
             return
         }
         #expect(handler == "register" && parameters == ["app": "shop", "device": "d:1"] && pattern == "/v1/apps/{app}/devices/{device}")
+        // A segment that starts with an emoji modifier or a combining mark is still its own
+        // segment (a path arrives decoded; `/🏻` is one character): it routes, and the
+        // handler refuses the app, as for any unknown one.
+        guard case .found(_, let odd, _) = router.match(method: "GET", path: "/v1/apps/🏻/devices/\u{301}x") else {
+            Issue.record("a segment starting with a modifier did not route")
+            return
+        }
+        #expect(odd == ["app": "🏻", "device": "\u{301}x"])
         if case .methodNotAllowed(let allowed) = router.match(method: "DELETE", path: "/v1/apps/shop/devices/d1") {
             #expect(allowed == ["PUT", "GET"])
         } else {

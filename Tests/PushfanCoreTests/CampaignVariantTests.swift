@@ -92,15 +92,24 @@ import Testing
         reject.check(as: Campaign.self)
     }
 
-    /// The first JSON example under a heading of docs/messages.md, decoded as a campaign.
-    static func documentedCampaign(under heading: String) throws -> Campaign {
+    /// The first JSON example under a heading of docs/messages.md, as text.
+    static func documentedJSON(under heading: String) throws -> String {
         let docs = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
             .appendingPathComponent("docs/messages.md")
         let text = try String(contentsOf: docs, encoding: .utf8)
         let section = try #require(text.range(of: heading))
         let block = try #require(text[section.upperBound...].range(of: "```json\n"))
         let end = try #require(text[block.upperBound...].range(of: "```"))
-        return try MessageCodec.decode(Campaign.self, from: Data(text[block.upperBound..<end.lowerBound].utf8))
+        return String(text[block.upperBound..<end.lowerBound])
+    }
+
+    static func documentedTemplate(under heading: String) throws -> NotificationTemplate {
+        try NotificationTemplate.decode(Array(try documentedJSON(under: heading).utf8))
+    }
+
+    /// The first JSON example under a heading of docs/messages.md, decoded as a campaign.
+    static func documentedCampaign(under heading: String) throws -> Campaign {
+        try MessageCodec.decode(Campaign.self, from: Data(try documentedJSON(under: heading).utf8))
     }
 
     @Test("the examples of docs/messages.md are accepted as they are")
@@ -118,6 +127,11 @@ import Testing
         let sent = personalised.notification.personalised(for: device, locale: "en_GB", templates: &cache)
         #expect(sent.content?.defaultText == Campaign.LocalizedText(title: "Hi Ada", body: "You have 1200 points. GOLD MEMBER…"))
         #expect(sent.data?["deeplink"] == "shop://points?device=d-9")
+        let stored = try Self.documentedTemplate(under: "### Stored templates")
+        let shipped = try Self.documentedCampaign(under: "`data.media_url` wins:")
+        #expect(shipped.notification.template == "order-update")
+        let resolved = try shipped.resolved(with: stored)
+        #expect(resolved.notification.aps?["thread-id"] == "order-77" && resolved.notification.actions.map(\.id) == ["track", "rate"])
         let receipt = try Self.documentedCampaign(under: "### Frequency caps")
         #expect(receipt.options.ignoreFrequencyCaps && !receipt.countsTowardFrequencyCaps)
     }

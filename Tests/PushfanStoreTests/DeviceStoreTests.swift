@@ -548,7 +548,7 @@ struct DeviceStoreTests {
         let targets = try await store.audience.page(app: "shop-ios", segment: nil, shard: ShardRange(after: nil, through: nil), cursor: nil, limit: 50)
 
         // The campaign row keeps the definition; its status changes for exactly one caller.
-        #expect(try await store.campaigns.record(id: "c2", app: "shop-ios", audience: 50, shards: 2, definition: #"{"v":1}"#, status: .planning))
+        #expect(try await store.campaigns.record(id: "c2", app: "shop-ios", audience: 50, shards: 2, definition: CampaignDefinition(record: #"{"v":1}"#), status: .planning))
         #expect(try await store.campaigns.definition("c2") == #"{"v":1}"#)
         #expect(try await store.campaigns.definition("nope") == nil)
         #expect(try await store.campaigns.transition("c2", from: .planning, to: .running))

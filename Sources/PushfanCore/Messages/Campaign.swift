@@ -148,6 +148,9 @@ extension Campaign {
         /// The actions of the notification's category (`aps.category`) with the parameters
         /// the app's action handler receives, under `action_params` (CampaignActions.swift).
         package var actions: [Action] = []
+        /// The name of one of the app's stored templates (`NotificationTemplate`) laid under
+        /// this notification when the campaign is planned.
+        package var template: String?
 
         package init(
             pushType: PushType = .alert,
@@ -162,7 +165,7 @@ extension Campaign {
         }
 
         private enum CodingKeys: String, CodingKey {
-            case pushType = "push_type", content, aps, data, actions
+            case pushType = "push_type", content, aps, data, actions, template
         }
 
         package init(from decoder: any Decoder) throws {
@@ -172,6 +175,7 @@ extension Campaign {
             aps = try container.optionalField(.aps)
             data = try container.optionalField(.data)
             actions = try container.optionalField(.actions) ?? []
+            template = try container.optionalField(.template)
         }
 
         package func encode(to encoder: any Encoder) throws {
@@ -181,6 +185,7 @@ extension Campaign {
             try container.encodeIfPresent(aps, forKey: .aps)
             try container.encodeIfPresent(data, forKey: .data)
             if !actions.isEmpty { try container.encode(actions, forKey: .actions) }
+            try container.encodeIfPresent(template, forKey: .template)
         }
 
         /// The `aps` dictionary for a device locale: `aps` as given, with the
@@ -534,6 +539,7 @@ extension Campaign {
     /// the rules of `aps`, push types, priority and size.
     func validateNotification() throws(MessageDecodingError) {
         try validateContent()
+        if let name = notification.template { try Rules.identifier(name, field: "notification.template") }
         try validateTemplates()
         try validateActions()
         if let data = notification.data, data["aps"] != nil {

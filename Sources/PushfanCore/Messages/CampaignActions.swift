@@ -42,10 +42,18 @@ extension Campaign {
         if notification.pushType != .alert {
             throw .invalidField("notification.actions", "only alert pushes show actions, this one is \(notification.pushType.rawValue)")
         }
+        // A stored template may bring the category; the planner checks the campaign again
+        // with the template under it.
+        guard notification.template == nil else { return try validateActionIDs() }
         guard case .string(let category)? = notification.aps?["category"], !category.isEmpty else {
             throw .invalidField(
                 "notification.actions", "needs notification.aps.category: the category your app registered with these action identifiers")
         }
+        try validateActionIDs()
+    }
+
+    private func validateActionIDs() throws(MessageDecodingError) {
+        let actions = notification.actions
         if notification.data?[Self.actionParamsKey] != nil {
             throw .invalidField("notification.data.\(Self.actionParamsKey)", "is where the actions' parameters go; remove it from data")
         }

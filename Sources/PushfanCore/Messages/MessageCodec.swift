@@ -154,6 +154,39 @@ package enum MessageCodec {
         try decode(type, from: Data(bytes))
     }
 
+    /// Decodes a JSON object that is not a topic record (no `v`): a stored template sent to
+    /// the API or the CLI. The same checks and error paths as records, without the version.
+    package static func decodeDocument<D: Decodable>(_ type: D.Type, from data: Data) throws(MessageDecodingError) -> D {
+        if let problem = precheck(data) { throw problem }
+        do {
+            return try JSONDecoder().decode(Document<D>.self, from: data).value
+        } catch let error as MessageDecodingError {
+            throw error
+        } catch {
+            throw .notJSON(describeUnparsable(data))
+        }
+    }
+
+    /// `Envelope` without the version: errors get their field paths.
+    private struct Document<D: Decodable>: Decodable {
+        let value: D
+
+        init(from decoder: any Decoder) throws {
+            do {
+                do { _ = try decoder.container(keyedBy: AnyCodingKey.self) } catch let error as DecodingError {
+                    throw MessageDecodingError.wrongSchema("", "expected a JSON object\(JSONPath.found(in: error))")
+                }
+                value = try D(from: decoder)
+            } catch let error as MessageDecodingError {
+                throw error
+            } catch let error as DecodingError {
+                throw JSONPath.translate(error)
+            } catch {
+                throw ParserFailure.classify(error, at: [])
+            }
+        }
+    }
+
     /// Encodes a message as compact JSON: no whitespace, keys sorted (so the
     /// same message always gives the same bytes), `/` not escaped.
     ///
