@@ -43,6 +43,10 @@ let package = Package(
         // Subcommands and argument parsing; the executable only dispatches into it.
         .target(name: "PushfanCLI", dependencies: ["PushfanCore", "PushfanKafka", "PushfanStore", "PushfanAPNs", "PushfanAPNsSim", "PushfanCrypto", "PushfanWorker", "PushfanAPI"]),
         .executableTarget(name: "pushfan", dependencies: ["PushfanCLI"]),
+        // Fuzz targets for every parser of outside bytes (`FuzzTarget`), and the executable
+        // scripts/fuzz builds with libFuzzer (`-sanitize=fuzzer,address -DFUZZING`).
+        .target(name: "PushfanFuzzing", dependencies: ["PushfanCore", "PushfanStore", "PushfanAPNsSim", "PushfanAPI"]),
+        .executableTarget(name: "pushfan-fuzz", dependencies: ["PushfanFuzzing"]),
 
         // Starting and stopping real processes (kafka-dev, simulators) for the suites below.
         .target(name: "PushfanTestSupport", path: "Tests/PushfanTestSupport"),
@@ -56,6 +60,7 @@ let package = Package(
         .testTarget(name: "PushfanStoreTests", dependencies: ["PushfanStore", "PushfanCore", "PushfanTestSupport", "SegmentTestSupport"]),
         .testTarget(name: "PushfanAPNsSimTests", dependencies: ["PushfanAPNsSim", "PushfanCore", "PushfanCrypto", "PushfanTestSupport"]),
         .testTarget(name: "PushfanWorkerTests", dependencies: ["PushfanWorker", "PushfanAPNs", "PushfanCore", "PushfanStore"]),
+        .testTarget(name: "PushfanFuzzingTests", dependencies: ["PushfanFuzzing"]),
         .testTarget(name: "EndToEndTests", dependencies: ["PushfanCore", "PushfanKafka", "PushfanTestSupport"]),
     ],
     swiftLanguageModes: [.v6]

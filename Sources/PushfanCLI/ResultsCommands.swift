@@ -32,11 +32,12 @@ struct CampaignWatch {
         var last: CampaignEvent?
         var lastLine = ContinuousClock.now - .seconds(10)
         let key = Array(campaignID.utf8)
-        var gate = SubmissionGate(submission: submission)
+        // Our record was produced before the watch began; a little earlier still, for clocks.
+        var gate = SubmissionGate(submission: submission, since: Int64(Date().timeIntervalSince1970 * 1000) - 5_000)
         loop: for await event in consumer.events {
             guard case .records(let records) = event else { continue }
             for record in records {
-                gate.saw(partition: record.partition, offset: record.offset)
+                gate.saw(partition: record.partition, offset: record.offset, timestamp: record.timestamp)
                 guard record.key.map(Array.init) == key,
                       case .campaign(let update) = try? MessageCodec.decode(ResultRecord.self, from: Data(record.value)),
                       gate.admits(update, partition: record.partition)
@@ -103,18 +104,26 @@ struct CampaignWatch {
 /// other records of the id. A reader that fell behind the topic's retention may find the
 /// answer dropped: records missing from a partition (its offsets jump) mean everything of
 /// the id before the jump went with them, so on that partition the next event without
-/// another record's answer is this submission's.
+/// another record's answer is this submission's. So does a partition whose first record read
+/// is newer than the submission: retention removed everything before it, perhaps the answer
+/// too (seen on the dev cluster, whose retention is small, with a million results ahead).
 struct SubmissionGate {
     let submission: CampaignEvent.Submission
+    /// When the submission's record was produced, at the latest (ms).
+    let since: Int64
     private(set) var answered = false
     private var next: [Int32: Int64] = [:]
     private var gapped: Set<Int32> = []
 
-    init(submission: CampaignEvent.Submission) { self.submission = submission }
+    init(submission: CampaignEvent.Submission, since: Int64) { (self.submission, self.since) = (submission, since) }
 
     /// Every record read, in order, before `admits` for it.
-    mutating func saw(partition: Int32, offset: Int64) {
-        if let expected = next[partition], offset > expected { gapped.insert(partition) }
+    mutating func saw(partition: Int32, offset: Int64, timestamp: Int64?) {
+        if let expected = next[partition] {
+            if offset > expected { gapped.insert(partition) }
+        } else if offset > 0, let timestamp, timestamp >= since {
+            gapped.insert(partition)
+        }
         next[partition] = offset + 1
     }
 

@@ -143,6 +143,12 @@ import Testing
         #expect(String(decoding: result.encodedJSON(), as: UTF8.self).hasSuffix(#","v":1,"variant":"b"}"#))
         #expect(result.encodedJSON().withUnsafeBytes { DeviceResult(canonicalJSON: $0) } == result)
         #expect(try MessageCodec.decode(ResultRecord.self, from: result.encodedJSON()) == .device(result))
+        // Found by the records fuzzer: a 19-digit number (any Int64 the writer prints) was
+        // refused by the fast reader, which sent such results down the slow path.
+        let late = DeviceResult(campaign: "c", device: "d", outcome: .delivered, attempts: 0, at: 1_773_993_177_399_612_345)
+        #expect(late.encodedJSON().withUnsafeBytes { DeviceResult(canonicalJSON: $0) } == late)
+        let tooLarge = Array(#"{"apns_id":null,"at":9223372036854775808,"#.utf8)
+        #expect(tooLarge.withUnsafeBytes { DeviceResult(canonicalJSON: $0) } == nil, "past Int64: left to the decoder")
     }
 }
 

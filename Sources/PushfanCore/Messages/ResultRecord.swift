@@ -416,14 +416,18 @@ private struct CanonicalReader {
         return String(validating: raw, as: UTF8.self).map { .some($0) }
     }
 
-    /// A decimal integer (optionally negative, no leading zeros, at most 18 digits).
+    /// A decimal integer (optionally negative, no leading zeros) that fits in 64 bits.
     mutating func integer() -> Int64? {
         let negative = index < bytes.count && bytes[index] == UInt8(ascii: "-")
         var at = negative ? index + 1 : index
         let first = at
         var value: Int64 = 0
-        while at < bytes.count, (0x30...0x39).contains(bytes[at]), at - first < 18 {
-            value = value * 10 + Int64(bytes[at] - 0x30)
+        // Every Int64 the writer can print (19 digits at most), without overflowing.
+        while at < bytes.count, (0x30...0x39).contains(bytes[at]) {
+            let (times, over) = value.multipliedReportingOverflow(by: 10)
+            let (sum, carry) = times.addingReportingOverflow(Int64(bytes[at] - 0x30))
+            guard !over, !carry else { return nil }
+            value = sum
             at += 1
         }
         guard at > first, at == first + 1 || bytes[first] != 0x30 else { return nil }

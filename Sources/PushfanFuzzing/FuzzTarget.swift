@@ -1,0 +1,150 @@
+import Foundation
+import PushfanAPI
+import PushfanAPNsSim
+import PushfanCore
+import PushfanStore
+
+/// What the fuzzers feed: every parser that reads bytes from outside. Each target runs one
+/// input and checks what must hold whatever the input (a value that parses prints and
+/// parses back the same; nothing traps). A failed check is a `preconditionFailure`, which
+/// libFuzzer (and the regression tests over the corpus) see as a crash.
+package enum FuzzTarget: String, CaseIterable, Sendable {
+    /// The segment language: parse, print canonically, parse that back.
+    case segment
+    /// Personalised texts: parse a template, render it for a device.
+    case template
+    /// Campaign records as the planner and `pushfan submit` read them.
+    case campaign
+    /// Every other topic's records: tasks, results, control, dead letters.
+    case records
+    /// Stored templates as the API and `pushfan templates set` read them.
+    case storedTemplate = "stored-template"
+    /// Device import lines, NDJSON and CSV.
+    case deviceNDJSON = "device-ndjson"
+    case deviceCSV = "device-csv"
+    /// The simulator's judgement of a request: path and headers from the input's lines, the
+    /// rest as the body.
+    case simRequest = "sim-request"
+    /// The API's routing of a request path.
+    case apiRouting = "api-routing"
+
+    package func run(_ bytes: UnsafeRawBufferPointer) {
+        switch self {
+        case .segment: Self.segment(bytes)
+        case .template: Self.template(bytes)
+        case .campaign: Self.campaign(bytes)
+        case .records: Self.records(bytes)
+        case .storedTemplate: Self.storedTemplate(bytes)
+        case .deviceNDJSON:
+            var parser = DeviceImportParser(format: .ndjson)
+            _ = try? parser.parse(bytes: bytes)
+        case .deviceCSV:
+            var parser = DeviceImportParser(format: .csv)
+            for line in String(decoding: bytes, as: UTF8.self).split(separator: "\n", omittingEmptySubsequences: false).prefix(64) {
+                do { _ = try parser.parse(line) } catch { if parser.needsHeader { break } }
+            }
+        case .simRequest: Self.simRequest(bytes)
+        case .apiRouting: Self.apiRouting(bytes)
+        }
+    }
+
+    package func run(_ data: [UInt8]) { data.withUnsafeBytes { run($0) } }
+
+    static func check(_ condition: Bool, _ message: @autoclosure () -> String) {
+        if !condition { preconditionFailure(message()) }
+    }
+
+    static func segment(_ bytes: UnsafeRawBufferPointer) {
+        guard let expression = try? SegmentParser.parse(String(decoding: bytes, as: UTF8.self)) else { return }
+        let printed = expression.description
+        guard let again = try? SegmentParser.parse(printed) else { return check(false, "canonical text does not parse: \(printed)") }
+        check(again.description == printed, "canonical text is not stable: \(printed) → \(again.description)")
+    }
+
+    static let device = TemplateDevice(
+        id: "d-1", locale: "de_DE", timezone: "Europe/Berlin", appVersion: "2.4", osVersion: "18.1",
+        attributes: ["first_name": "Zoë 😀", "points": 12, "vip": true, "long": .string(String(repeating: "ä", count: 300))])
+
+    static func template(_ bytes: UnsafeRawBufferPointer) {
+        guard let template = try? TextTemplate.parse(String(decoding: bytes, as: UTF8.self)) else { return }
+        _ = template.render(for: device)
+        _ = template.render(for: TemplateDevice(id: "d-2"))
+    }
+
+    static func campaign(_ bytes: UnsafeRawBufferPointer) {
+        guard let campaign = try? MessageCodec.decode(Campaign.self, from: bytes) else { return }
+        let encoded = MessageCodec.encode(campaign)
+        guard let again = try? MessageCodec.decode(Campaign.self, from: encoded) else {
+            return check(false, "an accepted campaign, written back, is refused: \(String(decoding: encoded, as: UTF8.self))")
+        }
+        check(again == campaign, "an accepted campaign changes when written and read back")
+        // What a sender builds from it, for a device of each share.
+        var cache = TemplateCache()
+        for device in ["d-1", "d-2", "d-3"] {
+            var sent = campaign
+            if case .variant(let index) = campaign.share(of: device) { sent = campaign.applying(variant: index) }
+            sent.notification = sent.notification.personalised(for: Self.device, locale: "de_DE", templates: &cache)
+            _ = try? APNsPreparedPayload(campaign: sent, locale: "de_DE")
+        }
+    }
+
+    static func records(_ bytes: UnsafeRawBufferPointer) {
+        if let record = try? MessageCodec.decode(ResultRecord.self, from: bytes) {
+            check((try? MessageCodec.decode(ResultRecord.self, from: MessageCodec.encode(record))) == record, "a result changes when written and read back")
+            if case .device(let result) = record {
+                let canonical = result.encodedJSON()
+                check(canonical.withUnsafeBytes { DeviceResult(canonicalJSON: $0) } == result, "the canonical reader disagrees with the writer")
+            }
+        }
+        // The dashboard's fast reader must never disagree with the decoder on what it accepts.
+        if let fast = DeviceResult(canonicalJSON: bytes) {
+            check((try? MessageCodec.decode(ResultRecord.self, from: bytes)) == .device(fast), "the fast reader accepted what the decoder reads otherwise")
+        }
+        if let task = try? MessageCodec.decode(TaskRecord.self, from: bytes) {
+            check((try? MessageCodec.decode(TaskRecord.self, from: MessageCodec.encode(task))) == task, "a task changes when written and read back")
+        }
+        _ = try? MessageCodec.decode(ControlRecord.self, from: bytes)
+        _ = try? MessageCodec.decode(DeadLetterRecord.self, from: bytes)
+    }
+
+    static func storedTemplate(_ bytes: UnsafeRawBufferPointer) {
+        guard let template = try? NotificationTemplate.decode(Array(bytes)) else { return }
+        check((try? NotificationTemplate.decode(template.canonicalJSON)) == template, "a stored template changes when written and read back")
+    }
+
+    /// Line 1: the `:path`; lines 2 to 4: apns-topic, apns-push-type, apns-priority; the
+    /// rest: the body.
+    static func simRequest(_ bytes: UnsafeRawBufferPointer) {
+        var lines = Array(bytes).split(separator: UInt8(ascii: "\n"), maxSplits: 4, omittingEmptySubsequences: false).map(Array.init)
+        while lines.count < 5 { lines.append([]) }
+        var request = SimRequest()
+        request.method = "POST"
+        request.path = String(decoding: lines[0], as: UTF8.self)
+        request.topic = String(decoding: lines[1], as: UTF8.self)
+        request.pushType = lines[2].isEmpty ? nil : String(decoding: lines[2], as: UTF8.self)
+        request.priority = lines[3].isEmpty ? nil : String(decoding: lines[3], as: UTF8.self)
+        request.body = Array(lines[4].prefix(SimRequest.maxBodyBytes))
+        guard case .success(let token) = RequestRules.checkTarget(request) else { return }
+        check(token.utf8.allSatisfy { (48...57).contains($0) || (97...102).contains($0) }, "a token that is not lowercase hex: \(token)")
+        _ = RequestRules.checkHeadersAndPayload(request, token: token)
+        _ = PayloadCheck.isAcceptable(request.body, requiring: .apsObject)
+    }
+
+    static let router: Router<Int> = {
+        var router = Router<Int>()
+        for (index, pattern) in ["/v1/apps/{app}/devices/{device}", "/v1/apps/{app}/segments/count", "/v1/apps/{app}/segments/{name}",
+                                 "/v1/apps/{app}/templates/{name}", "/v1/apps/{app}/campaigns/{campaign}/{action}", "/healthz"].enumerated() {
+            router.add("GET", pattern, index)
+        }
+        return router
+    }()
+
+    static func apiRouting(_ bytes: UnsafeRawBufferPointer) {
+        let path = String(decoding: bytes, as: UTF8.self)
+        if case .found(_, let parameters, let pattern) = router.match(method: "GET", path: path) {
+            check(parameters.values.allSatisfy { !$0.isEmpty }, "an empty parameter routed: \(path.debugDescription)")
+            check(pattern.split(separator: "{").count - 1 == parameters.count, "parameters missing for \(pattern)")
+        }
+        _ = try? DeviceJSONReader.registration(json: Array(bytes), deviceID: "d-1")
+    }
+}
