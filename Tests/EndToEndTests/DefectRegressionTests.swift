@@ -88,7 +88,12 @@ struct DefectRegressionTests {
         let tokens = pipeline.delivered(topic: "com.example.shop").compactMap { $0["token"] as? String }
         #expect(Set(tokens).count == count)
         #expect(tokens.count == count, "\(tokens.count - Set(tokens).count) notifications were sent twice")
-        #expect(workers.contains { $0.standardError.contains("event=task.store_retry") }, "the outage was never met")
+        // The outage was met: by a write of answers in hand (retried in place), or, when no
+        // page was in flight as the lock came (seen once under the whole suite's load), by
+        // the next claim (its task retried; nothing was sent for it yet).
+        let metByAWrite = workers.contains { $0.standardError.contains("event=task.store_retry") }
+        let metByAClaim = workers.contains { $0.standardError.contains("event=task.retry") && $0.standardError.contains("locked by another process") }
+        #expect(metByAWrite || metByAClaim, "the outage was never met")
     }
 
     @Test("apps add refuses keys that cannot sign and ids Apple would not issue, and stores nothing")

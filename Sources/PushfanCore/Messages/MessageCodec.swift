@@ -172,18 +172,28 @@ package enum MessageCodec {
         let value: D
 
         init(from decoder: any Decoder) throws {
-            do {
+            value = try MessageCodec.translatingErrors {
                 do { _ = try decoder.container(keyedBy: AnyCodingKey.self) } catch let error as DecodingError {
                     throw MessageDecodingError.wrongSchema("", "expected a JSON object\(JSONPath.found(in: error))")
                 }
-                value = try D(from: decoder)
-            } catch let error as MessageDecodingError {
-                throw error
-            } catch let error as DecodingError {
-                throw JSONPath.translate(error)
-            } catch {
-                throw ParserFailure.classify(error, at: [])
+                return try D(from: decoder)
             }
+        }
+    }
+
+    /// Runs a decoding step, every error it raises turned into a `MessageDecodingError`
+    /// with the field path.
+    private static func translatingErrors<T>(_ body: () throws -> T) throws(MessageDecodingError) -> T {
+        do {
+            return try body()
+        } catch let error as MessageDecodingError {
+            throw error
+        } catch let error as DecodingError {
+            throw JSONPath.translate(error)
+        } catch {
+            // The parser's own error, raised lazily for a value it could not convert; the
+            // field helpers usually catch it first, with a path.
+            throw ParserFailure.classify(error, at: [])
         }
     }
 
@@ -212,7 +222,7 @@ package enum MessageCodec {
         private enum Keys: String, CodingKey { case v }
 
         init(from decoder: any Decoder) throws {
-            do {
+            message = try MessageCodec.translatingErrors {
                 let container: KeyedDecodingContainer<Keys>
                 do {
                     container = try decoder.container(keyedBy: Keys.self)
@@ -233,15 +243,7 @@ package enum MessageCodec {
                 guard M.supportedVersions.contains(version) else {
                     throw MessageDecodingError.unsupportedVersion(version, supported: M.supportedVersions)
                 }
-                message = try M(from: decoder)
-            } catch let error as MessageDecodingError {
-                throw error
-            } catch let error as DecodingError {
-                throw JSONPath.translate(error)
-            } catch {
-                // The parser's own error, raised lazily for a value it could not
-                // convert; the field helpers usually catch it first, with a path.
-                throw ParserFailure.classify(error, at: [])
+                return try M(from: decoder)
             }
         }
     }
