@@ -22,7 +22,7 @@ enum AdminRoutes {
                 timeZone: try optionalText(body, "time_zone"))
             registration.timeZone = registration.timeZone.flatMap { $0.isEmpty ? nil : $0 }
             registration.defaultCategory = try optionalText(body, "default_category")
-            registration.frequencyCaps = try frequencyCaps(body, required: false)
+            registration.frequencyCaps = try frequencyCaps(body, key: "frequency_caps", required: false)
             let secrets = try await store.apps.add(registration)
             return .json(201, ["app": .string(app), "master_secret": .string(secrets.master), "application_secret": .string(secrets.application)],
                          headers: ["Location": "/v1/admin/apps/\(app)"])
@@ -48,7 +48,7 @@ enum AdminRoutes {
             return .json(200, ["app": .string(call.parameter("app")), "default_category": category.map { .string($0) } ?? .null])
         })
         router.add("PUT", "/v1/admin/apps/{app}/frequency_caps", Route(roles: [], admin: true) { call in
-            let caps = try frequencyCaps(try APIService.jsonObject(call.request), required: true)
+            let caps = try frequencyCaps(try APIService.jsonObject(call.request), key: "caps", required: true)
             try await store.apps.setFrequencyCaps(app: call.parameter("app"), caps)
             return .json(200, ["app": .string(call.parameter("app")), "frequency_caps": capsJSON(caps)])
         })
@@ -110,9 +110,9 @@ enum AdminRoutes {
         }
     }
 
-    /// `caps`: rules as `pushes/window` texts (`["3/1d", "1/1h"]`); empty or absent, none.
-    private static func frequencyCaps(_ body: [String: JSONValue], required: Bool, field: String = "caps") throws -> FrequencyCaps {
-        let key = required ? field : "frequency_caps"
+    /// Member `key`: rules as `pushes/window` texts (`["3/1d", "1/1h"]`); empty (or, when not
+    /// required, absent) is none.
+    private static func frequencyCaps(_ body: [String: JSONValue], key: String, required: Bool) throws -> FrequencyCaps {
         switch body[key] {
         case nil where !required, .null? where !required: return FrequencyCaps([])
         case .array(let items)?:

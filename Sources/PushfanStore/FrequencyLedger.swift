@@ -3,9 +3,10 @@ import PushfanCore
 
 /// The alert pushes each device was admitted to under its app's frequency caps, one row
 /// per (device, campaign), and the check that admits more. Admission happens in the
-/// transaction that claims a page, for every worker and campaign at once: the devices' rows are locked first
-/// (PostgreSQL; SQLite's write transaction already serialises), so two workers admitting
-/// the same device for two campaigns take turns and the second sees the first's push.
+/// transaction that claims a page, for every worker and campaign at once: the devices' rows
+/// are locked first (PostgreSQL; SQLite's write transaction already serialises), so two
+/// workers admitting the same device for two campaigns take turns and the second sees the
+/// first's push.
 package struct FrequencyLedger: Sendable {
     let executor: StoreExecutor
 
@@ -29,22 +30,9 @@ package struct FrequencyLedger: Sendable {
         }
     }
 
-    /// Admits `candidates` to one more push of `campaign` under `caps` at `now`; returns the
-    /// row keys the caps hold back. The worker admits in its claim's transaction
-    /// (`DeliveryLedger.claim(admitting:)`); this is the same on its own.
-    package func admit(
-        app: String, campaign: String, _ candidates: [Candidate], caps: FrequencyCaps, now: Int64 = DeviceStore.now()
-    ) async throws(StoreError) -> Set<Int64> {
-        guard !caps.isEmpty, !candidates.isEmpty else { return [] }
-        let backend = executor.backend
-        return try await executor.run { connection throws(StoreError) in
-            try connection.transaction { () throws(StoreError) -> Set<Int64> in
-                try Self.admit(connection, backend, app: app, campaign: campaign, candidates, caps: caps, now: now)
-            }
-        }
-    }
-
-    /// Inside the caller's transaction. A device already admitted to this campaign (its page
+    /// Admits `candidates` to one more push of `campaign` under `caps` at `now`, inside the
+    /// claim's transaction (`DeliveryLedger.claim(admitting:)`); returns the row keys the caps
+    /// hold back. A device already admitted to this campaign (its page
     /// sent again after a crash, a device another worker held) stays admitted and is not
     /// counted twice. Rows too old to count under any rule are removed as they are met.
     static func admit(
