@@ -3,7 +3,6 @@ import PushfanCore
 import PushfanKafka
 import PushfanStore
 import PushfanWorker
-import Synchronization
 
 /// What a route handler gets: the request, the path's parameters, and who is calling.
 package struct RouteCall: Sendable {
@@ -44,7 +43,7 @@ package final class APIService: Sendable {
     let writer: ResultsWriter
     let logger: Logger
     let router: Router<Route>
-    private let throttle: Mutex<AuthThrottle>
+    private let throttle: Locked<AuthThrottle>
     package let metrics: RequestMetrics
 
     /// The admin token, as given (nil: the admin routes answer 401 to everyone).
@@ -55,7 +54,7 @@ package final class APIService: Sendable {
         dashboard: DashboardFeed? = nil, chartJS: [UInt8]? = nil, metrics: RequestMetrics = RequestMetrics(), logger: Logger
     ) {
         self.metrics = metrics
-        self.throttle = Mutex(throttle)
+        self.throttle = Locked(throttle)
         self.adminToken = adminToken
         self.store = store
         self.writer = writer

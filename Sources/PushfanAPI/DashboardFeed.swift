@@ -39,21 +39,16 @@ package final class DashboardFeed: Sendable {
     private let topics: TopicNames
     private let settings: Settings
     private let logger: Logger
-    private let counting = CountingState()
-    private let view = Mutex(View())
+    private let counting = Locked(Counting())
+    private let view = Locked(View())
     private let stopping = Atomic<Bool>(false)
     /// Records counted, by kind: `result`, `dead_letter`, or `unreadable` (neither).
     private let records: Counter
 
     /// The tallies of the partitions this process reads, shared with the consumer's
-    /// rebalance callbacks (a class: a `Mutex` cannot be captured).
+    /// rebalance callbacks.
     private struct Counting {
         var partitions: [TopicPartition: PartitionCount] = [:]
-    }
-
-    private final class CountingState: Sendable {
-        private let state = Mutex(Counting())
-        func withLock<R>(_ body: (inout Counting) -> R) -> R { state.withLock { body(&$0) } }
     }
 
     private struct PartitionCount {
@@ -312,7 +307,7 @@ package final class DashboardFeed: Sendable {
 
     /// On the consumer's poll thread: where each newly assigned partition starts, from the
     /// saved offsets. A partition never saved is counted from its first record.
-    private static func assigned(_ partitions: [TopicPartition], counting: CountingState, store: DeviceStore, logger: Logger) -> [TopicPartition: Int64] {
+    private static func assigned(_ partitions: [TopicPartition], counting: Locked<Counting>, store: DeviceStore, logger: Logger) -> [TopicPartition: Int64] {
         var saved: [String: [Int: Int64]]?
         for attempt in 1...30 {
             do {

@@ -80,7 +80,7 @@ private final class ServerContext: Sendable {
     /// Handlers running now (their connections suspended).
     let running = Atomic<Int>(0)
     /// Streaming bodies being sent now.
-    let streams = Mutex<[ObjectIdentifier: EventStream]>([:])
+    let streams = Locked<[ObjectIdentifier: EventStream]>([:])
 
     init(handler: @escaping HTTPServer.Handler, refused: @escaping HTTPServer.Refusals, immediate: HTTPServer.Immediate?, limits: HTTPServer.Limits) {
         self.handler = handler

@@ -1,5 +1,4 @@
 import Foundation
-import Synchronization
 import PushfanCore
 
 /// Sends notifications to one APNs endpoint with one credential: the pool of
@@ -14,7 +13,7 @@ package final class APNsClient: Sendable {
     package let credentials: APNsCredentials
     package let configuration: APNsClientConfiguration
     private let pool: APNsConnectionPool
-    private let throttle = Mutex(TooManyRequestsThrottle())
+    private let throttle = Locked(TooManyRequestsThrottle())
 
     /// Checks the configuration and, for token auth, signs a first provider
     /// token, so a broken key fails here and not on every notification.
@@ -90,7 +89,7 @@ package final class APNsClients: Sendable {
     private let tokenCache: ProviderTokenCache
     private let logger: Logger
     private let metrics: APNsMetrics?
-    private let clients = Mutex<[String: APNsClient]>([:])
+    private let clients = Locked<[String: APNsClient]>([:])
 
     package init(
         configuration: APNsClientConfiguration = APNsClientConfiguration(),

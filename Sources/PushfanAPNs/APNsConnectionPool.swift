@@ -1,5 +1,4 @@
 import Foundation
-import Synchronization
 import PushfanCore
 
 /// Where one batch's results are gathered. Written only by the pool's thread
@@ -52,7 +51,7 @@ struct SharedState {
 
 /// The mutex-guarded state, in a class so the pool and its thread share it.
 final class SharedBox: Sendable {
-    let state = Mutex(SharedState())
+    let state = Locked(SharedState())
 }
 
 /// Wakes the pool's thread from another thread (a thread-safe libcurl or pipe call).

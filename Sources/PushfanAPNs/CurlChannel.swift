@@ -2,7 +2,6 @@ import Foundation
 import PushfanCore
 import PushfanCrypto
 import PushfanHTTP2
-import Synchronization
 internal import CCurl
 
 /// One APNs connection as libcurl makes and carries it: an easy handle in connect-only
@@ -151,7 +150,7 @@ final class CurlChannel: ByteChannel, @unchecked Sendable {
 /// A connection attempt on its own thread: `curl_easy_perform` blocks, the pool's thread
 /// must not. The result is handed back through the mutex, and the pool's thread is woken.
 final class ConnectAttempt: Sendable {
-    private let outcome = Mutex<String??>(nil)
+    private let outcome = Locked<String??>(nil)
 
     /// Starts connecting `channel` now; `wake` runs when it is done.
     init(_ channel: CurlChannel, wake: Waker) {

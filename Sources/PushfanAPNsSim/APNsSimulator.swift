@@ -70,7 +70,7 @@ package final class APNsSimulator: Sendable {
     let tls: TLSServerContext?
     let loops: [EventLoop]
     let logDescriptor: Int32
-    private let faults: Mutex<FaultSettings>
+    private let faults: Locked<FaultSettings>
     let faultsVersion = Atomic<Int>(0)
     private let threadsDone: [DispatchSemaphore]
     private let stopped = Atomic<Bool>(false)
@@ -104,7 +104,7 @@ package final class APNsSimulator: Sendable {
         }
         let listener = try Self.listen(host: configuration.host, port: configuration.port)
         port = listener.port
-        faults = Mutex(configuration.faults)
+        faults = Locked(configuration.faults)
         let count = max(1, configuration.threads)
         var loops: [EventLoop] = []
         do {

@@ -10,19 +10,19 @@ import PushfanHTTP2
 /// buffer, delayed responses).
 ///
 /// `@unchecked Sendable`: after `init`, only `run()`'s thread touches the loop's state,
-/// except `stats` (a Mutex), `inbox` (a Mutex) and `wake()`/`requestStop()` (an eventfd
+/// except `stats` and `inbox` (each `Locked`) and `wake()`/`requestStop()` (an eventfd
 /// write and an atomic).
 final class EventLoop: @unchecked Sendable {
     let index: Int
     /// Set by the simulator right after init, before the thread starts; the simulator
     /// outlives its loops (it joins their threads in `stop`).
     unowned(unsafe) var simulator: APNsSimulator!
-    let stats = Mutex(ThreadStats())
+    let stats = Locked(ThreadStats())
 
     private let epoll: Int32
     private let wakeFD: Int32
     private let listenFD: Int32
-    private let inbox = Mutex<[Int32]>([])
+    private let inbox = Locked<[Int32]>([])
     private let stopRequested = Atomic<Bool>(false)
 
     // Loop-thread state.

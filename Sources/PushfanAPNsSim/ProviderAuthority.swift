@@ -1,7 +1,6 @@
 import Foundation
 import PushfanCore
 import PushfanCrypto
-import Synchronization
 
 /// A token-auth key the simulator knows: Apple's team id and key id, the public half of the
 /// .p8 key, and the bundle ids it may push to (nil: any).
@@ -120,7 +119,7 @@ package final class ProviderAuthority: Sendable {
         var accepted: [String: VerifiedToken] = [:]
     }
 
-    private let state: Mutex<State>
+    private let state: Locked<State>
 
     /// Where the 20-minute rule applies: `.key` here, for every token of a key whatever the
     /// connection; `.connection` leaves it to each connection (`ConnectionTokenClock`) and
@@ -134,7 +133,7 @@ package final class ProviderAuthority: Sendable {
     package init(keys: [RegisteredKey], acceptAnyKey: Bool = false, updateScope: UpdateScope = .key) {
         self.acceptAnyKey = acceptAnyKey
         self.updateScope = updateScope
-        state = Mutex(State(keys: keys.map { KeyState(key: $0) }))
+        state = Locked(State(keys: keys.map { KeyState(key: $0) }))
     }
 
     /// The key at `index` (as found in a `VerifiedToken`).

@@ -2,7 +2,6 @@ import Foundation
 import PushfanAPNs
 import PushfanCore
 import PushfanCrypto
-import Synchronization
 
 /// `pushfan bench apns`: as many notifications as fast as the sender goes.
 struct BenchAPNsCommand: Command {
@@ -138,7 +137,7 @@ struct BenchAPNsCommand: Command {
 
 /// Outcome counts across concurrent batches.
 private final class OutcomeCounter: Sendable {
-    private let counts = Mutex<[String: Int]>([:])
+    private let counts = Locked<[String: Int]>([:])
 
     func add(_ results: [APNsSendResult]) {
         var local: [String: Int] = [:]
@@ -158,7 +157,7 @@ private final class OutcomeCounter: Sendable {
 
 /// A progress line, redrawn at most once a second (on a terminal only).
 private final class ProgressReporter: Sendable {
-    private let last = Mutex<ContinuousClock.Instant?>(nil)
+    private let last = Locked<ContinuousClock.Instant?>(nil)
     private let line = ProgressLine()
 
     func report(_ done: Int, of total: Int, since start: ContinuousClock.Instant) {

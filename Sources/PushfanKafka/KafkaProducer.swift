@@ -123,10 +123,10 @@ final class PendingBatch: Sendable {
         var waiter: CheckedContinuation<BatchDelivery, Never>?
     }
 
-    private let state: Mutex<State>
+    private let state: Locked<State>
 
     init(count: Int) {
-        state = Mutex(State(result: BatchDelivery(count: count), remaining: count))
+        state = Locked(State(result: BatchDelivery(count: count), remaining: count))
         if count > 0 { _ = Unmanaged.passRetained(self) }
     }
 
@@ -190,7 +190,7 @@ package final class KafkaProducer: Sendable {
     private let poller: ServiceThread
     private let logger: Logger
     /// Topic handles by name; destroyed in `close` before the client.
-    private let topics = Mutex<[String: TopicHandle]>([:])
+    private let topics = Locked<[String: TopicHandle]>([:])
     private let closed = Atomic<Bool>(false)
     private let queueFullWaits = Atomic<Int>(0)
     /// Senders waiting for room in librdkafka's queue; the poll thread wakes them whenever
@@ -395,7 +395,7 @@ package final class KafkaProducer: Sendable {
 
 /// Tasks waiting for room in the producer queue.
 private final class RoomWaiters: Sendable {
-    private let waiting = Mutex<[CheckedContinuation<Void, Never>]>([])
+    private let waiting = Locked<[CheckedContinuation<Void, Never>]>([])
 
     func wait() async {
         await withCheckedContinuation { continuation in waiting.withLock { $0.append(continuation) } }

@@ -17,12 +17,12 @@ final class ClientContext: Sendable {
     let consumerEvents: ConsumerEventChannel?
     /// Called on the poll thread when partitions are revoked, before their stored offsets
     /// are committed; see `KafkaConsumer.onRevoke`.
-    let revokeHandler = Mutex<(@Sendable ([TopicPartition]) -> Void)?>(nil)
+    let revokeHandler = Locked<(@Sendable ([TopicPartition]) -> Void)?>(nil)
     /// Called on the poll thread when partitions are assigned, for the offsets to start
     /// them at; see `KafkaConsumer.onAssign`.
-    let assignHandler = Mutex<(@Sendable ([TopicPartition]) -> [TopicPartition: Int64])?>(nil)
+    let assignHandler = Locked<(@Sendable ([TopicPartition]) -> [TopicPartition: Int64])?>(nil)
     /// Consumer lag per topic and partition from librdkafka's last statistics (consumers).
-    let consumerLag = Mutex<[String: [Int32: Int64]]>([:])
+    let consumerLag = Locked<[String: [Int32: Int64]]>([:])
 
     init(logger: Logger, consumerEvents: ConsumerEventChannel? = nil) {
         self.logger = logger

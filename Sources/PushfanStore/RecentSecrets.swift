@@ -1,5 +1,5 @@
+import PushfanCore
 import PushfanCrypto
-import Synchronization
 
 /// An app's secret hashes as stored: each secret, and the predecessor a rotation left with
 /// the moment it stops counting.
@@ -31,7 +31,7 @@ struct StoredSecrets: Sendable {
 /// `lifetime`. Grace periods are judged at the time of each call, never cached.
 final class RecentSecrets: Sendable {
     static let lifetime = Duration.seconds(1)
-    private let entries = Mutex<[String: (secrets: StoredSecrets, readAt: ContinuousClock.Instant)]>([:])
+    private let entries = Locked<[String: (secrets: StoredSecrets, readAt: ContinuousClock.Instant)]>([:])
 
     func fresh(_ app: String) -> StoredSecrets? {
         entries.withLock { entries in

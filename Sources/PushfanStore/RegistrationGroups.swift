@@ -1,5 +1,4 @@
 import PushfanCore
-import Synchronization
 
 /// Group commit for single-device registrations. Registrations that arrive while one group
 /// is being written wait and go together in the next transaction, on the first connection:
@@ -28,7 +27,7 @@ final class RegistrationGroups: Sendable {
     static let largestGroup = 128
 
     private let executor: StoreExecutor
-    private let state = Mutex(State())
+    private let state = Locked(State())
 
     init(executor: StoreExecutor) {
         self.executor = executor

@@ -33,7 +33,7 @@ final class StoreExecutor: @unchecked Sendable {
     /// Every difference between SQLite and PostgreSQL the concerns need.
     let backend: any SQLBackend
     /// Durations and errors of calls, once `DeviceStore.exportMetrics` asked for them.
-    let metrics = Mutex<StoreCallMetrics?>(nil)
+    let metrics = Locked<StoreCallMetrics?>(nil)
 
     private init(connections: [any SQLConnection], backend: any SQLBackend) {
         lanes = connections.enumerated().map { Lane(queue: DispatchQueue(label: "pushfan.store.\($0.offset)"), connection: $0.element) }

@@ -1,6 +1,5 @@
 import Foundation
 import PushfanCore
-import Synchronization
 
 /// A registration that passed validation, normalised and ready to write.
 package struct ValidatedDevice: Sendable, Equatable {
@@ -156,5 +155,5 @@ package enum Validation {
         lookedUpZones.withLock { _ = $0.insert(name) }
     }
 
-    private static let lookedUpZones = Mutex<Set<String>>([])
+    private static let lookedUpZones = Locked<Set<String>>([])
 }

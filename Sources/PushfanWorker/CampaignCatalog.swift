@@ -2,7 +2,6 @@ import Foundation
 import PushfanAPNs
 import PushfanCore
 import PushfanStore
-import Synchronization
 
 /// What a sender needs to know about a task's campaign and app, read from the store once
 /// and kept: the campaign as accepted, its parsed audience, the app row and the APNs client
@@ -76,9 +75,9 @@ package final class CampaignCatalog: Sendable {
     private let clients: APNsClients
     private let endpointOverride: APNsEndpoint?
     private let appRefresh: Duration
-    private let plans = Mutex<[String: (plan: CampaignPlan, loaded: ContinuousClock.Instant)]>([:])
+    private let plans = Locked<[String: (plan: CampaignPlan, loaded: ContinuousClock.Instant)]>([:])
     /// Loaded credentials by app, with the reference they were loaded from.
-    private let credentials = Mutex<[String: (reference: APNsCredentialsReference, loaded: APNsCredentials)]>([:])
+    private let credentials = Locked<[String: (reference: APNsCredentialsReference, loaded: APNsCredentials)]>([:])
 
     /// `endpointOverride` (a simulator or staging host) takes every environment's traffic;
     /// without it each device's environment picks Apple's production or sandbox host.
@@ -161,7 +160,7 @@ package final class AppPauses: Sendable {
         var announced: Set<String> = []
     }
 
-    private let episodes = Mutex<[String: Episode]>([:])
+    private let episodes = Locked<[String: Episode]>([:])
     private let logger: Logger
     private let giveUpAfter: Duration
     private let clock: any WorkerClock

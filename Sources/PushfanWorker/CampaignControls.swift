@@ -1,6 +1,5 @@
 import PushfanCore
 import PushfanStore
-import Synchronization
 
 /// What this worker knows of operators' commands, per campaign: the status a control
 /// record or the store last said. Senders ask it before every batch (`statusStopping`), so a cancel
@@ -29,7 +28,7 @@ package final class CampaignControls: Sendable {
     private let logger: Logger
     private let clock: any WorkerClock
     private let refreshInterval: Duration
-    private let entries = Mutex<[String: Entry]>([:])
+    private let entries = Locked<[String: Entry]>([:])
 
     package init(store: DeviceStore, logger: Logger, clock: any WorkerClock = SystemClock(), refreshInterval: Duration = .seconds(1)) {
         self.store = store

@@ -1,7 +1,6 @@
 import Foundation
 import PushfanCore
 import PushfanStore
-import Synchronization
 
 /// Produces a campaign's `progress` events while this worker sends for it: at most one per
 /// campaign per interval, with the store's running totals (so they count every worker's
@@ -17,7 +16,7 @@ package final class ProgressReporter: Sendable {
     private let writer: ResultsWriter
     private let interval: Duration
     private let logger: Logger
-    private let campaigns = Mutex<[String: Entry]>([:])
+    private let campaigns = Locked<[String: Entry]>([:])
 
     package init(store: DeviceStore, writer: ResultsWriter, interval: Duration, logger: Logger) {
         self.store = store

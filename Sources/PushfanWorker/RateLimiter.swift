@@ -1,6 +1,5 @@
 import Foundation
 import PushfanCore
-import Synchronization
 
 /// A token bucket: `rate` sends per second on average, at most `capacity` at once.
 ///
@@ -16,7 +15,7 @@ package final class TokenBucket: Sendable {
         var granted = 0
     }
 
-    private let state: Mutex<State>
+    private let state: Locked<State>
     private let clock: any WorkerClock
 
     /// Starts full. `burst` is how many seconds of `rate` may go out at once: small enough
@@ -24,7 +23,7 @@ package final class TokenBucket: Sendable {
     package init(rate: Double, burst: Duration = .milliseconds(50), clock: any WorkerClock = SystemClock()) {
         let capacity = Self.capacity(rate: rate, burst: burst)
         self.clock = clock
-        state = Mutex(State(rate: max(rate, 0.001), capacity: capacity, tokens: capacity, updated: clock.now))
+        state = Locked(State(rate: max(rate, 0.001), capacity: capacity, tokens: capacity, updated: clock.now))
     }
 
     private static func capacity(rate: Double, burst: Duration) -> Double {
@@ -92,7 +91,7 @@ package final class TokenBucket: Sendable {
 /// moment each lane is sent by at most one bucket of `rate / lanes`: `lanes` buckets of
 /// `rate / lanes` add up to `rate` at most, however partitions move.
 package final class RateLanes: Sendable {
-    private let buckets = Mutex<[LaneKey: TokenBucket]>([:])
+    private let buckets = Locked<[LaneKey: TokenBucket]>([:])
     private let clock: any WorkerClock
 
     package init(clock: any WorkerClock = SystemClock()) {

@@ -1,7 +1,6 @@
 import Foundation
 import PushfanAPNs
 import PushfanCore
-import Synchronization
 
 /// A circuit breaker for one rate lane: when most recent answers are server failures (5xx,
 /// connections lost or refused), sending at the full rate only burns the devices' retries
@@ -123,7 +122,7 @@ package struct SendCircuit: Sendable, Equatable {
 
 /// The circuits of one worker, one per (app, lane), shared by the lane's tasks.
 package final class LaneCircuits: Sendable {
-    private let circuits = Mutex<[LaneKey: SendCircuit]>([:])
+    private let circuits = Locked<[LaneKey: SendCircuit]>([:])
     private let settings: SendCircuit.Settings
     private let logger: Logger
     private let clock: any WorkerClock

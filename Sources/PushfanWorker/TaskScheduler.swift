@@ -2,7 +2,6 @@ import Dispatch
 import Foundation
 import PushfanCore
 import PushfanKafka
-import Synchronization
 
 /// Runs the tasks of the partitions this worker owns and stores their offsets in order.
 ///
@@ -28,7 +27,7 @@ package final class TaskScheduler: Sendable {
         var handles: [TaskSchedule<Payload>.Key: Task<Void, Never>] = [:]
     }
 
-    private let state = Mutex(State())
+    private let state = Locked(State())
     private let consumer: KafkaConsumer
     private let makeSender: @Sendable (TaskRecord) -> ShardSender
     private let deadLetter: @Sendable (_ record: KafkaRecord, _ code: String, _ reason: String) async -> Void

@@ -54,7 +54,7 @@ package final class Worker: Sendable {
     private let plannerJoined = Atomic<Bool>(false)
     private let senderJoined = Atomic<Bool>(false)
     private let controlJoined = Atomic<Bool>(false)
-    private let shutdown = Mutex<Task<Void, Never>?>(nil)
+    private let shutdown = Locked<Task<Void, Never>?>(nil)
 
     package init(options: Options, store: DeviceStore, logger: Logger) throws {
         self.options = options

@@ -3,7 +3,6 @@ import PushfanAPNs
 import PushfanCore
 import PushfanCrypto
 import PushfanTestSupport
-import Synchronization
 
 /// A simulator with one registered signing key, and clients for it.
 struct SenderHarness {
@@ -79,7 +78,7 @@ struct SenderHarness {
 
 /// A clock tests move by hand.
 final class ManualClock: Sendable {
-    private let current = Mutex(Date())
+    private let current = Locked(Date())
 
     var now: Date { current.withLock { $0 } }
 

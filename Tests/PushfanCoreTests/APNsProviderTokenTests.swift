@@ -1,5 +1,4 @@
 import Foundation
-import Synchronization
 import PushfanTestSupport
 import Testing
 
@@ -7,8 +6,8 @@ import Testing
 
 /// A clock the test moves by hand.
 final class APNsFakeClock: Sendable {
-    private let current: Mutex<Date>
-    init(_ start: Date) { current = Mutex(start) }
+    private let current: Locked<Date>
+    init(_ start: Date) { current = Locked(start) }
     var now: Date { current.withLock { $0 } }
     func advance(minutes: Double) { current.withLock { $0 = $0.addingTimeInterval(minutes * 60) } }
     func advance(seconds: Double) { current.withLock { $0 = $0.addingTimeInterval(seconds) } }
@@ -16,7 +15,7 @@ final class APNsFakeClock: Sendable {
 
 /// A signer that records what it signed and returns 64 distinct bytes.
 final class APNsRecordingSigner: Sendable {
-    private let inputs = Mutex<[Data]>([])
+    private let inputs = Locked<[Data]>([])
     var calls: Int { inputs.withLock { $0.count } }
     var signed: [Data] { inputs.withLock { $0 } }
     func sign(_ input: Data) -> Data {
@@ -253,7 +252,7 @@ struct APNsProviderTokenTests {
 
         // Another process's 10-minute-old token wins: this cache signs a candidate and uses the shared one.
         let signer = APNsRecordingSigner()
-        let offered = Mutex<[ProviderToken]>([])
+        let offered = Locked<[ProviderToken]>([])
         let cache = ProviderTokenCache(now: { clock.now }, exchange: { signed, _ in
             offered.withLock { $0.append(signed) }
             return shared

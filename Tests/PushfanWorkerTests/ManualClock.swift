@@ -1,5 +1,5 @@
 import Foundation
-import Synchronization
+import PushfanCore
 @testable import PushfanWorker
 
 /// A clock the test moves by hand: sleepers wake when `advance` passes their deadline.
@@ -17,7 +17,7 @@ final class ManualClock: WorkerClock {
         var nextID = 0
     }
 
-    private let state = Mutex(State())
+    private let state = Locked(State())
 
     var now: ContinuousClock.Instant { state.withLock { $0.now } }
     /// Moves with `now`, from a fixed start.

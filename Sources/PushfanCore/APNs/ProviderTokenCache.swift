@@ -111,7 +111,7 @@ extension ProviderToken {
 /// until then. `iat` is backdated by `backdate` (10 s) so a server clock
 /// slightly behind ours does not see a token from the future.
 ///
-/// Thread-safe (a `Mutex`), synchronous so the transport thread can call it.
+/// Thread-safe (a `Locked` state), synchronous so the transport thread can call it.
 /// The signer runs under the lock, at most once per key per 20 minutes, so
 /// concurrent callers wait for one signature instead of making several.
 package final class ProviderTokenCache: Sendable {
@@ -152,7 +152,7 @@ package final class ProviderTokenCache: Sendable {
     package let configuration: Configuration
     private let now: @Sendable () -> Date
     private let exchange: Exchange?
-    private let entries = Mutex<[ProviderSigningKey.Identity: Entry]>([:])
+    private let entries = Locked<[ProviderSigningKey.Identity: Entry]>([:])
 
     /// - Parameter now: the wall clock (also the source of `iat`); tests
     ///   inject a fake one to move time.

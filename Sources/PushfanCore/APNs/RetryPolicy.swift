@@ -136,7 +136,7 @@ package struct RetryPolicy: Sendable {
 /// device token gets too many notifications: that token (and only it) waits,
 /// longer each time it is refused again.
 ///
-/// A value type; a sender shares one behind a `Mutex`. Entries are dropped by
+/// A value type; a sender shares one behind a `Locked`. Entries are dropped by
 /// `recordAccepted` and `prune`, so memory stays bounded by the tokens
 /// currently throttled.
 package struct TooManyRequestsThrottle: Sendable {

@@ -1,4 +1,3 @@
-import Synchronization
 
 /// Metrics in the Prometheus text exposition format: counters, gauges and histograms with
 /// labels, registered once and rendered on every scrape. Counting is a short lock per call;
@@ -8,7 +7,7 @@ import Synchronization
 /// `_total` for counters. Label values must come from bounded sets (an app key, an outcome,
 /// a route pattern), never from device or campaign ids.
 package final class MetricsRegistry: Sendable {
-    private let families = Mutex<[any MetricFamily]>([])
+    private let families = Locked<[any MetricFamily]>([])
 
     package init() {}
 
@@ -85,7 +84,7 @@ extension MetricFamily {
 
 /// A value per label set, under a lock: what counters and gauges keep.
 final class LabeledValues: Sendable {
-    private let values = Mutex<[[String]: Double]>([:])
+    private let values = Locked<[[String]: Double]>([:])
 
     func add(_ amount: Double, _ labelValues: [String]) { values.withLock { $0[labelValues, default: 0] += amount } }
     func set(_ value: Double, _ labelValues: [String]) { values.withLock { $0[labelValues] = value } }
@@ -185,7 +184,7 @@ package final class Histogram: MetricFamily {
     let labels: [String]
     let bounds: [Double]
     var type: String { "histogram" }
-    private let series = Mutex<[[String]: Batch]>([:])
+    private let series = Locked<[[String]: Batch]>([:])
 
     init(name: String, help: String, labels: [String], bounds: [Double]) {
         (self.name, self.help, self.labels, self.bounds) = (name, help, labels, bounds)

@@ -1,0 +1,85 @@
+"""The soak's verdict: pure functions from what was recorded during the run to a list of
+violations (empty when the promise held) and the numbers for the summary."""
+import collections
+import json
+import statistics
+
+
+def campaign_ends(campaigns, statuses):
+    """Every campaign ended as asked: cancelled when a cancel took effect, else completed."""
+    violations = []
+    for campaign in campaigns:
+        status = statuses.get(campaign.id)
+        if campaign.error:
+            violations.append(f"{campaign.id}: the workload failed: {campaign.error}")
+        elif status != campaign.expected_status():
+            violations.append(f"{campaign.id}: {status or 'not in the store'}, expected {campaign.expected_status()} "
+                              f"(plan {campaign.plan}, answers {campaign.answers})")
+    return violations
+
+
+def audit_findings(audit_line, campaigns):
+    """The audit's JSON line: each campaign audited, and no violation in any."""
+    rows = {row["campaign"]: row for row in audit_line["audit"]}
+    violations = [f"{row['campaign']}: {v}" for row in rows.values() for v in row["violations"]]
+    violations += [f"{c.id}: not audited" for c in campaigns if c.id not in rows]
+    return violations, rows
+
+
+def duplicate_budget(rows, crashes, page_size, lanes, dropped_connections, streams):
+    """APNs duplicates within one page per lane per crash (a killed or stopped worker), plus
+    what a dropped connection had in flight (its outcome unknown to the sender)."""
+    duplicates = sum(row["apns_duplicates"] for row in rows.values())
+    budget = crashes * page_size * lanes + dropped_connections * streams
+    violations = [] if duplicates <= budget else [f"{duplicates} APNs duplicates, over the budget of {budget}"]
+    return violations, duplicates, budget
+
+
+def sends_per_second(sim_log_lines, topics):
+    """{app: Counter(second -> accepted requests)} from the simulator's log."""
+    by_topic = {topic: app for app, topic in topics.items()}
+    seconds = {app: collections.Counter() for app in topics}
+    for line in sim_log_lines:
+        entry = json.loads(line)
+        app = by_topic.get(entry["topic"])
+        if app:
+            seconds[app][entry["time_ms"] // 1000] += 1
+    return seconds
+
+
+def rate_limits(seconds, rates, slack=0.05):
+    """Every whole second of each app's sends within its rate + slack."""
+    violations, peaks = [], {}
+    for app, counts in seconds.items():
+        limit = rates[app] * (1 + slack)
+        peaks[app] = max(counts.values(), default=0)
+        over = sorted((second, n) for second, n in counts.items() if n > limit)
+        if over:
+            violations.append(f"{app}: {len(over)} seconds over {limit:.0f}/s, e.g. {over[:5]}")
+    return violations, peaks
+
+
+def resource_growth(series, min_samples=6):
+    """Processes whose memory or open files grew: the median of the last third of their
+    samples against the largest of the first third (after the first, a warm-up)."""
+    violations = []
+    for name, samples in series.items():
+        if len(samples) < min_samples:
+            continue
+        third = max(2, len(samples) // 3)
+        early, late = samples[1:1 + third], samples[-third:]
+        rss_early, rss_late = max(s[0] for s in early), statistics.median(s[0] for s in late)
+        fds_early, fds_late = max(s[1] for s in early), statistics.median(s[1] for s in late)
+        if rss_late > rss_early * 1.25 + 16 * 1024:
+            violations.append(f"{name}: resident memory grew from {rss_early // 1024} to {rss_late // 1024} MB")
+        if fds_late > fds_early + 16:
+            violations.append(f"{name}: open files grew from {fds_early} to {fds_late}")
+    return violations
+
+
+def dead_letters(keys, bad_ids):
+    """Only the deliberately bad records were dead-lettered, and each of them was."""
+    keys = set(keys)
+    violations = [f"dead-lettered although good: {key}" for key in sorted(keys - set(bad_ids))]
+    violations += [f"bad record not dead-lettered: {key}" for key in sorted(set(bad_ids) - keys)]
+    return violations
