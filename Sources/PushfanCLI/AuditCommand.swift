@@ -45,12 +45,16 @@ struct AuditCommand: Command {
         let topic = try await ResultsReading.read(
             client: try KafkaOptions.client(arguments, context), topic: context.configuration.kafka.topics.results, campaigns: wanted,
             timeout: .seconds(try arguments.int("timeout", default: 120, range: 1...86_400)), logger: context.logger)
+        // The log is read once for all campaigns, and each app's tokens once.
+        let simulatorLog = try arguments.value("sim-log").map { path throws(UsageError) in try SimulatorLog(path: path) }
+        var devicesByToken: [String: [String: String]] = [:]
         var reports: [CampaignAudit.Report] = []
         for row in rows {
             let ledger = try await store.ledger.facts(campaign: row.id)
             var accepted: [String: Int]?
-            if let log = arguments.value("sim-log") {
-                accepted = try await acceptedRequests(log: log, campaign: row.id, app: row.app, store: store)
+            if let simulatorLog {
+                if devicesByToken[row.app] == nil { devicesByToken[row.app] = try await store.devices.deviceIDsByToken(app: row.app) }
+                accepted = try await acceptedRequests(in: simulatorLog, campaign: row.id, app: row.app, devices: devicesByToken[row.app] ?? [:], store: store)
             }
             let audit = CampaignAudit(
                 campaign: row.id, status: row.status.rawValue, ledger: ledger, results: topic.devices[row.id] ?? [:],
@@ -74,19 +78,15 @@ struct AuditCommand: Command {
 
     /// Device id → requests the simulator accepted for the campaign: its log lines for the
     /// app's topic with the campaign's collapse id, by token, tokens mapped to devices.
-    static func acceptedRequests(log: String, campaign: String, app: String, store: DeviceStore) async throws -> [String: Int] {
+    static func acceptedRequests(
+        in log: SimulatorLog, campaign: String, app: String, devices: [String: String], store: DeviceStore
+    ) async throws -> [String: Int] {
         guard let definition = try await store.campaigns.definition(campaign), let parsed = try? MessageCodec.decode(Campaign.self, from: Data(definition.utf8)),
               let appRecord = try await store.apps.get(app) else { return [:] }
-        guard let text = try? String(contentsOfFile: log, encoding: .utf8) else { throw UsageError("--sim-log: cannot read \(log)") }
-        let devices = try await store.devices.deviceIDsByToken(app: app)
-        let collapseID = parsed.effectiveCollapseID
         let topic = (try? APNsNotification.requestTopic(appRecord.topic, pushType: parsed.notification.pushType)) ?? appRecord.topic
         var accepted: [String: Int] = [:]
-        for line in text.split(separator: "\n") {
-            guard let object = try? JSONDecoder().decode(JSONValue.self, from: Data(line.utf8)).objectValue,
-                  object["topic"]?.stringValue == topic, object["collapse_id"]?.stringValue == collapseID,
-                  let token = object["token"]?.stringValue else { continue }
-            accepted[devices[token] ?? "token:\(token.prefix(12))", default: 0] += 1
+        for (token, requests) in log.accepted(topic: topic, collapseID: parsed.effectiveCollapseID) {
+            accepted[devices[token] ?? "token:\(token.prefix(12))", default: 0] += requests
         }
         return accepted
     }
@@ -104,6 +104,27 @@ struct AuditCommand: Command {
 }
 
 /// The results topic read once, from its start to the end it had when reading began.
+/// The simulator's log of accepted requests (`apns-sim --log`), counted by topic, collapse
+/// id and token in one pass.
+struct SimulatorLog {
+    private var requests: [String: [String: [String: Int]]] = [:]
+
+    init(path: String) throws(UsageError) {
+        guard let text = try? String(contentsOfFile: path, encoding: .utf8) else { throw UsageError("--sim-log: cannot read \(path)") }
+        for line in text.split(separator: "\n") {
+            guard let object = try? JSONDecoder().decode(JSONValue.self, from: Data(line.utf8)).objectValue,
+                  let topic = object["topic"]?.stringValue, let collapseID = object["collapse_id"]?.stringValue,
+                  let token = object["token"]?.stringValue else { continue }
+            requests[topic, default: [:]][collapseID, default: [:]][token, default: 0] += 1
+        }
+    }
+
+    /// Token → requests accepted for that topic and collapse id.
+    func accepted(topic: String, collapseID: String) -> [String: Int] {
+        requests[topic]?[collapseID] ?? [:]
+    }
+}
+
 struct ResultsReading {
     /// Campaign → device id → its last result.
     var devices: [String: [String: DeviceResult]] = [:]
