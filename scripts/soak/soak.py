@@ -191,7 +191,11 @@ def audit(stack):
                            "--brokers", stack.kafka.brokers, "--timeout", "300", "--log-level", "warning"],
                           capture_output=True, text=True)
     sys.stderr.write(done.stdout.split("\n{")[0] + "\n")
-    return json.loads(done.stdout.strip().splitlines()[-1])
+    lines = done.stdout.strip().splitlines()
+    if not lines or not lines[-1].startswith("{"):
+        # Exit 2: a source could not be read. The verdict reports it as a violation.
+        return {"audit": [], "error": f"exit {done.returncode}: {done.stderr.strip()[-500:]}"}
+    return json.loads(lines[-1])
 
 
 def dead_letter_keys(stack):
@@ -206,7 +210,7 @@ def verdict(stack, workload, injected, samples, ends, stuck):
     violations += checks.campaign_ends(campaigns, ends)
     audit_line = audit(stack)
     found, rows = checks.audit_findings(audit_line, campaigns)
-    violations += found
+    violations += found + ([f"the audit did not finish: {audit_line['error']}"] if "error" in audit_line else [])
     crashes = sum(1 for fault in injected if fault.get("crash"))
     dropped = stack.simulator.stats()["dropped_connections"]
     over, duplicates, budget = checks.duplicate_budget(rows, crashes, PAGE_SIZE, LANES * len(APPS), dropped, STREAMS)
