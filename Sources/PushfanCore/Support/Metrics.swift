@@ -1,4 +1,3 @@
-
 /// Metrics in the Prometheus text exposition format: counters, gauges and histograms with
 /// labels, registered once and rendered on every scrape. Counting is a short lock per call;
 /// callers on hot paths count per batch, not per item.
