@@ -103,7 +103,6 @@ struct AuditCommand: Command {
     }
 }
 
-/// The results topic read once, from its start to the end it had when reading began.
 /// The simulator's log of accepted requests (`apns-sim --log`), counted by topic, collapse
 /// id and token in one pass.
 struct SimulatorLog {
@@ -125,6 +124,7 @@ struct SimulatorLog {
     }
 }
 
+/// The results topic read once, from its start to the end it had when reading began.
 struct ResultsReading {
     /// Campaign → device id → its last result.
     var devices: [String: [String: DeviceResult]] = [:]
