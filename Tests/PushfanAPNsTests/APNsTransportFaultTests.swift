@@ -173,9 +173,12 @@ import Testing
         let harness = try await SenderHarness.start(["--latency", "200"])
         defer { harness.stop() }
         let client = try harness.client { $0.streamsPerConnection = 2 }
-        let notifications = try (0..<20).map { _ in try SenderHarness.alert() }
+        // Two streams answered in 200 ms each drain 200 notifications in 20 s:
+        // far longer than a poll of the simulator takes on a loaded machine
+        // (with 20, the whole batch was once done before a poll saw it).
+        let notifications = try (0..<200).map { _ in try SenderHarness.alert() }
         async let results = client.send(batch: notifications)
-        // Shut down once requests are on the wire (each answer takes 200 ms).
+        // Shut down once requests are on the wire.
         let deadline = ContinuousClock.now + .seconds(10)
         while try await harness.simulator.stats().count("requests") == 0, ContinuousClock.now < deadline { try await Task.sleep(for: .milliseconds(10)) }
         await client.shutdown()
