@@ -59,7 +59,7 @@ let package = Package(
         .testTarget(name: "PushfanAPNsTests", dependencies: ["PushfanAPNs", "PushfanCore", "PushfanCrypto", "PushfanTestSupport"]),
         .testTarget(name: "PushfanStoreTests", dependencies: ["PushfanStore", "PushfanCore", "PushfanTestSupport", "SegmentTestSupport"]),
         .testTarget(name: "PushfanAPNsSimTests", dependencies: ["PushfanAPNsSim", "PushfanCore", "PushfanCrypto", "PushfanTestSupport"]),
-        .testTarget(name: "PushfanWorkerTests", dependencies: ["PushfanWorker", "PushfanAPNs", "PushfanCore", "PushfanStore"]),
+        .testTarget(name: "PushfanWorkerTests", dependencies: ["PushfanWorker", "PushfanAPNs", "PushfanCore", "PushfanStore", "PushfanTestSupport"]),
         .testTarget(name: "PushfanFuzzingTests", dependencies: ["PushfanFuzzing"]),
         .testTarget(name: "EndToEndTests", dependencies: ["PushfanCore", "PushfanKafka", "PushfanTestSupport"]),
     ],

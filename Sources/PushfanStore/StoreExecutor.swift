@@ -65,8 +65,12 @@ final class StoreExecutor: @unchecked Sendable {
         let started = ContinuousClock.now
         let result: Result<T, StoreError> = await withCheckedContinuation { continuation in
             lane.queue.async {
-                defer { lane.load.subtract(1, ordering: .relaxed) }
-                do throws(StoreError) { continuation.resume(returning: .success(try body(box.value))) } catch { continuation.resume(returning: .failure(error)) }
+                let result: Result<T, StoreError>
+                do throws(StoreError) { result = .success(try body(box.value)) } catch { result = .failure(error) }
+                // Free before the caller resumes: its next call must not see this lane as
+                // busy and queue behind a call blocked on the other (a write waiting for a lock).
+                lane.load.subtract(1, ordering: .relaxed)
+                continuation.resume(returning: result)
             }
         }
         observe(result, since: started, function: function, file: file)

@@ -22,19 +22,33 @@ package final class CampaignControls: Sendable {
         /// When this worker last started a batch of requests for the campaign (wall ms).
         var lastStart: Int64?
         var obeyedLogged = false
+        /// How many commands have been read for the campaign: a store read that started
+        /// before the latest does not overwrite it.
+        var commands = 0
+    }
+
+    private struct State {
+        var entries: [String: Entry] = [:]
+        /// Records read per campaign whose store write has not been answered yet: while
+        /// there are any, what they said here stands over what the store says.
+        var unwritten: [String: Int] = [:]
     }
 
     private let store: DeviceStore
     private let logger: Logger
     private let clock: any WorkerClock
     private let refreshInterval: Duration
-    private let entries = Locked<[String: Entry]>([:])
+    private let state = Locked(State())
+    /// Records read, in order, with when they were read (wall ms), for `runWrites`.
+    private let writes: AsyncStream<(record: ControlRecord, readAt: Int64)>
+    private let writesInput: AsyncStream<(record: ControlRecord, readAt: Int64)>.Continuation
 
     package init(store: DeviceStore, logger: Logger, clock: any WorkerClock = SystemClock(), refreshInterval: Duration = .seconds(1)) {
         self.store = store
         self.logger = logger
         self.clock = clock
         self.refreshInterval = refreshInterval
+        (writes, writesInput) = AsyncStream.makeStream(of: (record: ControlRecord, readAt: Int64).self)
     }
 
     /// The status that stops a batch of the campaign from starting now (paused, cancelled),
@@ -42,11 +56,11 @@ package final class CampaignControls: Sendable {
     /// campaign. An unknown campaign may start: its task reads the store before each page.
     package func statusStopping(batchOf campaign: String) -> CampaignStatus? {
         let now = clock.wallMillis
-        return entries.withLock { entries in
-            guard var entry = entries[campaign] else { return nil }
+        return state.withLock { state in
+            guard var entry = state.entries[campaign] else { return nil }
             if entry.status.sends {
                 entry.lastStart = now
-                entries[campaign] = entry
+                state.entries[campaign] = entry
                 return nil
             }
             return entry.status
@@ -55,61 +69,138 @@ package final class CampaignControls: Sendable {
 
     /// The campaign's status as last known, without asking the store; nil if unknown.
     package func current(_ campaign: String) -> CampaignStatus? {
-        entries.withLock { $0[campaign]?.status }
+        state.withLock { $0.entries[campaign]?.status }
     }
 
     /// The campaign's status as last known, read from the store if older than the refresh
     /// interval (or never read).
     package func refresh(_ campaign: String) async throws(StoreError) -> CampaignStatus {
-        if let entry = entries.withLock({ $0[campaign] }), clock.now - entry.checked < refreshInterval { return entry.status }
+        if let entry = state.withLock({ $0.entries[campaign] }), clock.now - entry.checked < refreshInterval { return entry.status }
+        return try await reread(campaign)
+    }
+
+    private func reread(_ campaign: String) async throws(StoreError) -> CampaignStatus {
+        let commandsBefore = state.withLock { $0.entries[campaign]?.commands ?? 0 }
         guard let status = try await store.campaigns.get(campaign)?.status else { return .running }
+        let newer = state.withLock { state in
+            state.entries[campaign].flatMap { entry in
+                entry.commands != commandsBefore || state.unwritten[campaign, default: 0] > 0 ? entry.status : nil
+            }
+        }
+        if let newer { return newer }
         update(campaign, status: status, command: nil)
         return status
     }
 
-    /// A control record read from the topic: applied to the store (every worker does it, so
-    /// a record produced straight onto the topic lands too; repeats change nothing) and to
-    /// this worker's view at once.
-    package func apply(_ record: ControlRecord) async {
-        let received = clock.wallMillis
-        var status: CampaignStatus?
-        do {
-            switch try await store.campaigns.control(record.campaign, record.action) {
+    // MARK: control records
+
+    /// A control record read from the topic. A cancel or pause of a campaign this worker
+    /// is sending stops its batches now, before the store is asked: that write may wait
+    /// behind the senders' own (a busy SQLite file, a PostgreSQL restart), and stopping is
+    /// right whatever the store answers, since a campaign that refuses the command has
+    /// ended. The record is then queued for `runWrites`; a resume waits for the store's word.
+    package func read(_ record: ControlRecord) {
+        writesInput.yield((record, stopAtOnce(record)))
+    }
+
+    /// No more records will be read: `runWrites` ends after the last queued one.
+    package func finishReading() {
+        writesInput.finish()
+    }
+
+    /// Applies the records read to the store, in order (every worker does it, so a record
+    /// produced straight onto the topic lands too; repeats change nothing), each retried
+    /// while the store is unavailable, until the queue ends or `stopping` is raised.
+    package func runWrites(until stopping: StopSignal) async {
+        for await (record, readAt) in writes {
+            await write(record, readAt: readAt, until: stopping)
+            if stopping.isRaised { return }
+        }
+    }
+
+    /// `read` and its write at once, for a caller without the queue.
+    package func apply(_ record: ControlRecord, until stopping: StopSignal = StopSignal()) async {
+        await write(record, readAt: stopAtOnce(record), until: stopping)
+    }
+
+    /// Counts the record as unwritten and stops a sending campaign for a cancel or pause;
+    /// returns when it was read.
+    private func stopAtOnce(_ record: ControlRecord) -> Int64 {
+        let readAt = clock.wallMillis
+        state.withLock { $0.unwritten[record.campaign, default: 0] += 1 }
+        if record.action != .resume, state.withLock({ $0.entries[record.campaign]?.status.sends ?? false }) {
+            update(record.campaign, status: Self.target(of: record.action), command: (record.action, record.at))
+        }
+        return readAt
+    }
+
+    private func write(_ record: ControlRecord, readAt: Int64, until stopping: StopSignal) async {
+        var backoff = Backoff(first: .milliseconds(500), longest: .seconds(30))
+        while true {
+            let decision: ControlDecision?
+            do {
+                decision = try await store.campaigns.control(record.campaign, record.action)
+            } catch {
+                // The store is unavailable: obey the record here meanwhile and write it once
+                // the store is back (a record produced straight onto the topic has no other
+                // writer). Reads of the store do not undo it while it is unwritten.
+                update(record.campaign, status: Self.target(of: record.action), command: (record.action, record.at))
+                let delay = backoff.next()
+                logger.warning("control.store_unavailable", [
+                    "campaign.id": record.campaign, "control.action": record.action.rawValue,
+                    "error": error.description, "retry_in_ms": String(delay.milliseconds),
+                ])
+                await stopping.sleep(for: delay)
+                if stopping.isRaised { return written(record.campaign) }
+                continue
+            }
+            let status: CampaignStatus
+            switch decision {
             case nil:
                 logger.warning("control.unknown_campaign", ["campaign.id": record.campaign, "control.action": record.action.rawValue])
-                return
+                return written(record.campaign)
             case .move(_, let to)?: status = to
             case .already(let current)?: status = current
             case .refused(let reason)?:
                 logger.info("control.refused", ["campaign.id": record.campaign, "control.action": record.action.rawValue, "reason": reason])
+                // The campaign had ended: what this worker stopped at once takes the store's status.
+                written(record.campaign)
+                _ = try? await reread(record.campaign)
                 return
             }
-        } catch {
-            // The store is unavailable: obey the record here anyway; `refresh` reads the
-            // truth once the store is back.
-            logger.warning("control.store_unavailable", ["campaign.id": record.campaign, "error": error.description])
-            status = switch record.action {
-            case .cancel: .cancelled
-            case .pause: .paused
-            case .resume: .running
-            }
+            update(record.campaign, status: status, command: (record.action, record.at))
+            written(record.campaign)
+            logger.info("control.received", [
+                "campaign.id": record.campaign, "control.action": record.action.rawValue, "campaign.status": status.rawValue,
+                "record_to_read_ms": String(max(0, readAt - record.at)),
+            ])
+            return
         }
-        guard let status else { return }
-        update(record.campaign, status: status, command: (record.action, record.at))
-        logger.info("control.received", [
-            "campaign.id": record.campaign, "control.action": record.action.rawValue, "campaign.status": status.rawValue,
-            "record_to_read_ms": String(max(0, received - record.at)),
-        ])
+    }
+
+    private func written(_ campaign: String) {
+        state.withLock { state in
+            let left = state.unwritten[campaign, default: 0] - 1
+            state.unwritten[campaign] = left > 0 ? left : nil
+        }
+    }
+
+    private static func target(of action: ControlRecord.Action) -> CampaignStatus {
+        switch action {
+        case .cancel: .cancelled
+        case .pause: .paused
+        case .resume: .running
+        }
     }
 
     /// Called by a sender that stopped because of the campaign's status: logs, once per
     /// command, how long after the control record this worker's last request started.
     package func obeyed(_ campaign: String) {
         let now = clock.wallMillis
-        let report = entries.withLock { entries -> (action: ControlRecord.Action, lastRequest: Int64, stop: Int64)? in
-            guard var entry = entries[campaign], let command = entry.command, !entry.obeyedLogged else { return nil }
+        let report = state.withLock { state -> (action: ControlRecord.Action, lastRequest: Int64, stop: Int64)? in
+            guard var entry = state.entries[campaign], let command = entry.command, !entry.obeyedLogged else { return nil }
             entry.obeyedLogged = true
-            entries[campaign] = entry
+            state.entries[campaign] = entry
             return (command.action, max(0, (entry.lastStart ?? command.at) - command.at), max(0, now - command.at))
         }
         if let report {
@@ -122,24 +213,28 @@ package final class CampaignControls: Sendable {
 
     /// Forgets a campaign that ended.
     package func forget(_ campaign: String) {
-        _ = entries.withLock { $0.removeValue(forKey: campaign) }
+        _ = state.withLock { $0.entries.removeValue(forKey: campaign) }
     }
 
-    /// Sets what this worker knows. A command (from a record) restarts its measurement; a
-    /// status from the store that no record announced has none to measure from.
+    /// Sets what this worker knows. A new command (from a record) restarts its
+    /// measurement, the same one again does not; a status from the store that no record
+    /// announced has none to measure from.
     private func update(_ campaign: String, status: CampaignStatus, command: (action: ControlRecord.Action, at: Int64)?) {
         let now = clock.now
-        entries.withLock { entries in
-            var entry = entries[campaign] ?? Entry(status: status, checked: now)
+        state.withLock { state in
+            var entry = state.entries[campaign] ?? Entry(status: status, checked: now)
             if let command {
+                if entry.command?.action != command.action || entry.command?.at != command.at {
+                    entry.obeyedLogged = false
+                    entry.commands += 1
+                }
                 entry.command = command
-                entry.obeyedLogged = false
             } else if entry.status != status {
                 entry.command = nil
             }
             entry.status = status
             entry.checked = now
-            entries[campaign] = entry
+            state.entries[campaign] = entry
         }
     }
 }

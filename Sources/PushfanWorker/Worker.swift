@@ -178,7 +178,10 @@ package final class Worker: Sendable {
                 group.addTask { await dispatcher.run(until: self.stopping) }
             }
             if let senderConsumer, let scheduler { group.addTask { await self.runSender(senderConsumer, scheduler) } }
-            if let controlConsumer { group.addTask { await self.runControl(controlConsumer) } }
+            if let controlConsumer {
+                group.addTask { await self.runControl(controlConsumer) }
+                group.addTask { await self.controls.runWrites(until: self.stopping) }
+            }
         }
     }
 
@@ -245,17 +248,19 @@ package final class Worker: Sendable {
         }
     }
 
-    /// Control records, applied as they come; one that does not read is logged and left
-    /// (it is an operator's, who sees the refusal from `pushfan campaigns`; a raw record's
-    /// producer sees it in the log).
+    /// Control records, obeyed as they are read and written to the store in order behind
+    /// (`CampaignControls`); one that does not decode is logged and left (it is an
+    /// operator's, who sees the refusal from `pushfan campaigns`; a raw record's producer
+    /// sees it in the log).
     private func runControl(_ consumer: KafkaConsumer) async {
+        defer { controls.finishReading() }
         for await event in consumer.events {
             switch event {
             case .assigned: controlJoined.store(true, ordering: .relaxed)
             case .records(let records):
                 for record in records {
                     do {
-                        await controls.apply(try MessageCodec.decode(ControlRecord.self, from: Data(record.value)))
+                        controls.read(try MessageCodec.decode(ControlRecord.self, from: Data(record.value)))
                     } catch {
                         logger.warning("control.unreadable", ["kafka.offset": String(record.offset), "kafka.partition": String(record.partition), "error": "\(error)"])
                     }

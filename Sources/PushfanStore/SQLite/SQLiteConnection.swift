@@ -15,11 +15,14 @@ final class SQLiteConnection: SQLConnection {
     /// How long a statement waits for another process's write lock before a retry.
     private let busyTimeout: Duration
     private let busyRetries: Int
+    /// The busy handler's deadline; owned here, so it outlives the handler's use of it.
+    private let busyWait: BusyWait
 
     init(path: String, busyTimeout: Duration = .seconds(5), busyRetries: Int = 2) throws(StoreError) {
         self.path = path
         self.busyTimeout = busyTimeout
         self.busyRetries = busyRetries
+        busyWait = BusyWait(timeout: busyTimeout)
         _ = Self.configured
         Self.createPrivately(path)
         let flags = SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX
@@ -33,13 +36,13 @@ final class SQLiteConnection: SQLConnection {
         // Waits for another writer in steps of 250 µs up to the busy timeout. SQLite's own
         // busy_timeout sleeps 1, 2, 5, 10 ... 100 ms between tries: with several worker
         // processes writing small transactions that idled the machine (measured: 40% idle
-        // CPU during a campaign on two workers).
-        let steps = Int(busyTimeout.milliseconds) * 4
+        // CPU during a campaign on two workers). The timeout is kept by the clock, not by
+        // counting steps: on a loaded machine a 250 µs sleep lasts far longer.
         sqlite3_busy_handler(database, { context, count in
-            guard Int(count) < Int(bitPattern: context) else { return 0 }
-            usleep(250)
-            return 1
-        }, UnsafeMutableRawPointer(bitPattern: steps))
+            guard let context else { return 0 }
+            let wait = Unmanaged<BusyWait>.fromOpaque(context).takeUnretainedValue()
+            return wait.keepWaiting(first: count == 0) ? 1 : 0
+        }, Unmanaged.passUnretained(busyWait).toOpaque())
         try executeScript("PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL; PRAGMA foreign_keys=ON; PRAGMA temp_store=MEMORY;")
     }
 
@@ -251,5 +254,22 @@ private struct SQLiteRow: SQLRow {
         guard let bytes = sqlite3_column_text(statement, Int32(column)) else { return nil }
         let count = Int(sqlite3_column_bytes(statement, Int32(column)))
         return String(decoding: UnsafeRawBufferPointer(start: bytes, count: count), as: UTF8.self)
+    }
+}
+
+/// One wait for another process's write lock, from SQLite's first call of the busy handler
+/// (`count` 0) to the timeout. Used only on the connection's queue.
+private final class BusyWait {
+    private let timeout: Duration
+    private var deadline = ContinuousClock.now
+
+    init(timeout: Duration) { self.timeout = timeout }
+
+    func keepWaiting(first: Bool) -> Bool {
+        let now = ContinuousClock.now
+        if first { deadline = now + timeout }
+        guard now < deadline else { return false }
+        usleep(250)
+        return true
     }
 }
