@@ -118,18 +118,16 @@ package final class CampaignControls: Sendable {
         }
     }
 
-    /// `read` and its write at once, for a caller without the queue.
-    package func apply(_ record: ControlRecord, until stopping: StopSignal = StopSignal()) async {
-        await write(record, readAt: stopAtOnce(record), until: stopping)
-    }
-
     /// Counts the record as unwritten and stops a sending campaign for a cancel or pause;
     /// returns when it was read.
     private func stopAtOnce(_ record: ControlRecord) -> Int64 {
         let readAt = clock.wallMillis
-        state.withLock { $0.unwritten[record.campaign, default: 0] += 1 }
-        if record.action != .resume, state.withLock({ $0.entries[record.campaign]?.status.sends ?? false }) {
-            update(record.campaign, status: Self.target(of: record.action), command: (record.action, record.at))
+        let sending = state.withLock { state in
+            state.unwritten[record.campaign, default: 0] += 1
+            return state.entries[record.campaign]?.status.sends ?? false
+        }
+        if record.action != .resume && sending {
+            update(record.campaign, status: record.action.target(), command: (record.action, record.at))
         }
         return readAt
     }
@@ -144,7 +142,7 @@ package final class CampaignControls: Sendable {
                 // The store is unavailable: obey the record here meanwhile and write it once
                 // the store is back (a record produced straight onto the topic has no other
                 // writer). Reads of the store do not undo it while it is unwritten.
-                update(record.campaign, status: Self.target(of: record.action), command: (record.action, record.at))
+                update(record.campaign, status: record.action.target(), command: (record.action, record.at))
                 let delay = backoff.next()
                 logger.warning("control.store_unavailable", [
                     "campaign.id": record.campaign, "control.action": record.action.rawValue,
@@ -182,14 +180,6 @@ package final class CampaignControls: Sendable {
         state.withLock { state in
             let left = state.unwritten[campaign, default: 0] - 1
             state.unwritten[campaign] = left > 0 ? left : nil
-        }
-    }
-
-    private static func target(of action: ControlRecord.Action) -> CampaignStatus {
-        switch action {
-        case .cancel: .cancelled
-        case .pause: .paused
-        case .resume: .running
         }
     }
 

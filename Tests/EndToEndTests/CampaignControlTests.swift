@@ -80,15 +80,7 @@ struct CampaignControlTests {
         let latest = try #require(Self.times(pipeline, topic: "com.example.shop").last)
         #expect(latest <= record.at + 1_000, "a request was answered \(latest - record.at) ms after the control record")
         // And each worker measured it.
-        var measured: [Int] = []
-        for id in ids {
-            let log = pipeline.workers[id]?.standardError ?? ""
-            for line in log.split(separator: "\n") where line.contains("event=control.obeyed") {
-                if let field = line.split(separator: " ").first(where: { $0.hasPrefix("record_to_last_request_ms=") }), let value = Int(field.split(separator: "=")[1]) {
-                    measured.append(value)
-                }
-            }
-        }
+        let measured = pipeline.logged("control.obeyed", workers: ids).compactMap { $0["record_to_last_request_ms"].flatMap { Int($0) } }
         #expect(!measured.isEmpty, "no worker logged control.obeyed")
         #expect(measured.allSatisfy { $0 <= 1_000 }, "\(measured)")
     }

@@ -104,6 +104,17 @@ final class Pipeline: @unchecked Sendable {
         return worker
     }
 
+    /// The fields (`key=value`, unquoted) of every `event` line these workers logged.
+    func logged(_ event: String, workers ids: [String]) -> [[String: String]] {
+        ids.flatMap { id in
+            (workers[id]?.standardError ?? "").split(separator: "\n").filter { $0.contains("event=\(event) ") }.map { line in
+                Dictionary(line.split(separator: " ").compactMap { field in
+                    field.firstIndex(of: "=").map { (String(field[..<$0]), String(field[field.index(after: $0)...])) }
+                }, uniquingKeysWith: { first, _ in first })
+            }
+        }
+    }
+
     /// Submits a campaign with `pushfan submit` (validated by the CLI).
     func submit(_ json: String) async throws {
         let file = directory + "/campaign-\(UUID().uuidString.prefix(6)).json"

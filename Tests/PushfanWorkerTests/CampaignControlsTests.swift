@@ -14,7 +14,8 @@ struct CampaignControlsTests {
         let store: DeviceStore
         let path: String
         let controls: CampaignControls
-
+        /// The worker's writer of control records to the store, as `Worker` runs it.
+        let writer: Task<Void, Never>
         let logged = Locked<[String]>([])
 
         /// `refreshInterval` zero: every `refresh` reads the store, as after a second's wait.
@@ -30,6 +31,17 @@ struct CampaignControlsTests {
             controls = CampaignControls(
                 store: store, logger: Logger(label: "test", threshold: .warning) { line in logged.withLock { $0.append(line) } },
                 refreshInterval: refreshInterval)
+            writer = Task { [controls] in await controls.runWrites(until: StopSignal()) }
+        }
+
+        /// Ends the writer once every record read is written.
+        func finish() async {
+            controls.finishReading()
+            await writer.value
+        }
+
+        func stored(_ id: String) async throws -> CampaignStatus? {
+            try await store.campaigns.get(id)?.status
         }
 
         /// A campaign in `status` that this worker has read, as a sending task does.
@@ -55,21 +67,15 @@ struct CampaignControlsTests {
         }
     }
 
-    /// Applies the record in the background; `done` tells whether the store has answered.
-    static func applying(_ record: ControlRecord, _ controls: CampaignControls) -> (task: Task<Void, Never>, done: Locked<Bool>) {
-        let done = Locked(false)
-        let task = Task {
-            await controls.apply(record)
-            done.withLock { $0 = true }
-        }
-        return (task, done)
-    }
-
     static var nowMillis: Int64 { Int64(Date().timeIntervalSince1970 * 1_000) }
 
-    static func eventually(_ condition: () -> Bool) async -> Bool {
+    static func record(_ action: ControlRecord.Action) -> ControlRecord {
+        ControlRecord(campaign: "c", action: action, at: nowMillis)
+    }
+
+    static func eventually(_ condition: () async throws -> Bool) async rethrows -> Bool {
         let deadline = ContinuousClock.now + .seconds(30)
-        while !condition() {
+        while try await !condition() {
             if ContinuousClock.now > deadline { return false }
             try? await Task.sleep(for: .milliseconds(10))
         }
@@ -84,19 +90,18 @@ struct CampaignControlsTests {
             #expect(fixture.controls.statusStopping(batchOf: "c") == nil, "a running campaign's batch may start")
 
             let locker = try await fixture.lock()
-            let (task, done) = Self.applying(ControlRecord(campaign: "c", action: action, at: Self.nowMillis), fixture.controls)
-            let expected: CampaignStatus = action == .cancel ? .cancelled : .paused
+            fixture.controls.read(Self.record(action))
+            let expected = action.target()
             #expect(await Self.eventually { fixture.controls.statusStopping(batchOf: "c") == expected }, "\(action) did not stop the batches")
             // A task's refresh reads the store (readable beside the lock), which still says
-            // running: what the record said stands.
-            #expect(try await fixture.store.campaigns.get("c")?.status == .running)
+            // running, so the write has not landed: what the record said stands.
+            #expect(try await fixture.stored("c") == .running)
             #expect(try await fixture.controls.refresh("c") == expected)
-            #expect(!done.withLock { $0 }, "the store answered \(action) through a held lock: the test proves nothing")
 
             await fixture.release(locker)
-            await task.value
-            #expect(try await fixture.store.campaigns.get("c")?.status == expected)
+            #expect(try await Self.eventually { try await fixture.stored("c") == expected }, "the store never recorded \(action)")
             #expect(fixture.controls.statusStopping(batchOf: "c") == expected)
+            await fixture.finish()
         }
     }
 
@@ -106,39 +111,39 @@ struct CampaignControlsTests {
         let fixture = try await Fixture(refreshInterval: .zero, options: "?busy_timeout_ms=100")
         try await fixture.campaign("c", .running)
         let locker = try await fixture.lock()
-        let (task, done) = Self.applying(ControlRecord(campaign: "c", action: .cancel, at: Self.nowMillis), fixture.controls)
+        fixture.controls.read(Self.record(.cancel))
         let failed = await Self.eventually { fixture.logged.withLock { $0.contains { $0.contains("event=control.store_unavailable") } } }
         #expect(failed, "no write failed while the lock was held: the test proves nothing")
         #expect(fixture.logged.withLock { $0.first { $0.contains("control.store_unavailable") } ?? "" }.contains("retry_in_ms="))
         // The store still says running; this worker keeps to the record.
-        #expect(try await fixture.store.campaigns.get("c")?.status == .running)
+        #expect(try await fixture.stored("c") == .running)
         #expect(try await fixture.controls.refresh("c") == .cancelled)
         #expect(fixture.controls.statusStopping(batchOf: "c") == .cancelled)
-        #expect(!done.withLock { $0 })
 
         await fixture.release(locker)
-        await task.value
-        #expect(try await fixture.store.campaigns.get("c")?.status == .cancelled, "the cancel never reached the store")
+        #expect(try await Self.eventually { try await fixture.stored("c") == .cancelled }, "the cancel never reached the store")
         #expect(try await fixture.controls.refresh("c") == .cancelled)
+        await fixture.finish()
     }
 
     @Test("a resume waits for the store: a paused campaign sends nothing until the store has it running")
     func resumeWaitsForTheStore() async throws {
         let fixture = try await Fixture()
         try await fixture.campaign("c", .running)
-        await fixture.controls.apply(ControlRecord(campaign: "c", action: .pause, at: Self.nowMillis))
+        fixture.controls.read(Self.record(.pause))
+        #expect(try await Self.eventually { try await fixture.stored("c") == .paused })
         #expect(fixture.controls.statusStopping(batchOf: "c") == .paused)
 
         let locker = try await fixture.lock()
-        let (task, done) = Self.applying(ControlRecord(campaign: "c", action: .resume, at: Self.nowMillis), fixture.controls)
+        fixture.controls.read(Self.record(.resume))
         try await Task.sleep(for: .milliseconds(500))
-        #expect(!done.withLock { $0 }, "the store answered through a held lock: the test proves nothing")
+        #expect(try await fixture.stored("c") == .paused, "the store answered through a held lock: the test proves nothing")
         #expect(fixture.controls.statusStopping(batchOf: "c") == .paused, "resumed before the store said so")
 
         await fixture.release(locker)
-        await task.value
-        #expect(fixture.controls.statusStopping(batchOf: "c") == nil)
-        #expect(try await fixture.store.campaigns.get("c")?.status == .running)
+        #expect(await Self.eventually { fixture.controls.statusStopping(batchOf: "c") == nil }, "never resumed")
+        #expect(try await fixture.stored("c") == .running)
+        await fixture.finish()
     }
 
     @Test("a pause of a campaign the store has as cancelled is refused: the worker's view takes the store's status, not the pause")
@@ -147,7 +152,8 @@ struct CampaignControlsTests {
         try await fixture.campaign("c", .running)
         // Another worker or the API cancelled it; this worker has not read that record yet.
         #expect(try await fixture.store.campaigns.control("c", .cancel) == .move(from: .running, to: .cancelled))
-        await fixture.controls.apply(ControlRecord(campaign: "c", action: .pause, at: Self.nowMillis))
+        fixture.controls.read(Self.record(.pause))
+        await fixture.finish()
         #expect(fixture.controls.current("c") == .cancelled)
         #expect(fixture.controls.statusStopping(batchOf: "c") == .cancelled)
     }

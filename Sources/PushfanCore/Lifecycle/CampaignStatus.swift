@@ -56,21 +56,27 @@ package enum ControlDecision: Sendable, Equatable {
     /// `parked`: the campaign has not been dispatched yet (a resume puts it back to
     /// `scheduled`, not `running`).
     package static func decide(_ action: ControlRecord.Action, campaign: String, status: CampaignStatus, parked: Bool = false) -> ControlDecision {
-        let target: CampaignStatus
-        switch action {
-        case .cancel: target = .cancelled
-        case .pause: target = .paused
-        case .resume:
-            // Back to where sending goes on; a campaign paused while planning is planned by
-            // then (its planner finished or re-plans), so it runs.
-            target = parked ? .scheduled : .running
-        }
+        let target = action.target(parked: parked)
         if status == target || (action == .resume && (status.sends || status == .scheduled)) { return .already(status) }
         if status.canMove(to: target) { return .move(from: status, to: target) }
         switch status {
         case .completed: return .refused(reason: "campaign \(campaign) has completed; there is nothing left to \(action.rawValue)")
         case .cancelled: return .refused(reason: "campaign \(campaign) was cancelled; it cannot be \(action == .pause ? "paused" : "resumed")")
         default: return .refused(reason: "campaign \(campaign) is \(status.rawValue); \(action.rawValue) does not apply")
+        }
+    }
+}
+
+extension ControlRecord.Action {
+    /// The status the command leads to. `parked`: the campaign has not been dispatched yet,
+    /// so a resume puts it back to `scheduled`.
+    package func target(parked: Bool = false) -> CampaignStatus {
+        switch self {
+        case .cancel: .cancelled
+        case .pause: .paused
+        // Back to where sending goes on; a campaign paused while planning is planned by
+        // then (its planner finished or re-plans), so it runs.
+        case .resume: parked ? .scheduled : .running
         }
     }
 }
