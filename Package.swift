@@ -53,7 +53,7 @@ let package = Package(
         .target(name: "SegmentTestSupport", dependencies: ["PushfanCore", "PushfanTestSupport"], path: "Tests/SegmentTestSupport"),
         .testTarget(name: "PushfanCoreTests", dependencies: ["PushfanCore", "PushfanTestSupport", "SegmentTestSupport"]),
         .testTarget(name: "PushfanKafkaTests", dependencies: ["PushfanKafka", "PushfanCore", "PushfanTestSupport"]),
-        .testTarget(name: "PushfanCLITests", dependencies: ["PushfanCLI", "PushfanCore"]),
+        .testTarget(name: "PushfanCLITests", dependencies: ["PushfanCLI", "PushfanCore", "PushfanStore"]),
         .testTarget(name: "PushfanAPITests", dependencies: ["PushfanAPI", "PushfanCore", "PushfanStore", "PushfanKafka", "PushfanWorker"]),
         .testTarget(name: "PushfanCryptoTests", dependencies: ["PushfanCrypto"]),
         .testTarget(name: "PushfanAPNsTests", dependencies: ["PushfanAPNs", "PushfanCore", "PushfanCrypto", "PushfanTestSupport"]),

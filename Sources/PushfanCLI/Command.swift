@@ -40,6 +40,7 @@ package enum PushfanMain {
         AppsSetCredentialsCommand.self,
         DevicesRegisterCommand.self,
         DevicesUnregisterCommand.self,
+        DevicesRepairTokensCommand.self,
         DevicesListCommand.self,
         DevicesImportCommand.self,
         DevicesExpandCommand.self,

@@ -144,6 +144,44 @@ package struct DeviceDirectory: Sendable {
         try await applyHygiene(app: app, [TokenMark(environment: environment, token: token, kind: .invalid, reason: reason)], now: now) > 0
     }
 
+    /// The app's invalid devices with every campaign whose token rejection (ledger state
+    /// `invalid_token`) came after the device's last registration: the evidence
+    /// `pushfan devices repair-tokens` weighs. Ordered by device id.
+    package func tokenInvalidations(app: String) async throws(StoreError) -> [TokenInvalidation] {
+        try await executor.run { connection throws(StoreError) in
+            try connection.queryAll("""
+                SELECT d.device_id, d.invalid_reason, l.campaign, c.definition, l.reason
+                FROM campaigns c
+                JOIN deliveries l ON l.campaign = c.id AND l.state = \(LedgerState.invalidToken.rawValue)
+                JOIN devices d ON d.app = c.app AND d.row_key = l.row_key
+                WHERE c.app = \(app) AND d.status = 'invalid' AND l.finished_at >= d.last_seen_at
+                ORDER BY d.device_id, l.campaign
+                """) { row in
+                TokenInvalidation(
+                    deviceID: row.text(0) ?? "", deviceReason: row.text(1), campaign: row.text(2) ?? "",
+                    definition: row.text(3), ledgerReason: row.text(4))
+            }
+        }
+    }
+
+    /// Makes invalid devices active again (`devices repair-tokens --apply`); devices that
+    /// are not invalid are left as they are. Returns how many changed.
+    package func restore(app: String, deviceIDs: [String]) async throws(StoreError) -> Int {
+        guard !deviceIDs.isEmpty else { return 0 }
+        return try await executor.run { connection throws(StoreError) in
+            try connection.transaction { () throws(StoreError) -> Int in
+                var restored = 0
+                for deviceID in deviceIDs {
+                    restored += try connection.execute("""
+                        UPDATE devices SET status = 'active', invalid_reason = NULL, invalid_at = NULL
+                        WHERE app = \(app) AND device_id = \(deviceID) AND status = 'invalid'
+                        """)
+                }
+                return restored
+            }
+        }
+    }
+
     /// Token → device id for all the app's devices, whatever their status: to name the
     /// devices of an APNs-side log.
     package func deviceIDsByToken(app: String) async throws(StoreError) -> [String: String] {

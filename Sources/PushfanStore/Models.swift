@@ -142,6 +142,8 @@ package struct DeviceRecord: Sendable, Equatable {
 package struct DeviceTarget: Sendable, Equatable {
     package let rowKey: Int64
     package let deviceID: String
+    /// The device's registered token, which is its alert-kind token (the app's
+    /// remote-notification token); `token(for:)` is what a push is addressed to.
     package let token: String
     package let environment: APNsEnvironment
     package let locale: String?
@@ -164,6 +166,14 @@ package struct DeviceTraits: Sendable, Equatable {
 }
 
 extension DeviceTarget {
+    /// The token a push of `kind` goes to, nil when the device has none of that kind. The
+    /// store holds alert tokens only, so any other kind finds none: such a push is never
+    /// sent to the alert token (APNs would answer `DeviceTokenNotForTopic`, and the alert
+    /// token would be invalidated for it).
+    package func token(for kind: APNsTokenKind) -> String? {
+        kind == .alert ? token : nil
+    }
+
     /// What this device's placeholders read.
     package var templateDevice: TemplateDevice {
         TemplateDevice(
@@ -253,5 +263,21 @@ package struct TokenMark: Sendable, Equatable {
         self.token = token
         self.kind = kind
         self.reason = reason
+    }
+}
+
+/// One campaign's token rejection of a device that is invalid now (`DeviceDirectory.tokenInvalidations`).
+package struct TokenInvalidation: Sendable, Equatable {
+    package let deviceID: String
+    /// The device's `invalid_reason`.
+    package let deviceReason: String?
+    package let campaign: String
+    /// The campaign's record as accepted, to tell its push type.
+    package let definition: String?
+    /// APNs' reason in the ledger.
+    package let ledgerReason: String?
+
+    package init(deviceID: String, deviceReason: String?, campaign: String, definition: String?, ledgerReason: String?) {
+        (self.deviceID, self.deviceReason, self.campaign, self.definition, self.ledgerReason) = (deviceID, deviceReason, campaign, definition, ledgerReason)
     }
 }

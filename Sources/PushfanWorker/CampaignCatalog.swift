@@ -18,9 +18,12 @@ package struct CampaignPlan: Sendable {
     package let personalised: Bool
     /// The app's frequency caps apply to it: devices are admitted under them as they are claimed.
     package let capped: Bool
+    /// The kind of each device's token its push goes to.
+    package let tokenKind: APNsTokenKind
 
     package init(campaign: Campaign, app: AppRecord, segment: SegmentExpression?, rowKeys: [Int64]?) {
         (self.campaign, self.app, self.segment, self.rowKeys) = (campaign, app, segment, rowKeys)
+        tokenKind = campaign.notification.tokenKind
         personalised = campaign.isPersonalised
         capped = !app.frequencyCaps.isEmpty && campaign.countsTowardFrequencyCaps
     }

@@ -106,8 +106,13 @@ struct SendRound {
                 case .variant(let index): variant = index
                 case .base: variant = nil
                 }
+                guard let tokenText = item.target.token(for: plan.tokenKind) else {
+                    // Never to another kind's token: its rejection would invalidate that one.
+                    finals.add(item, state: .skipped, reason: APNsTokenKind.missingTokenReason, at: now)
+                    continue
+                }
                 do {
-                    let token = try DeviceToken(item.target.token)
+                    let token = try DeviceToken(tokenText)
                     let payload = try state.payload(for: item.target, variant: variant, plan: plan)
                     ready.append((item, try APNsNotification(campaign: campaign, token: token, topic: plan.app.topic, prepared: payload)))
                 } catch {
