@@ -5,13 +5,16 @@ package struct APNsClientConfiguration: Sendable, Hashable {
     /// An HTTP proxy to tunnel through (`http://host:port`, as libcurl's `CURLOPT_PROXY`
     /// takes it). nil: libcurl reads `https_proxy`, `HTTPS_PROXY` and `no_proxy`.
     package var proxy: String?
-    /// Most HTTP/2 connections the pool opens. Default 2. Apple's advice: several
-    /// connections for throughput, kept open.
-    package var connections: Int = 2
+    /// Most HTTP/2 connections the pool opens. The pool opens them as the requests
+    /// waiting for the wire need them (Little's law: the caller's rate times the round
+    /// trip is what is in flight), each carrying up to the stream limit the server has
+    /// shown, and closes those left idle. Default 16. Apple's advice: several connections
+    /// for throughput, kept open.
+    package var connections: Int = 16
     /// Most concurrent streams Pushfan runs on one connection. The server's
     /// current SETTINGS_MAX_CONCURRENT_STREAMS lowers it (APNs: 1 after a
-    /// rejection, 1 for a new token-auth connection, then 500–1,500). Default 100.
-    package var streamsPerConnection: Int = 100
+    /// rejection, 1 for a new token-auth connection, then 500–1,500). Default 1,000.
+    package var streamsPerConnection: Int = 1_000
     /// Notifications accepted but not yet written before `send` waits for room:
     /// the back-pressure toward the caller. Default 10,000.
     package var maxQueued: Int = 10_000

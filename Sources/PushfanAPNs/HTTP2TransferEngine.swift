@@ -25,6 +25,8 @@ final class HTTP2TransferEngine: TransferEngine {
     private var authorization: (jwt: String, value: [UInt8]) = ("", [])
     /// One request's header list, reused.
     private let headers = HTTP2Headers()
+    /// `active` as last added to the in-flight gauge (pools of a process add up there).
+    private var reportedInFlight = 0
     /// Answer times of this loop turn, added to the metrics once per turn.
     private var durations: Histogram.Batch?
     let readBuffer = UnsafeMutableRawBufferPointer.allocate(byteCount: 64 * 1024, alignment: 16)
@@ -65,25 +67,67 @@ final class HTTP2TransferEngine: TransferEngine {
 
     // MARK: starting requests
 
+    /// Requests go to the fullest ready connection that still has room, so they gather on
+    /// as few connections as the load needs and the others fall idle and close
+    /// (`idleTimeout`) when the load drops.
     override func start(_ request: PendingRequest, token: ProviderToken?) -> Bool {
         var best: APNsConnection?
-        var bestRoom = 0
+        var bestRoom = Int.max
         for connection in connections where connection.state == .ready {
             let room = connection.room(configured: configuration.streamsPerConnection)
-            if room > bestRoom {
+            if room > 0 && room < bestRoom {
                 best = connection
                 bestRoom = room
             }
         }
         guard let connection = best else {
-            openConnectionIfNeeded()
+            openConnectionsIfNeeded(demand: active + waitingRequests)
             return false
         }
         guard submit(request, token: token, on: connection) else { return true }
         active += 1
-        // More connections carry more when this one fills up.
-        if bestRoom == 1 { openConnectionIfNeeded() }
+        // This request is on the wire now but still first in the waiting line: count it once.
+        if bestRoom == 1 { openConnectionsIfNeeded(demand: active + waitingRequests - 1) }
         return true
+    }
+
+    /// The highest stream limit any connection of this pool has announced (APNs' temporary
+    /// 1 left out); nil before the first.
+    private var peakStreamLimit: Int?
+
+    func streamLimitSeen(_ limit: Int) {
+        guard limit > (peakStreamLimit ?? 0) else { return }
+        peakStreamLimit = limit
+        if let gauge = metrics?.streamLimit { gauge.set(max(gauge.value(), Double(min(limit, configuration.streamsPerConnection)))) }
+    }
+
+    /// Connections wanted for `demand` requests that want the wire now (on it, or waiting
+    /// for it): each carries the stream limit the server has shown (the configured one
+    /// before it has shown any), capped by the configuration. A connection APNs has dropped
+    /// to one stream after a rejection still counts at its peak: the pool waits for it to
+    /// rise again rather than open more connections around the drop.
+    static func wantedConnections(demand: Int, streamLimit: Int?, configuration: APNsClientConfiguration) -> Int {
+        guard demand > 0 else { return 0 }
+        let perConnection = max(1, min(configuration.streamsPerConnection, streamLimit ?? configuration.streamsPerConnection))
+        return min(configuration.connections, (demand + perConnection - 1) / perConnection)
+    }
+
+    /// Opens connections until the pool has as many usable ones as its demand wants
+    /// (`wantedConnections`), unless the reconnect backoff or the pacer says wait.
+    private func openConnectionsIfNeeded(demand: Int) {
+        let wanted = Self.wantedConnections(demand: demand, streamLimit: peakStreamLimit, configuration: configuration)
+        var usable = connections.filter { $0.state != .draining && $0.state != .closed }.count
+        while usable < wanted {
+            guard ContinuousClock.now >= blockedUntil, pacer.tryAcquire() else { return }
+            do {
+                let channel = try CurlChannel(endpoint: endpoint, credentials: credentials, proxy: configuration.proxy, connectTimeout: configuration.connectTimeout)
+                connections.append(APNsConnection(engine: self, channel: channel))
+                usable += 1
+            } catch {
+                connectFailed(APNsTransportFailure(.connectFailed, detail: error.description))
+                return
+            }
+        }
     }
 
     /// Submits the request's HEADERS and DATA to the session; false (and the
@@ -116,21 +160,6 @@ final class HTTP2TransferEngine: TransferEngine {
         // for many requests instead of one each.
         connection.hasUnflushedRequests = true
         return true
-    }
-
-    /// Opens one more connection when the pool has fewer than `connections`
-    /// usable ones, none is already opening, and neither the reconnect backoff
-    /// nor the pacer says wait.
-    private func openConnectionIfNeeded() {
-        let usable = connections.filter { $0.state != .draining && $0.state != .closed }
-        guard usable.count < configuration.connections, !usable.contains(where: { $0.isOpening }) else { return }
-        guard ContinuousClock.now >= blockedUntil, pacer.tryAcquire() else { return }
-        do {
-            let channel = try CurlChannel(endpoint: endpoint, credentials: credentials, proxy: configuration.proxy, connectTimeout: configuration.connectTimeout)
-            connections.append(APNsConnection(engine: self, channel: channel))
-        } catch {
-            connectFailed(APNsTransportFailure(.connectFailed, detail: error.description))
-        }
     }
 
     /// A connection attempt failed: back off, and if no connection is ready,
@@ -205,6 +234,10 @@ final class HTTP2TransferEngine: TransferEngine {
         }
         for connection in connections where connection.state == .connecting { connection.checkConnected() }
         connections.removeAll { $0.state == .closed }
+        if let gauge = metrics?.inFlight, active != reportedInFlight {
+            gauge.add(Double(active - reportedInFlight))
+            reportedInFlight = active
+        }
         if let batch = durations, batch.count > 0 {
             metrics?.requestDuration.add(batch)
             durations = metrics?.requestDuration.batch()
@@ -241,6 +274,8 @@ final class HTTP2TransferEngine: TransferEngine {
     override func closeTransport() {
         for connection in connections { connection.close(reason: "the sender shut down") }
         connections.removeAll()
+        metrics?.inFlight.add(Double(-reportedInFlight))
+        reportedInFlight = 0
     }
 
     /// A timed-out request: reported now; its stream is cancelled.

@@ -40,6 +40,9 @@ final class Connection: HTTP2SessionDelegate {
     private(set) var isClosed = false
     private var dropNow = false
 
+    /// This connection's own latency factor under the model it was drawn for.
+    private var latencyModel = LatencyModel.none
+    private var latencyFactor = 1.0
     private var hadAccepted = false
     private var lastWasRejection = false
     private var advertisedStreams: UInt32 = 0
@@ -272,7 +275,11 @@ final class Connection: HTTP2SessionDelegate {
         if case .refused = response {
             refuse(streamID)
         } else {
-            let delay = faults.latency.sample(unit: loop.random.unit())
+            if faults.latency != latencyModel {
+                latencyModel = faults.latency
+                latencyFactor = faults.latency.connectionFactor(&loop.random)
+            }
+            let delay = faults.latency.sample(&loop.random, connectionFactor: latencyFactor)
             if delay > 0 {
                 loop.schedule(after: delay, connection: self, streamID: streamID, response: response)
             } else {

@@ -1,16 +1,38 @@
 import Foundation
 import PushfanCore
 
-/// Response latency: none, fixed, uniform in a range, or exponential with a mean.
-/// Written `5` (ms), `5-20`, `exp:10` or `0` (none) on the command line and in control JSON.
+/// Response latency: none, fixed, uniform in a range, exponential with a mean, or `apns`,
+/// the profile of Apple's servers as a provider in a data centre sees them (below).
+/// Written `5` (ms), `5-20`, `exp:10`, `apns` or `0` (none) on the command line and in
+/// control JSON.
 package enum LatencyModel: Sendable, Equatable, CustomStringConvertible {
     case none
     case fixed(milliseconds: Double)
     case uniform(low: Double, high: Double)
     case exponential(mean: Double)
+    /// Lognormal with a median of `APNsProfile.median` ms and a p99 of `APNsProfile.p99`,
+    /// a share `APNsProfile.stallShare` of 1-3 s stalls, each connection slower or faster
+    /// by its own factor (docs/apns-sim.md#latency-profile-apns).
+    case apns
+
+    /// The figures of the `apns` profile.
+    package enum APNsProfile {
+        package static let median = 80.0
+        package static let p99 = 300.0
+        /// Lognormal sigma giving that p99 (z of the 99th percentile: 2.326).
+        package static let sigma = log(p99 / median) / 2.326
+        package static let stallShare = 0.002
+        package static let stallRange = 1_000.0...3_000.0
+        /// Sigma of each connection's lognormal factor: about ±10 % between connections.
+        package static let connectionSigma = 0.1
+    }
 
     package init(spec: String) throws(SimConfigurationError) {
         let text = spec.trimmingCharacters(in: .whitespaces)
+        if text == "apns" {
+            self = .apns
+            return
+        }
         func number(_ part: Substring) throws(SimConfigurationError) -> Double {
             guard let value = Double(part.trimmingCharacters(in: .whitespaces)), value.isFinite, value >= 0, value <= 600_000 else {
                 throw SimConfigurationError("latency \"\(spec)\": \"\(part)\" is not a number of milliseconds in 0...600000")
@@ -37,6 +59,7 @@ package enum LatencyModel: Sendable, Equatable, CustomStringConvertible {
         case .fixed(let ms): return Self.format(ms)
         case .uniform(let low, let high): return Self.format(low) + "-" + Self.format(high)
         case .exponential(let mean): return "exp:" + Self.format(mean)
+        case .apns: return "apns"
         }
     }
 
@@ -44,14 +67,27 @@ package enum LatencyModel: Sendable, Equatable, CustomStringConvertible {
         value == value.rounded() ? String(Int(value)) : String(value)
     }
 
-    /// A delay in milliseconds; `unit` is uniform in [0, 1).
-    package func sample(unit: Double) -> Double {
+    /// A delay in milliseconds for a request on a connection whose own factor is
+    /// `connectionFactor` (`connectionFactor(_:)`; only the `apns` profile uses it).
+    package func sample(_ random: inout FastRandom, connectionFactor: Double = 1) -> Double {
         switch self {
         case .none: return 0
         case .fixed(let ms): return ms
-        case .uniform(let low, let high): return low + (high - low) * unit
-        case .exponential(let mean): return -mean * log(1 - unit)
+        case .uniform(let low, let high): return low + (high - low) * random.unit()
+        case .exponential(let mean): return -mean * log(1 - random.unit())
+        case .apns:
+            if random.unit() < APNsProfile.stallShare {
+                let range = APNsProfile.stallRange
+                return range.lowerBound + (range.upperBound - range.lowerBound) * random.unit()
+            }
+            return APNsProfile.median * connectionFactor * exp(APNsProfile.sigma * random.normal())
         }
+    }
+
+    /// A new connection's latency factor: lognormal around 1 for the `apns` profile (one
+    /// route or server is slower than another), 1 for the others.
+    package func connectionFactor(_ random: inout FastRandom) -> Double {
+        self == .apns ? exp(APNsProfile.connectionSigma * random.normal()) : 1
     }
 }
 
@@ -115,7 +151,7 @@ package struct FaultSettings: Sendable, Equatable {
                 } else if let number = value as? NSNumber {
                     next.latency = try LatencyModel(spec: number.stringValue)
                 } else {
-                    throw SimConfigurationError("\"latency\" must be like \"5\", \"5-20\" or \"exp:10\" (milliseconds)")
+                    throw SimConfigurationError("\"latency\" must be like \"5\", \"5-20\", \"exp:10\" (milliseconds) or \"apns\"")
                 }
             case "goaway_after": next.goawayAfter = try Self.count(value, key, 0...Int(Int32.max))
             case "drop_after": next.dropAfter = try Self.count(value, key, 0...Int(Int32.max))
@@ -204,4 +240,10 @@ package struct FastRandom: RandomNumberGenerator {
 
     /// Uniform in [0, 1).
     package mutating func unit() -> Double { Double(next() >> 11) * 0x1.0p-53 }
+
+    /// A standard normal sample (Box-Muller; one of the pair is enough here).
+    package mutating func normal() -> Double {
+        let u1 = 1 - unit()  // in (0, 1]: log is finite
+        return (-2 * log(u1)).squareRoot() * cos(2 * .pi * unit())
+    }
 }

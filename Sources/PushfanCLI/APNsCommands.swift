@@ -23,8 +23,8 @@ enum APNsOptions {
 
     static let poolSpecs: [OptionSpec] = [
         .option("proxy", "URL", "HTTP proxy to tunnel through (default: apns.proxy, else https_proxy from the environment)"),
-        .option("connections", "N", "HTTP/2 connections (default: 2)"),
-        .option("streams", "N", "concurrent streams per connection, lowered by the server's limit (default: 100)"),
+        .option("connections", "N", "most HTTP/2 connections, opened as the load needs them (default: 16)"),
+        .option("streams", "N", "most concurrent streams per connection, lowered by the server's limit (default: 1000)"),
     ]
 
     static func endpoint(_ arguments: ParsedArguments, _ context: CommandContext, insecure: Bool = false) throws -> APNsEndpoint {

@@ -42,7 +42,9 @@ struct APNsSimCommand: Command {
             --log FILE appends one JSON line per accepted notification (time_ms, connection,
             token, apns_id, collapse_id, topic, push_type, priority, payload_bytes).
 
-            Latency SPEC: 5 (fixed ms), 5-20 (uniform), exp:10 (exponential, mean ms), 0 (none).
+            Latency SPEC: 5 (fixed ms), 5-20 (uniform), exp:10 (exponential, mean ms), 0 (none), or
+            apns: Apple's servers as a data centre sees them (lognormal, median 80 ms, p99 300 ms,
+            0.2% stalls of 1-3 s, each connection ~10% apart; docs/apns-sim.md).
             See docs/apns-sim.md for staging and load-test recipes.
             """,
         options: [
@@ -66,7 +68,7 @@ struct APNsSimCommand: Command {
             .option("p503", "X", "probability of 503 ServiceUnavailable per request (default 0)"),
             .option("p429", "X", "probability of 429 TooManyRequests per request (default 0)"),
             .option("throttle-token", "HEX", "always answer 429 TooManyRequests for this token", repeatable: true),
-            .option("latency", "SPEC", "delay before each response: 5, 5-20, exp:10 (ms; default 0)"),
+            .option("latency", "SPEC", "delay before each response: 5, 5-20, exp:10 (ms), apns (default 0)"),
             .option("goaway-after", "N", "GOAWAY after N requests on a connection (default 0: never)"),
             .option("refuse-fraction", "X", "fraction of requests answered RST_STREAM REFUSED_STREAM (default 0)"),
             .option("drop-after", "N", "close a connection on its Nth request, leaving it in flight (default 0: never)"),

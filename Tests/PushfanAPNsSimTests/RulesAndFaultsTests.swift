@@ -57,7 +57,7 @@ struct DeviceRulesTests {
 struct FaultsTests {
     @Test("latency specs", arguments: [
         ("0", LatencyModel.none), ("5", .fixed(milliseconds: 5)), ("2.5", .fixed(milliseconds: 2.5)),
-        ("5-20", .uniform(low: 5, high: 20)), ("exp:10", .exponential(mean: 10)),
+        ("5-20", .uniform(low: 5, high: 20)), ("exp:10", .exponential(mean: 10)), ("apns", .apns),
     ])
     func latency(_ spec: String, _ model: LatencyModel) throws {
         #expect(try LatencyModel(spec: spec) == model)
@@ -66,10 +66,35 @@ struct FaultsTests {
 
     @Test("latency samples")
     func samples() {
-        #expect(LatencyModel.fixed(milliseconds: 7).sample(unit: 0.3) == 7)
-        #expect(LatencyModel.uniform(low: 10, high: 20).sample(unit: 0.5) == 15)
-        #expect(LatencyModel.exponential(mean: 10).sample(unit: 0) == 0)
-        #expect(abs(LatencyModel.exponential(mean: 10).sample(unit: 1 - exp(-1)) - 10) < 1e-9)
+        var random = FastRandom(seed: 7)
+        #expect(LatencyModel.fixed(milliseconds: 7).sample(&random) == 7)
+        let uniform = (0..<1_000).map { _ in LatencyModel.uniform(low: 10, high: 20).sample(&random) }
+        #expect(uniform.allSatisfy { (10..<20).contains($0) })
+        let exponential = (0..<100_000).map { _ in LatencyModel.exponential(mean: 10).sample(&random) }
+        #expect(abs(exponential.reduce(0, +) / 100_000 - 10) < 0.2)
+        #expect(LatencyModel.none.connectionFactor(&random) == 1)
+    }
+
+    /// The `apns` profile as documented: median 80 ms, p99 about 300 ms, 0.2 % of requests
+    /// stalled 1-3 s, connections about 10 % apart. Seeded, so the figures are exact here.
+    @Test("the apns profile's distribution")
+    func apnsProfile() {
+        var random = FastRandom(seed: 42)
+        let count = 200_000
+        let samples = (0..<count).map { _ in LatencyModel.apns.sample(&random) }.sorted()
+        let median = samples[count / 2], p99 = samples[count * 99 / 100]
+        #expect(abs(median - 80) < 2, "median \(median)")
+        #expect((280...330).contains(p99), "p99 \(p99)")
+        let stalls = samples.filter { $0 >= 1_000 }.count
+        #expect((300...500).contains(stalls), "\(stalls) stalls of \(count)")
+        #expect(samples.last! <= 3_000)
+        let factors = (0..<10_000).map { _ in LatencyModel.apns.connectionFactor(&random) }.sorted()
+        #expect(abs(factors[5_000] - 1) < 0.01 && factors[500] > 0.8 && factors[9_500] < 1.2, "\(factors[500]) \(factors[9_500])")
+        // A slower connection's requests are slower by its factor.
+        var a = FastRandom(seed: 9), b = FastRandom(seed: 9)
+        let slow = (0..<1_000).map { _ in LatencyModel.apns.sample(&a, connectionFactor: 1.2) }.sorted()[500]
+        let plain = (0..<1_000).map { _ in LatencyModel.apns.sample(&b) }.sorted()[500]
+        #expect(abs(slow / plain - 1.2) < 0.01)
     }
 
     @Test("bad latency specs", arguments: ["", "fast", "20-5", "-5", "exp:", "1e9"])
@@ -101,7 +126,7 @@ struct FaultsTests {
         (#"{"max_concurrent_streams": 0}"#, #""max_concurrent_streams" must be a whole number in 1...2147483647"#),
         (#"{"start_at_one": "yes"}"#, #""start_at_one" must be true or false"#),
         (#"{"throttle_tokens": ["xyz"]}"#, #""throttle_tokens": "xyz" is not a hex device token"#),
-        (#"{"latency": [1]}"#, #""latency" must be like "5", "5-20" or "exp:10" (milliseconds)"#),
+        (#"{"latency": [1]}"#, #""latency" must be like "5", "5-20", "exp:10" (milliseconds) or "apns""#),
         (#"{"p5OO": 1}"#, "unknown control member \"p5OO\"; known: p500, p503, p429, throttle_tokens, latency, goaway_after, refuse_fraction, drop_after, max_concurrent_streams, start_at_one, drop_to_one_after_rejection, clock_offset_s"),
     ])
     func badControl(_ json: String, _ message: String) throws {

@@ -38,9 +38,10 @@ package struct PushfanConfiguration: Codable, Sendable, Equatable {
         /// An HTTP proxy the sender tunnels through (`http://host:port`); nil: libcurl reads
         /// `https_proxy`, `HTTPS_PROXY` and `no_proxy` from the environment.
         package var proxy: String?
-        /// HTTP/2 connections per (endpoint, credential); nil leaves the sender's default (2).
+        /// Most HTTP/2 connections per (endpoint, credential), opened as the load needs them;
+        /// nil leaves the sender's default (16).
         package var connections: Int?
-        /// Streams per connection Pushfan opens at most; nil leaves the default (100).
+        /// Streams per connection Pushfan opens at most; nil leaves the default (1,000).
         package var streamsPerConnection: Int?
 
         package init() {}

@@ -1,0 +1,73 @@
+import Foundation
+import PushfanCore
+import PushfanTestSupport
+import Testing
+
+@testable import PushfanAPNs
+
+/// How many connections and streams the sender uses on its own defaults: as many
+/// connections as the requests waiting for the wire need at the stream limit the server
+/// has shown (Little's law: a caller feeding at its rate keeps rate × round trip in
+/// flight), capped by the configuration, and none kept once the load is gone.
+@Suite struct APNsConcurrencyTests {
+    @Test("connections wanted: demand over the server's shown stream limit, capped; the configured limit before the server shows one")
+    func wantedConnections() {
+        let defaults = APNsClientConfiguration()
+        #expect(defaults.connections == 16 && defaults.streamsPerConnection == 1_000)
+        func wanted(_ demand: Int, _ limit: Int?, _ configure: (inout APNsClientConfiguration) -> Void = { _ in }) -> Int {
+            var configuration = defaults
+            configure(&configuration)
+            return HTTP2TransferEngine.wantedConnections(demand: demand, streamLimit: limit, configuration: configuration)
+        }
+        #expect(wanted(0, nil) == 0)
+        #expect(wanted(1, nil) == 1)
+        #expect(wanted(1_000, nil) == 1 && wanted(1_001, nil) == 2)
+        #expect(wanted(3_000, 1_500) == 3, "a server allowing more than the configured cap: the cap")
+        #expect(wanted(3_000, 250) == 12)
+        #expect(wanted(100_000, 1_000) == 16, "never past the configured maximum")
+        #expect(wanted(500, 100) { $0.connections = 2 } == 2)
+    }
+
+    @Test("at 200 ms answers, 3,000 requests at once with default settings: 3 connections of 1,000 streams; with a server limit of 250, 12; every request accepted once, none refused")
+    func connectionsFollowDemandAndTheServersLimit() async throws {
+        for (limit, expected) in [(1_000, 3), (250, 12)] {
+            let harness = try await SenderHarness.start(["--latency", "200", "--max-concurrent-streams", String(limit)])
+            defer { harness.stop() }
+            // Every stats call is a curl connection of its own, counted with the sender's.
+            let before = try await harness.simulator.stats().count("connections_accepted")
+            let client = try harness.client { $0 = APNsClientConfiguration() }
+            let results = await client.send(batch: try (0..<3_000).map { _ in try SenderHarness.alert() })
+            await client.shutdown()
+            #expect(results.allSatisfy { $0.isAccepted }, "\(results.first { !$0.isAccepted }.map { "\($0)" } ?? "")")
+            let stats = try await harness.simulator.stats()
+            let opened = stats.count("connections_accepted") - before - 1
+            #expect(opened == expected, "limit \(limit): \(opened) connections")
+            #expect(stats.count("refused_streams") == 0)
+            #expect(stats.count("accepted") == 3_000 && stats.count("duplicate_acceptances") == 0)
+        }
+    }
+
+    @Test("a pool whose load is gone closes its connections after the idle timeout")
+    func idleConnectionsClose() async throws {
+        let harness = try await SenderHarness.start(["--latency", "100"])
+        defer { harness.stop() }
+        let client = try harness.client {
+            $0 = APNsClientConfiguration()
+            $0.idleTimeout = .seconds(2)
+        }
+        let results = await client.send(batch: try (0..<2_500).map { _ in try SenderHarness.alert() })
+        #expect(results.allSatisfy { $0.isAccepted })
+        // The stats call's own curl connection is open while it asks.
+        func senderConnections() async throws -> Int { try await harness.simulator.stats().count("connections_open") - 1 }
+        let busy = try await senderConnections()
+        // Three carried the burst; on a loaded machine one may have idled out already.
+        #expect((1...3).contains(busy), "\(busy) open right after the burst")
+        var open = busy
+        for _ in 0..<100 where open > 0 {
+            try await Task.sleep(for: .milliseconds(100))
+            open = try await senderConnections()
+        }
+        #expect(open == 0, "\(open) connections still open after the idle timeout")
+        await client.shutdown()
+    }
+}
