@@ -142,16 +142,8 @@ final class APNsConnection: HTTP2SessionDelegate {
         stream.body.append(contentsOf: UnsafeBufferPointer(rebasing: bytes.prefix(max(room, 0))))
     }
 
-    /// The highest stream limit the server has announced on this connection, leaving out
-    /// APNs' temporary 1 (a new token-auth connection, the drop after a rejection); 0
-    /// before any. What the connection carries once the server lets it.
-    private(set) var peakStreamLimit = 0
-
     func http2SettingsReceived() {
-        if let limit = session?.remoteMaxConcurrentStreams, limit > 1, limit > peakStreamLimit {
-            peakStreamLimit = limit
-            engine.streamLimitSeen(limit)
-        }
+        if let limit = session?.remoteMaxConcurrentStreams { engine.streamLimitSeen(limit) }
         guard state == .awaitingSettings else { return }
         state = .ready
         wasReady = true

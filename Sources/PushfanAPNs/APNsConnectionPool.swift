@@ -214,9 +214,8 @@ class TransferEngine {
 
     // MARK: the loop
 
-    private var waitingCount: Int { waiting.count - waitingHead }
     /// Requests handed over that are not on the wire yet.
-    var waitingRequests: Int { waitingCount }
+    var waitingCount: Int { waiting.count - waitingHead }
 
     final func run() {
         // A write to a connection the server already closed raises SIGPIPE in

@@ -81,13 +81,11 @@ final class HTTP2TransferEngine: TransferEngine {
             }
         }
         guard let connection = best else {
-            openConnectionsIfNeeded(demand: active + waitingRequests)
+            openConnectionsIfNeeded()
             return false
         }
         guard submit(request, token: token, on: connection) else { return true }
         active += 1
-        // This request is on the wire now but still first in the waiting line: count it once.
-        if bestRoom == 1 { openConnectionsIfNeeded(demand: active + waitingRequests - 1) }
         return true
     }
 
@@ -95,8 +93,10 @@ final class HTTP2TransferEngine: TransferEngine {
     /// 1 left out); nil before the first.
     private var peakStreamLimit: Int?
 
+    /// A connection's SETTINGS announced `limit` concurrent streams.
     func streamLimitSeen(_ limit: Int) {
-        guard limit > (peakStreamLimit ?? 0) else { return }
+        // APNs' 1 is temporary (a new token-auth connection, the drop after a rejection).
+        guard limit > 1, limit > (peakStreamLimit ?? 0) else { return }
         peakStreamLimit = limit
         if let gauge = metrics?.streamLimit { gauge.set(max(gauge.value(), Double(min(limit, configuration.streamsPerConnection)))) }
     }
@@ -112,10 +112,11 @@ final class HTTP2TransferEngine: TransferEngine {
         return min(configuration.connections, (demand + perConnection - 1) / perConnection)
     }
 
-    /// Opens connections until the pool has as many usable ones as its demand wants
-    /// (`wantedConnections`), unless the reconnect backoff or the pacer says wait.
-    private func openConnectionsIfNeeded(demand: Int) {
-        let wanted = Self.wantedConnections(demand: demand, streamLimit: peakStreamLimit, configuration: configuration)
+    /// Opens connections until the pool has as many usable ones as the requests on the wire
+    /// and waiting for it want (`wantedConnections`), unless the reconnect backoff or the
+    /// pacer says wait. Called when no ready connection has room.
+    private func openConnectionsIfNeeded() {
+        let wanted = Self.wantedConnections(demand: active + waitingCount, streamLimit: peakStreamLimit, configuration: configuration)
         var usable = connections.filter { $0.state != .draining && $0.state != .closed }.count
         while usable < wanted {
             guard ContinuousClock.now >= blockedUntil, pacer.tryAcquire() else { return }

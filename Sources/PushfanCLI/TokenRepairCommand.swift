@@ -38,20 +38,26 @@ struct DevicesRepairTokensCommand: Command {
     /// campaign that cannot be read stays invalid.
     static func repairs(_ invalidations: [TokenInvalidation]) -> [Repair] {
         let wrongTopicReasons: Set<String> = [APNsReason.badDeviceToken.rawValue, APNsReason.deviceTokenNotForTopic.rawValue]
+        // Each campaign's record is decoded once, not once per device it touched.
+        var notifications: [String: Campaign.Notification?] = [:]
+        func notification(_ row: TokenInvalidation) -> Campaign.Notification? {
+            if let known = notifications[row.campaign] { return known }
+            let decoded = row.definition.flatMap { try? MessageCodec.decode(Campaign.self, from: Data($0.utf8)).notification }
+            notifications[row.campaign] = decoded
+            return decoded
+        }
         var repairs: [Repair] = []
         for (deviceID, rows) in Dictionary(grouping: invalidations, by: \.deviceID).sorted(by: { $0.key < $1.key }) {
             var chosen: Repair?
             var standing = false
             for row in rows {
-                guard let definition = row.definition,
-                      let campaign = try? MessageCodec.decode(Campaign.self, from: Data(definition.utf8)),
-                      let reason = row.ledgerReason, wrongTopicReasons.contains(reason),
-                      campaign.notification.tokenKind != .alert
+                guard let reason = row.ledgerReason, wrongTopicReasons.contains(reason),
+                      let sent = notification(row), sent.tokenKind != .alert
                 else {
                     standing = true
                     break
                 }
-                chosen = chosen ?? Repair(deviceID: deviceID, campaign: row.campaign, pushType: campaign.notification.pushType, reason: reason)
+                chosen = chosen ?? Repair(deviceID: deviceID, campaign: row.campaign, pushType: sent.pushType, reason: reason)
             }
             if !standing, let chosen { repairs.append(chosen) }
         }

@@ -150,16 +150,14 @@ package struct DeviceDirectory: Sendable {
     package func tokenInvalidations(app: String) async throws(StoreError) -> [TokenInvalidation] {
         try await executor.run { connection throws(StoreError) in
             try connection.queryAll("""
-                SELECT d.device_id, d.invalid_reason, l.campaign, c.definition, l.reason
+                SELECT d.device_id, l.campaign, c.definition, l.reason
                 FROM campaigns c
                 JOIN deliveries l ON l.campaign = c.id AND l.state = \(LedgerState.invalidToken.rawValue)
                 JOIN devices d ON d.app = c.app AND d.row_key = l.row_key
                 WHERE c.app = \(app) AND d.status = 'invalid' AND l.finished_at >= d.last_seen_at
                 ORDER BY d.device_id, l.campaign
                 """) { row in
-                TokenInvalidation(
-                    deviceID: row.text(0) ?? "", deviceReason: row.text(1), campaign: row.text(2) ?? "",
-                    definition: row.text(3), ledgerReason: row.text(4))
+                TokenInvalidation(deviceID: row.text(0) ?? "", campaign: row.text(1) ?? "", definition: row.text(2), ledgerReason: row.text(3))
             }
         }
     }

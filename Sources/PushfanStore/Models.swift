@@ -269,15 +269,13 @@ package struct TokenMark: Sendable, Equatable {
 /// One campaign's token rejection of a device that is invalid now (`DeviceDirectory.tokenInvalidations`).
 package struct TokenInvalidation: Sendable, Equatable {
     package let deviceID: String
-    /// The device's `invalid_reason`.
-    package let deviceReason: String?
     package let campaign: String
     /// The campaign's record as accepted, to tell its push type.
     package let definition: String?
     /// APNs' reason in the ledger.
     package let ledgerReason: String?
 
-    package init(deviceID: String, deviceReason: String?, campaign: String, definition: String?, ledgerReason: String?) {
-        (self.deviceID, self.deviceReason, self.campaign, self.definition, self.ledgerReason) = (deviceID, deviceReason, campaign, definition, ledgerReason)
+    package init(deviceID: String, campaign: String, definition: String?, ledgerReason: String?) {
+        (self.deviceID, self.campaign, self.definition, self.ledgerReason) = (deviceID, campaign, definition, ledgerReason)
     }
 }

@@ -15,7 +15,7 @@ import Testing
     static let alert = campaign("sale", #"{"push_type":"alert","content":{"default":{"body":"Hi"}}}"#)
 
     static func row(_ device: String, _ campaign: String, _ definition: String?, _ reason: String?) -> TokenInvalidation {
-        TokenInvalidation(deviceID: device, deviceReason: reason, campaign: campaign, definition: definition, ledgerReason: reason)
+        TokenInvalidation(deviceID: device, campaign: campaign, definition: definition, ledgerReason: reason)
     }
 
     @Test func restoresOnlyDevicesInvalidatedByAnotherKind() {
