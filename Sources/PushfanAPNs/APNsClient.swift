@@ -44,8 +44,10 @@ package final class APNsClient: Sendable {
 
     /// One attempt for each notification, multiplexed; results in the same
     /// order. The throughput path: one hand-over and one resume per batch.
-    package func send(batch notifications: [APNsNotification]) async -> [APNsSendResult] {
-        await pool.send(notifications)
+    /// `started`, if given, is called once every request is on a stream (or answered
+    /// without one): the moment a caller pacing itself by the wire may hand more.
+    package func send(batch notifications: [APNsNotification], started: (@Sendable () -> Void)? = nil) async -> [APNsSendResult] {
+        await pool.send(notifications, started: started)
     }
 
     /// Sends until `policy` says stop: retryable rejections and transport

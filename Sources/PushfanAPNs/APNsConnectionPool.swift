@@ -8,14 +8,31 @@ final class ResultCollector: @unchecked Sendable {
     private var results: [APNsSendResult?]
     private var remaining: Int
     private let continuation: CheckedContinuation<[APNsSendResult], Never>
+    /// Called once every request of the batch has been started on a stream (or has its
+    /// result without one): what the caller may count as on the wire.
+    private let onStarted: (@Sendable () -> Void)?
+    private var started: [Bool]
+    private var unstarted: Int
 
-    init(count: Int, continuation: CheckedContinuation<[APNsSendResult], Never>) {
+    init(count: Int, continuation: CheckedContinuation<[APNsSendResult], Never>, onStarted: (@Sendable () -> Void)? = nil) {
         results = Array(repeating: nil, count: count)
         remaining = count
         self.continuation = continuation
+        self.onStarted = onStarted
+        started = onStarted == nil ? [] : Array(repeating: false, count: count)
+        unstarted = count
+    }
+
+    /// The request at `index` is on a stream; a resend of it counts once.
+    func markStarted(_ index: Int) {
+        guard let onStarted, !started[index] else { return }
+        started[index] = true
+        unstarted -= 1
+        if unstarted == 0 { onStarted() }
     }
 
     func deliver(_ result: APNsSendResult, at index: Int) {
+        markStarted(index)
         results[index] = result
         remaining -= 1
         if remaining == 0 { continuation.resume(returning: results.map { $0! }) }
@@ -88,12 +105,16 @@ final class APNsConnectionPool: Sendable {
     }
 
     /// Sends `notifications` and returns their results in the same order. Waits
-    /// first while the pool's queue is full.
-    func send(_ notifications: [APNsNotification]) async -> [APNsSendResult] {
-        guard !notifications.isEmpty else { return [] }
+    /// first while the pool's queue is full. `started`, if given, is called (on the pool's
+    /// thread) once every one of them is on a stream or answered.
+    func send(_ notifications: [APNsNotification], started: (@Sendable () -> Void)? = nil) async -> [APNsSendResult] {
+        guard !notifications.isEmpty else {
+            started?()
+            return []
+        }
         await waitForRoom()
         return await withCheckedContinuation { continuation in
-            let collector = ResultCollector(count: notifications.count, continuation: continuation)
+            let collector = ResultCollector(count: notifications.count, continuation: continuation, onStarted: started)
             let accepted = shared.state.withLock { state in
                 guard !state.closing else { return false }
                 state.incoming.reserveCapacity(state.incoming.count + notifications.count)
@@ -286,7 +307,9 @@ class TransferEngine {
             }
         }
         while active < limit, waitingHead < waiting.count {
-            guard start(waiting[waitingHead], token: token) else { break }
+            let request = waiting[waitingHead]
+            guard start(request, token: token) else { break }
+            request.collector.markStarted(request.index)
             waitingHead += 1
         }
         if waitingHead == waiting.count {

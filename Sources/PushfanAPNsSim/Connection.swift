@@ -45,6 +45,8 @@ final class Connection: HTTP2SessionDelegate {
     private var latencyFactor = 1.0
     private var hadAccepted = false
     private var lastWasRejection = false
+    /// Most streams this connection has had open at once (reported as `peak_streams`).
+    private var peakStreams = 0
     private var advertisedStreams: UInt32 = 0
     private var requestCount = 0
     private var goawayLastStreamID: Int32?
@@ -159,6 +161,10 @@ final class Connection: HTTP2SessionDelegate {
     private func addStream(_ id: Int32) {
         let stream = Stream()
         streams[id] = stream
+        if streams.count > peakStreams {
+            peakStreams = streams.count
+            loop.stats.withLock { $0.peakStreams = max($0.peakStreams, streams.count) }
+        }
         cachedStreamID = id
         cachedStream = stream
     }

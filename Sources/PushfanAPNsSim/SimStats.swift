@@ -20,6 +20,8 @@ package struct ThreadStats: Sendable {
     package var droppedConnections = 0
     package var connectionsAccepted = 0
     package var connectionsClosed = 0
+    /// Most streams one connection of this thread has had open at once.
+    package var peakStreams = 0
 
     package init() {}
 
@@ -72,6 +74,8 @@ package struct SimStatsSnapshot: Sendable, Equatable {
     package var droppedConnections = 0
     package var connectionsAccepted = 0
     package var connectionsOpen = 0
+    /// Most streams any one connection has had open at once.
+    package var peakStreams = 0
 
     package init() {}
 
@@ -91,6 +95,7 @@ package struct SimStatsSnapshot: Sendable, Equatable {
             droppedConnections += stats.droppedConnections
             connectionsAccepted += stats.connectionsAccepted
             connectionsOpen += stats.connectionsAccepted - stats.connectionsClosed
+            peakStreams = max(peakStreams, stats.peakStreams)
         }
         accepted = statuses[200] ?? 0
         distinctTokensAccepted = tokens.count
@@ -114,6 +119,7 @@ package struct SimStatsSnapshot: Sendable, Equatable {
             "dropped_connections": droppedConnections,
             "connections_accepted": connectionsAccepted,
             "connections_open": connectionsOpen,
+            "peak_streams": peakStreams,
         ]
     }
 

@@ -28,6 +28,7 @@ struct WorkerCommand: Command {
             .option("database", "URL", "device store: sqlite:PATH or postgres://... (default: $PUSHFAN_DATABASE)"),
             .option("lanes", "N", "rate lanes per app for campaigns this worker plans (default: worker.lanes, 4)"),
             .option("shard-size", "N", "devices per task at most (default: worker.shard_size, 5000)"),
+            .option("pages-in-flight", "N", "most pages of one task out at once (default: worker.pages_in_flight, 32)"),
             .option("lease", "SECONDS", "claim lease; a crashed worker's devices move after it (default: worker.lease_s, 30)"),
             .option("shutdown-timeout", "SECONDS", "exit this long after SIGTERM at most (default: worker.shutdown_timeout_s, 10)"),
             .option("credentials-pause", "SECONDS", "pause an app's sends this long after a credentials failure (default: worker.credentials_pause_s, 30)"),
@@ -44,6 +45,7 @@ struct WorkerCommand: Command {
         var settings = configuration.worker
         settings.lanes = try arguments.int("lanes", default: settings.lanes, range: 1...256)
         settings.shardSize = try arguments.int("shard-size", default: settings.shardSize, range: 1...1_000_000)
+        settings.pagesInFlight = try arguments.int("pages-in-flight", default: settings.pagesInFlight, range: 1...256)
         settings.leaseSeconds = try arguments.int("lease", default: settings.leaseSeconds, range: 1...3_600)
         settings.shutdownTimeoutSeconds = try arguments.int("shutdown-timeout", default: settings.shutdownTimeoutSeconds, range: 1...600)
         settings.credentialsPauseSeconds = try arguments.int("credentials-pause", default: settings.credentialsPauseSeconds, range: 1...3_600)

@@ -4,13 +4,17 @@ import PushfanCore
 
 /// Hands one round's requests to APNs in rate-sized batches, several in flight, while the
 /// operator's controls, the lane's circuit, the app's credentials and the campaign's
-/// expiration allow. What it does not send it gives back, sorted by why.
+/// expiration allow. Each batch's answers go to the caller as soon as the batch is answered
+/// (so they are recorded behind the sends, not after the round's slowest answer); what it
+/// does not send it gives back, sorted by why.
 struct BatchTransmitter {
-    /// What became of the requests handed to `transmit`.
+    /// One answered batch: each request's device, APNs' answer and when it came (the
+    /// outcome's time in its result).
+    typealias Answers = [(ShardSender.Pending, APNsSendResult, answeredAt: Date)]
+
+    /// What became of the requests handed to `transmit` that were not sent.
     struct Transmission {
-        /// Sent, with APNs' answer and when it came (the outcome's time in its result).
-        var sent: [(ShardSender.Pending, APNsSendResult, answeredAt: Date)] = []
-        /// Not sent: the task was cancelled.
+        /// Not sent: the task was cancelled, or the caller could not take answers.
         var unsent: [ShardSender.Pending] = []
         /// Not sent: the expiration passed first.
         var expired: [ShardSender.Pending] = []
@@ -32,7 +36,15 @@ struct BatchTransmitter {
     /// the campaign has its own lower rate) and the app lane's, and is checked against the
     /// operator's controls and the expiration just before it starts: a cancel or pause read
     /// from the control topic stops the next batch, so no request starts after it.
-    func transmit(_ ready: [(ShardSender.Pending, APNsNotification)]) async -> Transmission {
+    ///
+    /// `answered` takes each batch's answers in the caller's task, one batch at a time, while
+    /// later batches are on the wire; it returns false when it cannot take more (recording
+    /// failed), and no further batch starts. Batches already sent are still handed to it.
+    /// `page` (a pipelined page's) is told of each batch handed to the client, of each
+    /// batch the client has wholly started, and when no further batch will start.
+    func transmit(
+        _ ready: [(ShardSender.Pending, APNsNotification)], page: PagesOnTheWay.Page? = nil, answered: (Answers) async -> Bool
+    ) async -> Transmission {
         let appBucket = context.rates.bucket(lane, rate: Double(plan.app.ratePerSecond) / Double(task.lanes))
         var campaignBucket: TokenBucket?
         if let rate = plan.campaign.options.rate, rate < plan.app.ratePerSecond {
@@ -41,7 +53,7 @@ struct BatchTransmitter {
         var transmission = Transmission()
         var index = 0
         var stop: WritableKeyPath<Transmission, [ShardSender.Pending]>?
-        await withTaskGroup(of: [(ShardSender.Pending, APNsSendResult, answeredAt: Date)].self) { group in
+        await withTaskGroup(of: Answers.self) { group in
             var running = 0
             sending: while index < ready.count {
                 do {
@@ -75,8 +87,11 @@ struct BatchTransmitter {
                     granted = campaignBucket == nil ? try await appBucket.acquire(upTo: granted) : try await appBucket.acquire(exactly: granted)
                     context.metrics.rateLimitWait.add((ContinuousClock.now - waitStarted).seconds, [task.app])
                     if running >= context.batchesInFlight, let done = await group.next() {
-                        transmission.sent += done
                         running -= 1
+                        guard await answered(done) else {
+                            stop = \.unsent
+                            break
+                        }
                     }
                     if let held = controlled() {
                         stop = held
@@ -88,7 +103,7 @@ struct BatchTransmitter {
                     }
                     let batch = Array(ready[index..<index + granted])
                     index += granted
-                    let send = sendBatch(batch, probe: probe)
+                    let send = sendBatch(batch, probe: probe, page: page)
                     group.addTask { await send() }
                     running += 1
                 } catch {
@@ -96,7 +111,10 @@ struct BatchTransmitter {
                     break
                 }
             }
-            for await done in group { transmission.sent += done }
+            // Nothing more starts: once the client has started what it holds, the page is on
+            // the wire and its next one may be claimed.
+            page?.allLaunched()
+            for await done in group { _ = await answered(done) }
         }
         if let stop { transmission[keyPath: stop] = ready[index...].map(\.0) }
         return transmission
@@ -110,25 +128,34 @@ struct BatchTransmitter {
         return status == .cancelled ? \.cancelled : \.paused
     }
 
+    /// What the client calls once a batch is wholly on streams: the page's count.
+    private static func startedSignal(_ page: PagesOnTheWay.Page?) -> (@Sendable () -> Void)? {
+        guard let page else { return nil }
+        return { page.batchStarted() }
+    }
+
     /// One batch's work, to run in the group: one client per environment (a batch mixing
     /// them is split); the answers feed the lane's circuit.
     private func sendBatch(
-        _ batch: [(ShardSender.Pending, APNsNotification)], probe: Bool
-    ) -> @Sendable () async -> [(ShardSender.Pending, APNsSendResult, answeredAt: Date)] {
+        _ batch: [(ShardSender.Pending, APNsNotification)], probe: Bool, page: PagesOnTheWay.Page?
+    ) -> @Sendable () async -> Answers {
         let groups = Dictionary(grouping: batch, by: { $0.0.target.environment })
+        for _ in groups { page?.batchLaunched() }
+        let started: (@Sendable () -> Void)? = Self.startedSignal(page)
         let (catalog, circuits, app, lane, clock) = (context.catalog, context.circuits, plan.app, lane, context.clock)
         return {
-            var results: [(ShardSender.Pending, APNsSendResult, answeredAt: Date)] = []
+            var results: Answers = []
             for (environment, members) in groups {
                 do {
                     let client = try catalog.client(for: app, environment: environment)
-                    let answers = await client.send(batch: members.map(\.1))
+                    let answers = await client.send(batch: members.map(\.1), started: started)
                     // The batch's answer time, not the round's end: results' `at` then follow
                     // the sends (a round holds many batches over a second or more).
                     let answeredAt = clock.wall
                     circuits.record(lane, answers, probe: probe)
                     for (member, answer) in zip(members, answers) { results.append((member.0, answer, answeredAt)) }
                 } catch {
+                    started?()
                     let now = clock.wall
                     for member in members {
                         results.append((member.0, .failed(APNsTransportFailure(.credentialsUnavailable, detail: "\(error)")), now))

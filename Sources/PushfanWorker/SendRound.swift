@@ -19,8 +19,11 @@ struct SendRound {
     private var recorder: OutcomeRecorder { OutcomeRecorder(context: context, task: task) }
 
     /// Sends within the rate limit, records final outcomes and produces their results;
-    /// retryable ones go to `state.retries`. Throws `CancellationError` (after giving the
-    /// unsent devices back) when the task is stopped between batches.
+    /// retryable ones go to `state.retries`. Each answered batch is recorded while the next
+    /// ones are on the wire, so the answers in hand and not yet in the ledger (what a crash
+    /// would send again) are never more than the batches in flight. Throws
+    /// `CancellationError` (after giving the unsent devices back) when the task is stopped
+    /// between batches, and a recording's error after giving back what it did not send.
     func send(_ pending: [ShardSender.Pending], state: inout ShardSender.TaskState) async throws {
         guard !pending.isEmpty else { return }
         var finals = OutcomeRecorder.Finals(plan: plan)
@@ -44,13 +47,23 @@ struct SendRound {
         }
         let ready = prepare(pending, finals: &finals, state: &state, at: now)
         var unsent: [ShardSender.Pending] = []
+        var failure: (any Error)?
         if !ready.isEmpty {
-            let transmission = await BatchTransmitter(context: context, task: task, plan: plan).transmit(ready)
             var delivered = false
             let pausesBefore = state.credentialFailures
-            for (item, result, answeredAt) in transmission.sent {
-                if case .response(.accepted) = result { delivered = true }
-                try await classify(item, result, answeredAt: answeredAt, finals: &finals, state: &state)
+            let transmission = await BatchTransmitter(context: context, task: task, plan: plan).transmit(ready, page: state.page) { answers in
+                for (item, result, answeredAt) in answers {
+                    if case .response(.accepted) = result { delivered = true }
+                    await classify(item, result, answeredAt: answeredAt, finals: &finals, state: &state)
+                }
+                guard failure == nil else { return false }
+                do {
+                    try await flush(&finals, state: &state)
+                    return true
+                } catch {
+                    failure = error
+                    return false
+                }
             }
             // Credentials work again only if nothing in this round said otherwise.
             if delivered && state.credentialFailures == pausesBefore { context.pauses.recovered(task.app) }
@@ -61,13 +74,21 @@ struct SendRound {
             state.holdForResume(transmission.paused, now: context.clock.now)
             unsent = transmission.unsent
         }
-        if let ticket = try await recorder.record(finals) { state.tickets.append(ticket) }
+        if failure == nil { try await flush(&finals, state: &state) }
         context.progress.touch(campaign: task.campaign, app: task.app)
         if !unsent.isEmpty {
-            // Cancelled between batches: these were never sent; give them back.
+            // Cancelled between batches (or recording failed): these were never sent; give them back.
             try await context.store.ledger.release(campaign: task.campaign, owner: context.workerID, rowKeys: unsent.map(\.target.rowKey))
-            throw CancellationError()
         }
+        if let failure { throw failure }
+        if !unsent.isEmpty { throw CancellationError() }
+    }
+
+    /// Records what `finals` holds so far and empties it.
+    private func flush(_ finals: inout OutcomeRecorder.Finals, state: inout ShardSender.TaskState) async throws {
+        let taken = finals
+        finals = OutcomeRecorder.Finals(plan: plan)
+        if let ticket = try await recorder.record(taken) { state.tickets.append(ticket) }
     }
 
     /// Every device of `pending` ends `final` without a request.
@@ -128,7 +149,7 @@ struct SendRound {
     private func classify(
         _ item: ShardSender.Pending, _ result: APNsSendResult, answeredAt: Date, finals: inout OutcomeRecorder.Finals,
         state: inout ShardSender.TaskState
-    ) async throws {
+    ) async {
         var item = item
         let now = context.clock.wall
         item.attempts += 1
@@ -148,7 +169,7 @@ struct SendRound {
             state.retries.append(item)
             context.metrics.retried(app: task.app, after: result)
         case .pauseApp(let reason):
-            try await pauseForCredentials(item, reason: reason, finals: &finals, state: &state)
+            await pauseForCredentials(item, reason: reason, finals: &finals, state: &state)
         case .handBack:
             // Shutting down: never sent; it stays claimed for the next owner.
             item.attempts -= 1
@@ -161,7 +182,7 @@ struct SendRound {
     /// told of the pause with a `paused` event.
     private func pauseForCredentials(
         _ item: ShardSender.Pending, reason: String, finals: inout OutcomeRecorder.Finals, state: inout ShardSender.TaskState
-    ) async throws {
+    ) async {
         var item = item
         item.attempts -= 1
         state.credentialFailures += 1

@@ -27,7 +27,9 @@ package struct SenderContext: Sendable {
     /// What this worker counts for Prometheus.
     package let metrics: WorkerMetrics
     /// Batches of one task in flight to APNs at once.
-    package var batchesInFlight = 8
+    /// Batches of one round in flight to APNs at once: enough that a stalled answer never
+    /// keeps a page's later batches from starting.
+    package var batchesInFlight = 64
 
     package init(
         workerID: String, store: DeviceStore, writer: ResultsWriter, catalog: CampaignCatalog, rates: RateLanes,
@@ -79,6 +81,9 @@ package enum TaskEnd: Sendable, Equatable {
 package struct ShardSender: Sendable {
     let context: SenderContext
     let task: TaskRecord
+    /// Called once every page of the task is on the wire (it may still wait for answers and
+    /// retries): the scheduler then starts the lane's next task beside it.
+    var lastPageSent: @Sendable () -> Void = {}
 
     package init(context: SenderContext, task: TaskRecord) {
         self.context = context
@@ -132,15 +137,50 @@ package struct ShardSender: Sendable {
         return .finished
     }
 
+    /// Pages are pipelined, each claimed, sent and recorded batch by batch by a child task of
+    /// its own: the next page is read and claimed while fewer than `pagesAhead` are on their
+    /// way to APNs (`PagesOnTheWay`), so the lane's bucket always has a page ready, and earlier
+    /// pages wait for their slowest answers (and store round trips) beside the sends of the
+    /// later ones. At most `pages_in_flight` pages of a task are out at once. The lane's
+    /// rate bucket, shared by all of them, keeps the rate. Once every page is on the wire the
+    /// scheduler may start the lane's next task (`lastPageSent`).
     private func expand(plan: CampaignPlan, state: inout TaskState) async throws {
         var pages = ShardPages(store: context.store, plan: plan, task: task, pageSize: context.settings.pageSize)
         defer { pages.cancel() }
-        while let page = try await pages.nextPage() {
-            try Task.checkCancellation()
-            try await obeyControls(state: &state)
-            if !page.isEmpty { try await claimAndSend(page, plan: plan, state: &state) }
-            try await sendDueRetries(plan: plan, state: &state, waitForAll: false)
+        let limit = context.settings.pagesInFlight
+        let onTheWay = PagesOnTheWay()
+        var failure: (any Error)?
+        await withTaskGroup(of: PageRun.self) { group in
+            var flying = 0
+            do {
+                while let page = try await pages.nextPage() {
+                    try Task.checkCancellation()
+                    try await obeyControls(state: &state)
+                    if !page.isEmpty {
+                        if flying >= limit, let done = await group.next() {
+                            flying -= 1
+                            try state.absorb(done)
+                        }
+                        var child = state.forPage()
+                        child.page = onTheWay.add()
+                        group.addTask { await self.sendPage(page, plan: plan, state: child) }
+                        flying += 1
+                        try await onTheWay.wait(below: Self.pagesAhead)
+                    }
+                    try await sendDueRetries(plan: plan, state: &state, waitForAll: false)
+                }
+                try await onTheWay.wait(below: 1)
+                lastPageSent()
+            } catch {
+                failure = error
+            }
+            // Every page in flight ends and is merged, even after a failure: what they hold
+            // must be released or recorded with the rest.
+            for await done in group {
+                do { try state.absorb(done) } catch { failure = failure ?? error }
+            }
         }
+        if let failure { throw failure }
         // Pages done: what remains are retries and devices another worker still holds.
         while !state.retries.isEmpty || !state.held.isEmpty {
             try Task.checkCancellation()
@@ -155,10 +195,35 @@ package struct ShardSender: Sendable {
         }
     }
 
+    /// Pages of a task claimed and not yet wholly on the wire, at most: enough that the
+    /// lane's bucket always has requests ready while the next claims are in the store.
+    static let pagesAhead = 4
+
+    /// What one page's child task ends with: its part of the task's state, and the error
+    /// that stopped it, if any.
+    struct PageRun: Sendable {
+        var state: TaskState
+        var error: (any Error)?
+    }
+
+    private func sendPage(_ page: [DeviceTarget], plan: CampaignPlan, state: TaskState) async -> PageRun {
+        var state = state
+        defer { state.page?.handed() }
+        do {
+            try await claimAndSend(page, plan: plan, state: &state)
+            return PageRun(state: state)
+        } catch {
+            return PageRun(state: state, error: error)
+        }
+    }
+
     struct TaskState {
         var retries: [Pending] = []
         var held: [DeviceTarget] = []
         var tickets: [DeliveryTicket] = []
+        /// The page a page's child task sends (nil for the task's own retry rounds): it is
+        /// marked handed once its last batch starts.
+        var page: PagesOnTheWay.Page?
         /// Answers that were credentials failures, so far.
         var credentialFailures = 0
         /// Devices' time zones, for quiet hours and frequency caps' calendar days.
@@ -173,6 +238,32 @@ package struct ShardSender: Sendable {
                 item.notBefore = now
                 retries.append(item)
             }
+        }
+
+        /// A page's own state, to be sent beside the others: the task's caches, none of its
+        /// devices.
+        func forPage() -> TaskState {
+            var page = self
+            page.retries = []
+            page.held = []
+            page.tickets = []
+            page.credentialFailures = 0
+            page.page = nil
+            return page
+        }
+
+        /// Takes back a page's devices, tickets and caches; throws the error that stopped it.
+        mutating func absorb(_ run: PageRun) throws {
+            let page = run.state
+            retries += page.retries
+            held += page.held
+            tickets += page.tickets
+            credentialFailures += page.credentialFailures
+            payloads.merge(page.payloads) { mine, _ in mine }
+            variantCampaigns.merge(page.variantCampaigns) { mine, _ in mine }
+            zones = page.zones
+            templates = page.templates
+            if let error = run.error { throw error }
         }
 
         /// Personalised texts, parsed once per task.

@@ -20,6 +20,8 @@ struct TaskSchedule<Payload: Sendable>: Sendable {
         let lane: String?
         let payload: Payload
         var phase: Phase
+        /// Running with every page on the wire: it only waits for answers, retries and results.
+        var drained = false
     }
 
     /// Tasks queued and running, over every owned partition.
@@ -51,10 +53,26 @@ struct TaskSchedule<Payload: Sendable>: Sendable {
     /// Entries in offset order per owned partition; finished ones at the front are dropped
     /// as the stored offset advances.
     private var partitions: [TopicPartition: [Entry]] = [:]
-    private var busyLanes: Set<String> = []
+    /// Running tasks per lane.
+    private var busyLanes: [String: Int] = [:]
+    /// Lanes with a running task still reading and claiming pages.
+    private var readingLanes: Set<String> = []
+    /// Tasks of one lane that may run at once.
+    let tasksPerLane: Int
     /// Partitions being given up: nothing new starts or queues there.
     private var revoking: Set<TopicPartition> = []
     private(set) var stopping = false
+
+    /// `tasksPerLane` 4: a lane's next task starts once the one before it has every page on
+    /// the wire (`drained`) and only waits for its slowest answers (seconds at APNs' real
+    /// latency), so the lane keeps sending at its rate between tasks, and up to three tasks'
+    /// last pages wait beside the one reading (a task of 5,000 devices is ten pages, fewer
+    /// than a lane at a high rate has waiting at that latency). One task of a lane reads
+    /// pages at a time; all take their sends from the lane's one bucket.
+    init(tasksPerLane: Int = 4) {
+        precondition(tasksPerLane >= 1)
+        self.tasksPerLane = tasksPerLane
+    }
 
     /// Takes ownership of partitions (again, if they were being given up).
     mutating func assign(_ assigned: [TopicPartition]) {
@@ -81,16 +99,19 @@ struct TaskSchedule<Payload: Sendable>: Sendable {
         return advance(partition).map(Queued.storeOffset) ?? .queued
     }
 
-    /// Marks and returns every queued task whose lane is free: tasks of one lane run one
-    /// after another, different lanes at once.
+    /// Marks and returns every queued task whose lane has room: no task of the lane still
+    /// reading pages and fewer than `tasksPerLane` running, in offset order; different lanes
+    /// side by side.
     mutating func startable() -> [Start] {
         guard !stopping else { return [] }
         var starts: [Start] = []
         for partition in partitions.keys.sorted(by: { $0.description < $1.description }) where !revoking.contains(partition) {
             for index in partitions[partition]!.indices {
                 let entry = partitions[partition]![index]
-                guard entry.phase == .queued, let lane = entry.lane, !busyLanes.contains(lane) else { continue }
-                busyLanes.insert(lane)
+                guard entry.phase == .queued, let lane = entry.lane, !readingLanes.contains(lane),
+                      busyLanes[lane, default: 0] < tasksPerLane else { continue }
+                busyLanes[lane, default: 0] += 1
+                readingLanes.insert(lane)
                 partitions[partition]![index].phase = .running
                 starts.append(Start(partition: partition, offset: entry.offset, lane: lane, payload: entry.payload))
             }
@@ -98,13 +119,28 @@ struct TaskSchedule<Payload: Sendable>: Sendable {
         return starts
     }
 
-    /// A task ended: its lane is free; a finished task may let the partition's offset move
+    /// A task ended: its lane has room again; a finished task may let the partition's offset move
     /// (returned), a handed-back one waits to run again if the partition is read again.
     mutating func finish(_ key: Key, lane: String, handedBack: Bool) -> Int64? {
-        busyLanes.remove(lane)
-        guard let index = partitions[key.partition]?.firstIndex(where: { $0.offset == key.offset }) else { return nil }
+        if let running = busyLanes[lane] { busyLanes[lane] = running > 1 ? running - 1 : nil }
+        guard let index = partitions[key.partition]?.firstIndex(where: { $0.offset == key.offset }) else {
+            readingLanes.remove(lane)
+            return nil
+        }
+        if !partitions[key.partition]![index].drained { readingLanes.remove(lane) }
         partitions[key.partition]![index].phase = handedBack ? .queued : .done
+        partitions[key.partition]![index].drained = false
         return handedBack ? nil : advance(key.partition)
+    }
+
+    /// A running task has every page on the wire: the lane's next task may start beside it.
+    /// Returns whether that changed anything (the caller then starts what is startable).
+    mutating func drained(_ key: Key, lane: String) -> Bool {
+        guard let index = partitions[key.partition]?.firstIndex(where: { $0.offset == key.offset }),
+              partitions[key.partition]![index].phase == .running, !partitions[key.partition]![index].drained else { return false }
+        partitions[key.partition]![index].drained = true
+        readingLanes.remove(lane)
+        return true
     }
 
     /// Drops finished entries at the partition's front; the offset to store, if it moved.

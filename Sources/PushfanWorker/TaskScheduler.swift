@@ -5,8 +5,10 @@ import PushfanKafka
 
 /// Runs the tasks of the partitions this worker owns and stores their offsets in order.
 ///
-/// - Tasks of one rate lane (`<app>#<lane>`, one Kafka key) run one after another; tasks of
-///   different lanes run at the same time, so one app's huge campaign never holds up
+/// - Tasks of one rate lane (`<app>#<lane>`, one Kafka key) run at most four at a time, one
+///   of them reading pages: the next starts once the one before has every page on the wire
+///   and waits for its last answers; all send through the lane's one rate bucket. Tasks of different lanes run at
+///   the same time, so one app's huge campaign never holds up
 ///   another app's small one on the same partition.
 /// - A partition's offset is stored up to its first unfinished task: a crash re-delivers
 ///   exactly the tasks whose devices may not all be final yet.
@@ -77,7 +79,8 @@ package final class TaskScheduler: Sendable {
             for start in state.schedule.startable() {
                 guard let task = start.payload.task else { continue }
                 let key = TaskSchedule<Payload>.Key(partition: start.partition, offset: start.offset)
-                let sender = makeSender(task)
+                var sender = makeSender(task)
+                sender.lastPageSent = { [lane = start.lane] in self.drained(key, lane: lane) }
                 let record = start.payload.record
                 state.handles[key] = Task {
                     let end = await sender.run()
@@ -86,6 +89,10 @@ package final class TaskScheduler: Sendable {
                 }
             }
         }
+    }
+
+    private func drained(_ key: TaskSchedule<Payload>.Key, lane: String) {
+        if state.withLock({ $0.schedule.drained(key, lane: lane) }) { pump() }
     }
 
     private func finished(_ key: TaskSchedule<Payload>.Key, task: TaskRecord, end: TaskEnd) {

@@ -2,7 +2,7 @@ import Testing
 @testable import PushfanWorker
 import PushfanKafka
 
-/// The scheduler's bookkeeping without Kafka or tasks: lanes run one task at a time, offsets
+/// The scheduler's bookkeeping without Kafka or tasks: lanes run a bounded number of tasks at a time, offsets
 /// are stored only up to the first unfinished task, revocation and stop hand back.
 @Suite struct TaskScheduleTests {
     typealias Schedule = TaskSchedule<String>
@@ -11,9 +11,9 @@ import PushfanKafka
 
     func key(_ partition: TopicPartition, _ offset: Int64) -> Schedule.Key { Schedule.Key(partition: partition, offset: offset) }
 
-    @Test("one task per lane at a time, lanes side by side; records of partitions not owned are dropped")
+    @Test("one task per lane at a time when so limited, lanes side by side; records of partitions not owned are dropped")
     func lanes() {
-        var schedule = Schedule()
+        var schedule = Schedule(tasksPerLane: 1)
         #expect(schedule.enqueue(p0, offset: 0, lane: "shop#0", payload: "a") == .dropped)
         schedule.assign([p0])
         #expect(schedule.enqueue(p0, offset: 0, lane: "shop#0", payload: "a") == .queued)
@@ -23,6 +23,28 @@ import PushfanKafka
         #expect(schedule.startable().isEmpty, "started tasks do not start twice, and shop#0 is busy")
         #expect(schedule.finish(key(p0, 0), lane: "shop#0", handedBack: false) == 1)
         #expect(schedule.startable().map(\.payload) == ["b"])
+    }
+
+    @Test("a lane's next task starts once the running one has every page on the wire; two at most when so limited")
+    func nextTaskStartsWhenTheRunningOneDrains() {
+        var schedule = Schedule(tasksPerLane: 2)
+        schedule.assign([p0])
+        for (offset, payload) in [(0, "a"), (1, "b"), (2, "c")] { _ = schedule.enqueue(p0, offset: Int64(offset), lane: "shop#0", payload: payload) }
+        #expect(schedule.startable().map(\.payload) == ["a"])
+        #expect(schedule.startable().isEmpty, "a is still reading pages")
+        let first = schedule.drained(key(p0, 0), lane: "shop#0")
+        let again = schedule.drained(key(p0, 0), lane: "shop#0")
+        #expect(first)
+        #expect(!again, "once")
+        #expect(schedule.startable().map(\.payload) == ["b"])
+        let second = schedule.drained(key(p0, 1), lane: "shop#0")
+        #expect(second)
+        #expect(schedule.startable().isEmpty, "two of shop#0 are running")
+        #expect(schedule.finish(key(p0, 1), lane: "shop#0", handedBack: false) == nil, "the earlier task is still running: the offset stays")
+        #expect(schedule.startable().map(\.payload) == ["c"])
+        #expect(schedule.startable().isEmpty, "c is reading")
+        #expect(schedule.finish(key(p0, 0), lane: "shop#0", handedBack: false) == 2)
+        #expect(schedule.startable().isEmpty, "c is still reading")
     }
 
     @Test("tasks finishing out of order store the offset only up to the first unfinished one")

@@ -76,8 +76,13 @@ package struct PushfanConfiguration: Codable, Sendable, Equatable {
         /// Devices per task (audience shard), at most; small audiences get smaller shards
         /// so that every lane has work.
         package var shardSize: Int = 5_000
-        /// Devices read, claimed and recorded together.
+        /// Devices read and claimed together.
         package var pageSize: Int = 500
+        /// Most pages of one task out at once (being sent, or waiting for their last answers):
+        /// the next page is read and claimed as soon as the one before it is on the wire, and
+        /// earlier ones wait for APNs' slowest answers (seconds, at real latency) beside it.
+        /// Bounds a task's memory: pages × page_size devices.
+        package var pagesInFlight: Int = 32
         /// How long a claim keeps other workers off a device; a crashed worker's devices
         /// are taken over after this.
         package var leaseSeconds: Int = 30
@@ -98,7 +103,7 @@ package struct PushfanConfiguration: Codable, Sendable, Equatable {
         package init() {}
 
         enum CodingKeys: String, CodingKey {
-            case lanes, shardSize = "shard_size", pageSize = "page_size", leaseSeconds = "lease_s"
+            case lanes, shardSize = "shard_size", pageSize = "page_size", pagesInFlight = "pages_in_flight", leaseSeconds = "lease_s"
             case shutdownTimeoutSeconds = "shutdown_timeout_s", progressIntervalMs = "progress_interval_ms"
             case credentialsPauseSeconds = "credentials_pause_s", credentialsGiveUpSeconds = "credentials_give_up_s"
             case clockOffsetSeconds = "clock_offset_s"
@@ -110,6 +115,7 @@ package struct PushfanConfiguration: Codable, Sendable, Equatable {
             lanes = try c.decodeIfPresent(Int.self, forKey: .lanes) ?? defaults.lanes
             shardSize = try c.decodeIfPresent(Int.self, forKey: .shardSize) ?? defaults.shardSize
             pageSize = try c.decodeIfPresent(Int.self, forKey: .pageSize) ?? defaults.pageSize
+            pagesInFlight = try c.decodeIfPresent(Int.self, forKey: .pagesInFlight) ?? defaults.pagesInFlight
             leaseSeconds = try c.decodeIfPresent(Int.self, forKey: .leaseSeconds) ?? defaults.leaseSeconds
             shutdownTimeoutSeconds = try c.decodeIfPresent(Int.self, forKey: .shutdownTimeoutSeconds) ?? defaults.shutdownTimeoutSeconds
             progressIntervalMs = try c.decodeIfPresent(Int.self, forKey: .progressIntervalMs) ?? defaults.progressIntervalMs
@@ -126,6 +132,7 @@ package struct PushfanConfiguration: Codable, Sendable, Equatable {
             try check(lanes, "lanes", 1...256)
             try check(shardSize, "shard_size", 1...1_000_000)
             try check(pageSize, "page_size", 1...10_000)
+            try check(pagesInFlight, "pages_in_flight", 1...256)
             try check(leaseSeconds, "lease_s", 1...3_600)
             try check(shutdownTimeoutSeconds, "shutdown_timeout_s", 1...600)
             try check(progressIntervalMs, "progress_interval_ms", 100...600_000)
