@@ -143,26 +143,31 @@ struct BatchTransmitter {
         for _ in groups { page?.batchLaunched() }
         let started: (@Sendable () -> Void)? = Self.startedSignal(page)
         let (catalog, circuits, app, lane, clock) = (context.catalog, context.circuits, plan.app, lane, context.clock)
+        // The environments' sends go out together: one after another, the second would wait
+        // for the first one's slowest answer before it even started.
         return {
-            var results: Answers = []
-            for (environment, members) in groups {
-                do {
-                    let client = try catalog.client(for: app, environment: environment)
-                    let answers = await client.send(batch: members.map(\.1), started: started)
-                    // The batch's answer time, not the round's end: results' `at` then follow
-                    // the sends (a round holds many batches over a second or more).
-                    let answeredAt = clock.wall
-                    circuits.record(lane, answers, probe: probe)
-                    for (member, answer) in zip(members, answers) { results.append((member.0, answer, answeredAt)) }
-                } catch {
-                    started?()
-                    let now = clock.wall
-                    for member in members {
-                        results.append((member.0, .failed(APNsTransportFailure(.credentialsUnavailable, detail: "\(error)")), now))
+            await withTaskGroup(of: Answers.self) { sends in
+                for (environment, members) in groups {
+                    sends.addTask {
+                        do {
+                            let client = try catalog.client(for: app, environment: environment)
+                            let answers = await client.send(batch: members.map(\.1), started: started)
+                            // The batch's answer time, not the round's end: results' `at` then
+                            // follow the sends (a round holds many batches over a second or more).
+                            let answeredAt = clock.wall
+                            circuits.record(lane, answers, probe: probe)
+                            return zip(members, answers).map { ($0.0, $1, answeredAt) }
+                        } catch {
+                            started?()
+                            let now = clock.wall
+                            return members.map { ($0.0, .failed(APNsTransportFailure(.credentialsUnavailable, detail: "\(error)")), now) }
+                        }
                     }
                 }
+                var results: Answers = []
+                for await part in sends { results += part }
+                return results
             }
-            return results
         }
     }
 }
