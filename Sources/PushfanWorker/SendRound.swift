@@ -96,7 +96,7 @@ struct SendRound {
         var finals = OutcomeRecorder.Finals(plan: plan)
         let now = context.clock.wallMillis
         for item in pending { finals.add(item, state: final, reason: reason, at: now) }
-        if let ticket = try await recorder.record(finals) { state.tickets.append(ticket) }
+        try await flush(&finals, state: &state)
         context.progress.touch(campaign: task.campaign, app: task.app)
     }
 

@@ -26,7 +26,6 @@ package struct SenderContext: Sendable {
     package let decider: DeliveryDecider
     /// What this worker counts for Prometheus.
     package let metrics: WorkerMetrics
-    /// Batches of one task in flight to APNs at once.
     /// Batches of one round in flight to APNs at once: enough that a stalled answer never
     /// keeps a page's later batches from starting.
     package var batchesInFlight = 64
@@ -161,8 +160,7 @@ package struct ShardSender: Sendable {
                             flying -= 1
                             try state.absorb(done)
                         }
-                        var child = state.forPage()
-                        child.page = onTheWay.add()
+                        let child = state.forPage(onTheWay.add())
                         group.addTask { await self.sendPage(page, plan: plan, state: child) }
                         flying += 1
                         try await onTheWay.wait(below: Self.pagesAhead)
@@ -221,8 +219,8 @@ package struct ShardSender: Sendable {
         var retries: [Pending] = []
         var held: [DeviceTarget] = []
         var tickets: [DeliveryTicket] = []
-        /// The page a page's child task sends (nil for the task's own retry rounds): it is
-        /// marked handed once its last batch starts.
+        /// The page a page's child task sends (nil for the task's own retry rounds): it
+        /// tells the task when the page is on the wire.
         var page: PagesOnTheWay.Page?
         /// Answers that were credentials failures, so far.
         var credentialFailures = 0
@@ -242,13 +240,13 @@ package struct ShardSender: Sendable {
 
         /// A page's own state, to be sent beside the others: the task's caches, none of its
         /// devices.
-        func forPage() -> TaskState {
+        func forPage(_ onTheWay: PagesOnTheWay.Page) -> TaskState {
             var page = self
             page.retries = []
             page.held = []
             page.tickets = []
             page.credentialFailures = 0
-            page.page = nil
+            page.page = onTheWay
             return page
         }
 

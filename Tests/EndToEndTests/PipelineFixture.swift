@@ -104,6 +104,22 @@ final class Pipeline: @unchecked Sendable {
         return worker
     }
 
+    /// Starts workers "victim" and "survivor" (3 s leases), submits `campaign`, and kills the
+    /// victim with SIGKILL once 40 % of its `devices` reached the simulator's `topic`;
+    /// returns when it was killed (epoch ms).
+    @discardableResult
+    func killOneOfTwoAtFortyPercent(_ campaign: String, topic: String, devices count: Int) async throws -> Int64 {
+        let victim = try startWorker("victim", lease: 3)
+        try startWorker("survivor", lease: 3)
+        try await submit(campaign)
+        let reached = await Self.eventually(timeout: .seconds(60)) { delivered(topic: topic).count >= count * 4 / 10 }
+        #expect(reached, "the campaign never reached 40%")
+        let killedAt = Int64(Date().timeIntervalSince1970 * 1000)
+        victim.signal(SIGKILL)
+        _ = await victim.waitForExit()
+        return killedAt
+    }
+
     /// The fields (`key=value`, unquoted) of every `event` line these workers logged.
     func logged(_ event: String, workers ids: [String]) -> [[String: String]] {
         ids.flatMap { id in
