@@ -16,7 +16,6 @@ let package = Package(
         .systemLibrary(name: "CCurl", pkgConfig: "libcurl", providers: [.apt(["libcurl4-openssl-dev"])]),
         .systemLibrary(name: "COpenSSL", pkgConfig: "openssl", providers: [.apt(["libssl-dev"])]),
         .systemLibrary(name: "CNghttp2", pkgConfig: "libnghttp2", providers: [.apt(["libnghttp2-dev"])]),
-        .systemLibrary(name: "CMicrohttpd", pkgConfig: "libmicrohttpd", providers: [.apt(["libmicrohttpd-dev"])]),
         // Linux epoll and eventfd (not exported by Swift's Glibc module), for the simulator's event loop.
         .systemLibrary(name: "CEpoll"),
 
@@ -38,8 +37,8 @@ let package = Package(
         .target(name: "PushfanAPNsSim", dependencies: ["PushfanCore", "PushfanCrypto", "PushfanHTTP2", "CEpoll"]),
         // The pipeline: planner and sender roles of `pushfan worker`.
         .target(name: "PushfanWorker", dependencies: ["PushfanCore", "PushfanKafka", "PushfanStore", "PushfanAPNs", "PushfanCrypto"]),
-        // `pushfan api`: the HTTP API on libmicrohttpd (server, router, routes).
-        .target(name: "PushfanAPI", dependencies: ["PushfanCore", "PushfanKafka", "PushfanStore", "PushfanWorker", "PushfanAPNs", "CMicrohttpd"]),
+        // `pushfan api`: the HTTP API (its HTTP/1.1 server on epoll, router, routes).
+        .target(name: "PushfanAPI", dependencies: ["PushfanCore", "PushfanKafka", "PushfanStore", "PushfanWorker", "PushfanAPNs", "CEpoll"]),
         // Subcommands and argument parsing; the executable only dispatches into it.
         .target(name: "PushfanCLI", dependencies: ["PushfanCore", "PushfanKafka", "PushfanStore", "PushfanAPNs", "PushfanAPNsSim", "PushfanCrypto", "PushfanWorker", "PushfanAPI"]),
         .executableTarget(name: "pushfan", dependencies: ["PushfanCLI"]),

@@ -6,7 +6,7 @@ import PushfanWorker
 
 /// What a route handler gets: the request, the path's parameters, and who is calling.
 package struct RouteCall: Sendable {
-    package let request: HTTPRequest
+    package var request: HTTPRequest
     package var parameters: [String: String]
     /// The secret the caller presented, for routes under an app.
     package var role: AppRole?
@@ -36,8 +36,8 @@ package struct Route: Sendable {
 
 /// The API behind `pushfan api`: the router, HTTP Basic authentication with an app's key
 /// and one of its secrets (`/v1/apps/{app}/…`; the key must be the path's app), throttling
-/// of failed authentication per client address, and the one error shape for everything
-/// that goes wrong. Store and Kafka outages answer 503: the client may retry.
+/// of failed authentication per credential and client, admission before a body is read,
+/// and the one error shape for everything that goes wrong. Store and Kafka outages answer 503: the client may retry.
 package final class APIService: Sendable {
     let store: DeviceStore
     let writer: ResultsWriter
@@ -78,40 +78,71 @@ package final class APIService: Sendable {
         self.router = router
     }
 
-    /// An answer the HTTP server gave before routing (a body over the limit): counted under
-    /// the route `unrouted`.
+    /// An answer the HTTP server gave before routing (malformed framing, a deadline, a body
+    /// over the limit, too many connections): counted under the route `unrouted`.
     package func refusedBeforeRouting(_ request: HTTPRequest, _ response: HTTPResponse) {
         metrics.record(method: request.method, route: "unrouted", status: response.status, seconds: 0)
-        logger.info("api.request", ["http.method": request.method, "http.path": request.path, "http.status": String(response.status)])
+        logger.info("api.request", ["http.method": request.method, "http.route": "unrouted", "http.status": String(response.status), "client": request.clientAddress])
     }
 
-    package func handle(_ request: HTTPRequest) async -> HTTPResponse {
+    /// Routes and authenticates a request from its head, before its body is read: a refusal
+    /// (no route, bad or missing credentials, a throttled client) is answered without
+    /// reading an upload; an accepted request is answered by the returned closure once its
+    /// body is in.
+    package func admit(_ request: HTTPRequest) async -> Admission {
         let started = ContinuousClock.now
-        let response: HTTPResponse
-        var route = "unmatched"
+        var pattern = "unmatched"
         do {
-            response = try await dispatch(request, route: &route)
-        } catch let error as APIError {
-            response = error.response
-        } catch let error as StoreError {
-            response = Self.storeError(error).response
-        } catch let error as KafkaError {
-            logger.warning("api.kafka_unavailable", ["error": error.description])
-            response = APIError(503, "kafka_unavailable", "Kafka did not take the record; nothing was submitted, retry later", headers: ["Retry-After": "1"]).response
+            let (route, call) = try await authorize(request, route: &pattern)
+            return .accept { [self, pattern] whole in
+                var call = call
+                call.request = whole
+                let response: HTTPResponse
+                do {
+                    response = try await route.handle(call)
+                } catch {
+                    response = answer(for: error)
+                }
+                return finish(request, route: pattern, started: started, response)
+            }
         } catch {
-            logger.error("api.internal_error", ["error": "\(error)"])
-            response = APIError(500, "internal_error", "the server failed; nothing was changed").response
+            return .refuse(finish(request, route: pattern, started: started, answer(for: error)))
         }
+    }
+
+    /// Admits and answers a request given whole.
+    package func handle(_ request: HTTPRequest) async -> HTTPResponse {
+        switch await admit(request) {
+        case .refuse(let response): response
+        case .accept(let run): await run(request)
+        }
+    }
+
+    private func answer(for error: any Error) -> HTTPResponse {
+        switch error {
+        case let error as APIError: return error.response
+        case let error as StoreError: return Self.storeError(error).response
+        case let error as KafkaError:
+            logger.warning("api.kafka_unavailable", ["error": error.description])
+            return APIError(503, "kafka_unavailable", "Kafka did not take the record; nothing was submitted, retry later", headers: ["Retry-After": "1"]).response
+        default:
+            logger.error("api.internal_error", ["error": "\(error)"])
+            return APIError(500, "internal_error", "the server failed; nothing was changed").response
+        }
+    }
+
+    /// Counts and logs an answer. The log names the route pattern, not the path: paths carry
+    /// device ids and tokens.
+    private func finish(_ request: HTTPRequest, route: String, started: ContinuousClock.Instant, _ response: HTTPResponse) -> HTTPResponse {
         let elapsed = ContinuousClock.now - started
         metrics.record(method: request.method, route: route, status: response.status, seconds: Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18)
         logger.info("api.request", [
-            "http.method": request.method, "http.path": request.path, "http.status": String(response.status),
-            "elapsed_ms": String((ContinuousClock.now - started).milliseconds),
+            "http.method": request.method, "http.route": route, "http.status": String(response.status), "elapsed_ms": String(elapsed.milliseconds),
         ])
         return response
     }
 
-    private func dispatch(_ request: HTTPRequest, route pattern: inout String) async throws -> HTTPResponse {
+    private func authorize(_ request: HTTPRequest, route pattern: inout String) async throws -> (Route, RouteCall) {
         switch router.match(method: request.method, path: request.path) {
         case .notFound:
             throw APIError.notFound("no route \(request.method) \(request.path)")
@@ -131,60 +162,79 @@ package final class APIService: Sendable {
                 }
                 call.role = role
             }
-            return try await route.handle(call)
+            return (route, call)
         }
     }
 
-    /// HTTP Basic `appKey:secret`, for `app` (nil: the key's own). An unknown app and a
-    /// wrong secret get the same 401.
-    private func authenticate(_ request: HTTPRequest, app: String?) async throws -> (app: String, role: AppRole) {
-        let address = request.clientAddress
-        if let wait = throttle.withLock({ $0.retryAfter(address, now: .now) }) {
-            throw APIError(429, "too_many_failures", "too many failed authentications from this address; retry in \(wait) s", headers: ["Retry-After": String(wait)])
+    /// Refuses a credential that failed too often from this client (429).
+    private func checkThrottle(_ credential: String, _ request: HTTPRequest) throws {
+        if let wait = throttle.withLock({ $0.retryAfter(credential: credential, client: request.clientAddress, now: .now) }) {
+            throw APIError(
+                429, "too_many_failures", "too many failed authentications with these credentials from this address; retry in \(wait) s",
+                headers: ["Retry-After": String(wait)])
         }
+    }
+
+    private func failed(_ credential: String, _ request: HTTPRequest) {
+        throttle.withLock { $0.failed(credential: credential, client: request.clientAddress, now: .now) }
+    }
+
+    private func succeeded(_ credential: String, _ request: HTTPRequest) {
+        throttle.withLock { $0.succeeded(credential: credential, client: request.clientAddress) }
+    }
+
+    /// HTTP Basic `appKey:secret`, for `app` (nil: the key's own). An unknown app and a
+    /// wrong secret get the same 401. A request without credentials is refused but is not a
+    /// failed try; failures count per app key and client together, so one app's bad tries
+    /// never lock out another app.
+    private func authenticate(_ request: HTTPRequest, app: String?) async throws -> (app: String, role: AppRole) {
         let unauthorized = APIError(
             401, "unauthorized", "give the app key and one of its secrets as HTTP Basic credentials", headers: ["WWW-Authenticate": #"Basic realm="pushfan""#])
-        guard let (key, secret) = Self.basicCredentials(request.header("authorization")), key == app ?? key else {
-            throttle.withLock { $0.failed(address, now: .now) }
+        guard let header = request.header("authorization") else { throw unauthorized }
+        guard let (key, secret) = Self.basicCredentials(header) else {
+            try checkThrottle("malformed", request)
+            failed("malformed", request)
             throw unauthorized
         }
-        guard let role = try await store.apps.authenticate(app: key, secret: secret) else {
-            throttle.withLock { $0.failed(address, now: .now) }
-            logger.notice("api.unauthorized", ["app": key, "client": address])
+        let credential = "app:" + key
+        try checkThrottle(credential, request)
+        guard key == app ?? key, let role = try await store.apps.authenticate(app: key, secret: secret) else {
+            failed(credential, request)
+            logger.notice("api.unauthorized", ["app": key, "client": request.clientAddress])
             throw unauthorized
         }
-        throttle.withLock { $0.succeeded(address) }
+        succeeded(credential, request)
         return (key, role)
     }
 
     /// `Authorization: Bearer TOKEN` with the admin token, compared in constant time and
-    /// throttled like the apps' secrets.
+    /// throttled like the apps' secrets (as its own credential).
     private func authenticateAdmin(_ request: HTTPRequest) throws {
-        let address = request.clientAddress
-        if let wait = throttle.withLock({ $0.retryAfter(address, now: .now) }) {
-            throw APIError(429, "too_many_failures", "too many failed authentications from this address; retry in \(wait) s", headers: ["Retry-After": String(wait)])
+        let unauthorized = APIError(401, "unauthorized", "app management needs the admin token as Authorization: Bearer TOKEN", headers: ["WWW-Authenticate": #"Bearer realm="pushfan-admin""#])
+        guard let header = request.header("authorization") else { throw unauthorized }
+        try checkThrottle("admin", request)
+        guard let adminToken, let given = Self.bearerToken(header), Self.constantTimeEqual(given, adminToken) else {
+            failed("admin", request)
+            throw unauthorized
         }
-        let given = request.header("authorization").flatMap { $0.hasPrefix("Bearer ") ? String($0.dropFirst(7)) : nil } ?? ""
-        guard let adminToken, Self.constantTimeEqual(given, adminToken) else {
-            throttle.withLock { $0.failed(address, now: .now) }
-            throw APIError(401, "unauthorized", "app management needs the admin token as Authorization: Bearer TOKEN", headers: ["WWW-Authenticate": #"Bearer realm="pushfan-admin""#])
-        }
-        throttle.withLock { $0.succeeded(address) }
+        succeeded("admin", request)
     }
 
     /// The dashboard's viewer: the admin token (as `Bearer TOKEN`, or as the password of
     /// HTTP Basic user `admin`, which a browser can prompt for), or an app's key and master
     /// secret, which show only that app.
     private func authenticateViewer(_ request: HTTPRequest) async throws -> DashboardViewer {
-        let address = request.clientAddress
-        if let wait = throttle.withLock({ $0.retryAfter(address, now: .now) }) {
-            throw APIError(429, "too_many_failures", "too many failed authentications from this address; retry in \(wait) s", headers: ["Retry-After": String(wait)])
-        }
-        let header = request.header("authorization")
+        let unauthorized = APIError(
+            401, "unauthorized", "the dashboard needs the admin token (user admin) or an app key and its master secret as HTTP Basic credentials",
+            headers: ["WWW-Authenticate": #"Basic realm="pushfan dashboard""#])
+        guard let header = request.header("authorization") else { throw unauthorized }
+        let basic = Self.basicCredentials(header)
+        let credential = basic.map { $0.0 == "admin" ? "admin" : "app:" + $0.0 } ?? "admin"
+        try checkThrottle(credential, request)
         var viewer: DashboardViewer?
-        if let adminToken, let bearer = header.flatMap({ $0.hasPrefix("Bearer ") ? String($0.dropFirst(7)) : nil }), Self.constantTimeEqual(bearer, adminToken) {
+        if let adminToken, let bearer = Self.bearerToken(header), Self.constantTimeEqual(bearer, adminToken) {
             viewer = .admin
-        } else if let (user, secret) = Self.basicCredentials(header) {
+        } else if let (user, secret) = basic {
             if user == "admin", let adminToken, Self.constantTimeEqual(secret, adminToken) {
                 viewer = .admin
             } else if try await store.apps.authenticate(app: user, secret: secret) == .master {
@@ -192,12 +242,10 @@ package final class APIService: Sendable {
             }
         }
         guard let viewer else {
-            throttle.withLock { $0.failed(address, now: .now) }
-            throw APIError(
-                401, "unauthorized", "the dashboard needs the admin token (user admin) or an app key and its master secret as HTTP Basic credentials",
-                headers: ["WWW-Authenticate": #"Basic realm="pushfan dashboard""#])
+            failed(credential, request)
+            throw unauthorized
         }
-        throttle.withLock { $0.succeeded(address) }
+        succeeded(credential, request)
         return viewer
     }
 
@@ -209,10 +257,23 @@ package final class APIService: Sendable {
         return difference == 0
     }
 
+    /// The credentials after an authentication scheme's name (matched in any case, as
+    /// RFC 9110 says), or nil for another scheme.
+    static func credentials(_ header: String?, scheme: String) -> Substring? {
+        guard let header, header.utf8.count > scheme.utf8.count + 1 else { return nil }
+        let name = header.prefix(scheme.count)
+        guard name.lowercased() == scheme, header.dropFirst(scheme.count).first == " " else { return nil }
+        let value = HTTPRequest.trimmingSpaces(header.dropFirst(scheme.count + 1))
+        return value.isEmpty ? nil : value
+    }
+
+    /// `Bearer TOKEN` → TOKEN.
+    static func bearerToken(_ header: String?) -> String? { credentials(header, scheme: "bearer").map(String.init) }
+
     /// `Basic base64(key:secret)` → (key, secret).
     static func basicCredentials(_ header: String?) -> (String, String)? {
-        guard let header, header.count > 6, header.prefix(6).lowercased() == "basic " else { return nil }
-        guard let data = Data(base64Encoded: String(HTTPRequest.trimmingSpaces(header.dropFirst(6)))),
+        guard let encoded = credentials(header, scheme: "basic") else { return nil }
+        guard let data = Data(base64Encoded: String(encoded)),
               let text = String(data: data, encoding: .utf8), let colon = text.firstIndex(of: ":")
         else { return nil }
         return (String(text[..<colon]), String(text[text.index(after: colon)...]))

@@ -117,13 +117,7 @@ package final class APNsSimulator: Sendable {
         threadsDone = loops.map { _ in DispatchSemaphore(value: 0) }
         for (loop, done) in zip(loops, threadsDone) {
             loop.simulator = self
-            let thread = Thread {
-                loop.run()
-                done.signal()
-            }
-            thread.name = "pushfan.apns-sim.\(loop.index)"
-            thread.stackSize = 1 << 20
-            thread.start()
+            LoopThread.start(name: "pushfan.apns-sim.\(loop.index)", done: done) { loop.run() }
         }
     }
 
@@ -180,61 +174,11 @@ package final class APNsSimulator: Sendable {
 
     // MARK: - Listening
 
-    /// Listens on an IPv4 or IPv6 address (`::1`, `::` for every interface; an IPv6
-    /// listener takes IPv6 only).
     private static func listen(host: String, port: Int) throws(SimConfigurationError) -> (fd: Int32, port: Int) {
-        let name = host == "localhost" ? "127.0.0.1" : host
-        var storage = sockaddr_storage()
-        let length: socklen_t
-        let family: Int32
-        let parsed = withUnsafeMutablePointer(to: &storage) { pointer -> Bool in
-            if name.contains(":") {
-                return pointer.withMemoryRebound(to: sockaddr_in6.self, capacity: 1) { address in
-                    address.pointee.sin6_family = sa_family_t(AF_INET6)
-                    address.pointee.sin6_port = in_port_t(UInt16(port).bigEndian)
-                    return inet_pton(AF_INET6, name, &address.pointee.sin6_addr) == 1
-                }
-            }
-            return pointer.withMemoryRebound(to: sockaddr_in.self, capacity: 1) { address in
-                address.pointee.sin_family = sa_family_t(AF_INET)
-                address.pointee.sin_port = in_port_t(UInt16(port).bigEndian)
-                return inet_pton(AF_INET, name, &address.pointee.sin_addr) == 1
-            }
+        switch TCPListener.open(host: host, port: port) {
+        case .success(let listener): return listener
+        case .failure(let error): throw SimConfigurationError("--host \(error.description)")
         }
-        guard parsed else { throw SimConfigurationError("--host must be an IPv4 or IPv6 address (or localhost); got \(host)") }
-        if name.contains(":") {
-            (family, length) = (AF_INET6, socklen_t(MemoryLayout<sockaddr_in6>.size))
-        } else {
-            (family, length) = (AF_INET, socklen_t(MemoryLayout<sockaddr_in>.size))
-        }
-        let fd = socket(family, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_NONBLOCK.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
-        guard fd >= 0 else { throw SimConfigurationError("socket() failed (errno \(errno))") }
-        var one: Int32 = 1
-        setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, socklen_t(MemoryLayout<Int32>.size))
-        if family == AF_INET6 { setsockopt(fd, Int32(IPPROTO_IPV6), IPV6_V6ONLY, &one, socklen_t(MemoryLayout<Int32>.size)) }
-        let bound = withUnsafePointer(to: &storage) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, length) }
-        }
-        guard bound == 0 else {
-            let code = errno
-            close(fd)
-            throw SimConfigurationError("cannot listen on \(host):\(port) (errno \(code)\(code == EADDRINUSE ? ", address in use" : ""))")
-        }
-        guard Glibc.listen(fd, 1024) == 0 else {
-            close(fd)
-            throw SimConfigurationError("listen() failed (errno \(errno))")
-        }
-        var actual = sockaddr_storage()
-        var actualLength = socklen_t(MemoryLayout<sockaddr_storage>.size)
-        _ = withUnsafeMutablePointer(to: &actual) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(fd, $0, &actualLength) }
-        }
-        let boundPort = withUnsafePointer(to: &actual) { pointer in
-            family == AF_INET6
-                ? pointer.withMemoryRebound(to: sockaddr_in6.self, capacity: 1) { $0.pointee.sin6_port }
-                : pointer.withMemoryRebound(to: sockaddr_in.self, capacity: 1) { $0.pointee.sin_port }
-        }
-        return (fd, Int(UInt16(bigEndian: boundPort)))
     }
 
     /// Hands an accepted socket to the next loop (round robin).

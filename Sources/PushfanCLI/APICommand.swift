@@ -21,10 +21,15 @@ struct APICommand: Command {
             .option("port", "N", "TCP port (default 8080; 0 picks a free one)"),
             .flag("listen-all", "listen on every interface, not only 127.0.0.1"),
             .option("max-body", "BYTES", "largest request body (default 1048576); larger ones get 413"),
-            .option("idle-timeout", "SECONDS", "close a connection idle (or a client silent) this long (default 30)"),
+            .option("idle-timeout", "SECONDS", "close a kept-alive connection idle this long, or one not reading its answer (default 30)"),
+            .option("head-timeout", "SECONDS", "answer 408 and close when a request's headers take longer than this from its first byte (default 10)"),
+            .option("body-timeout", "SECONDS", "answer 408 and close when a request's body takes longer than this (default 30)"),
+            .option("max-connections", "N", "connections open at once; past it new ones get 503 with Retry-After (default 4096; the descriptor limit is raised to fit)"),
+            .option("max-connections-per-address", "N", "connections open at once from one client address, a trusted proxy excepted (default 64)"),
+            .option("trusted-proxy", "ADDRESSES", "comma-separated addresses of reverse proxies whose X-Forwarded-For or Forwarded names the client (default: none, the headers are ignored)"),
             .option("kafka-timeout", "SECONDS", "how long a campaign submission waits for Kafka before answering 503 (default 10)"),
-            .option("auth-window", "SECONDS", "--auth-failures failed authentications from one address within this long block it for the rest of it (default 60)"),
-            .option("auth-failures", "N", "failed authentications from one address that block it (default 10)"),
+            .option("auth-window", "SECONDS", "--auth-failures failed authentications with one credential from one client within this long block that pair for the rest of it (default 60)"),
+            .option("auth-failures", "N", "failed authentications with one credential (app key, admin token) from one client that block the pair (default 10)"),
             .option("admin-token-file", "FILE", "a file holding the admin token for /v1/admin and /dashboard (default: $PUSHFAN_ADMIN_TOKEN; none: app management over HTTP is off)"),
             .option("dashboard-group", "NAME", "consumer group in which the dashboard reads the results topic (default pushfan-dashboard)"),
             .flag("dashboard-rebuild", "forget the dashboard's saved tallies and count the results topic again from its start"),
@@ -35,9 +40,14 @@ struct APICommand: Command {
     static let debianChartJS = "/usr/share/javascript/chart.js/chart.min.js"
 
     static func run(_ arguments: ParsedArguments, _ context: CommandContext) async throws -> Int32 {
-        var limits = HTTPServer.Limits()
-        limits.maxBodyBytes = try arguments.int("max-body", default: limits.maxBodyBytes, range: 1024...(64 << 20))
-        limits.idleTimeoutSeconds = try arguments.int("idle-timeout", default: limits.idleTimeoutSeconds, range: 1...3_600)
+        let policy = try connectionPolicy(arguments)
+        let descriptors = DescriptorLimit.raise(to: policy.descriptorsNeeded)
+        if descriptors < policy.descriptorsNeeded {
+            context.logger.warning("api.descriptor_limit", [
+                "limit": String(descriptors), "needed": String(policy.descriptorsNeeded),
+                "reason": "--max-connections \(policy.maxConnections) needs more open files than the hard limit allows (LimitNOFILE / ulimit -Hn): past the limit new connections wait in the kernel's queue",
+            ])
+        }
         var adminToken = ProcessInfo.processInfo.environment["PUSHFAN_ADMIN_TOKEN"]
         if let file = arguments.value("admin-token-file") {
             guard let text = try? String(contentsOfFile: file, encoding: .utf8) else { throw UsageError("--admin-token-file: cannot read \(file)") }
@@ -80,7 +90,8 @@ struct APICommand: Command {
         let feeding = Task { await dashboard?.run() }
         let loopbackOnly = !arguments.flag("listen-all")
         let server = try HTTPServer(
-            port: try arguments.int("port", default: 8080, range: 0...65_535), loopbackOnly: loopbackOnly, limits: limits, refused: { service.refusedBeforeRouting($0, $1) }) { await service.handle($0) }
+            port: try arguments.int("port", default: 8080, range: 0...65_535), loopbackOnly: loopbackOnly, policy: policy, refused: { service.refusedBeforeRouting($0, $1) },
+            admit: { await service.admit($0) })
         print("api listening on http://\(loopbackOnly ? "127.0.0.1" : "0.0.0.0"):\(server.port)")
         fflush(nil)
         context.logger.notice("api.started", ["port": String(server.port), "store": store.location])
@@ -91,10 +102,49 @@ struct APICommand: Command {
         // The dashboard's streams end and what it counted is saved before the server stops.
         await dashboard?.stop()
         await feeding.value
-        // A submission waiting on Kafka finishes first: libmicrohttpd must not stop while a
-        // connection is suspended.
+        // A submission waiting on Kafka finishes first.
         await server.stop(timeout: .seconds(kafkaTimeout + 2))
         await producer.close()
         return 0
+    }
+
+    static func connectionPolicy(_ arguments: ParsedArguments) throws -> ConnectionPolicy {
+        var policy = ConnectionPolicy()
+        policy.maxBodyBytes = try arguments.int("max-body", default: policy.maxBodyBytes, range: 1024...(64 << 20))
+        policy.idleTimeout = .seconds(try arguments.int("idle-timeout", default: 30, range: 1...3_600))
+        policy.headTimeout = .seconds(try arguments.int("head-timeout", default: 10, range: 1...600))
+        policy.bodyTimeout = .seconds(try arguments.int("body-timeout", default: 30, range: 1...3_600))
+        policy.maxConnections = try arguments.int("max-connections", default: policy.maxConnections, range: 1...1_000_000)
+        policy.maxConnectionsPerAddress = try arguments.int("max-connections-per-address", default: policy.maxConnectionsPerAddress, range: 1...1_000_000)
+        if let proxies = arguments.value("trusted-proxy") {
+            let addresses = proxies.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }
+            for address in addresses where !isIPAddress(address) {
+                throw UsageError("--trusted-proxy: \(address) is not an IPv4 or IPv6 address")
+            }
+            policy.trustedProxies = Set(addresses)
+        }
+        return policy
+    }
+
+    static func isIPAddress(_ text: String) -> Bool {
+        var v4 = in_addr()
+        var v6 = in6_addr()
+        return inet_pton(AF_INET, text, &v4) == 1 || inet_pton(AF_INET6, text, &v6) == 1
+    }
+}
+
+/// The process's open-file limit.
+enum DescriptorLimit {
+    /// Raises the soft limit towards `wanted` (never past the hard limit, never down); the
+    /// limit in force after.
+    static func raise(to wanted: Int) -> Int {
+        var limit = rlimit()
+        guard getrlimit(Int32(RLIMIT_NOFILE.rawValue), &limit) == 0 else { return 0 }
+        if limit.rlim_cur < rlim_t(wanted) {
+            limit.rlim_cur = min(limit.rlim_max, rlim_t(wanted))
+            _ = setrlimit(Int32(RLIMIT_NOFILE.rawValue), &limit)
+            _ = getrlimit(Int32(RLIMIT_NOFILE.rawValue), &limit)
+        }
+        return Int(limit.rlim_cur)
     }
 }

@@ -264,7 +264,7 @@ private struct DemoDashboard {
         let service = APIService(
             store: store, writer: ResultsWriter(producer: producer, topics: topics), adminToken: token, dashboard: feed,
             chartJS: FileManager.default.contents(atPath: APICommand.debianChartJS).map { Array($0) }, metrics: metrics, logger: logger.child("api"))
-        let server = try HTTPServer(port: port, loopbackOnly: true) { await service.handle($0) }
+        let server = try HTTPServer(port: port, loopbackOnly: true, admit: { await service.admit($0) })
         return DemoDashboard(
             url: "http://admin:\(token)@127.0.0.1:\(server.port)/dashboard", server: server, feed: feed, feeding: Task { await feed.run() },
             producer: producer)

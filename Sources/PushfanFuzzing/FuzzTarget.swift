@@ -27,6 +27,8 @@ package enum FuzzTarget: String, CaseIterable, Sendable {
     case simRequest = "sim-request"
     /// The API's routing of a request path.
     case apiRouting = "api-routing"
+    /// The API server's request heads and chunked bodies, as they come off a socket.
+    case httpHead = "http-head"
 
     package func run(_ bytes: UnsafeRawBufferPointer) {
         switch self {
@@ -45,6 +47,7 @@ package enum FuzzTarget: String, CaseIterable, Sendable {
             }
         case .simRequest: Self.simRequest(bytes)
         case .apiRouting: Self.apiRouting(bytes)
+        case .httpHead: Self.httpHead(bytes)
         }
     }
 
@@ -146,5 +149,45 @@ package enum FuzzTarget: String, CaseIterable, Sendable {
             check(pattern.split(separator: "{").count - 1 == parameters.count, "parameters missing for \(pattern)")
         }
         _ = try? DeviceJSONReader.registration(json: Array(bytes), deviceID: "d-1")
+    }
+
+    /// A head found by scanning is parsed; the same bytes scanned in two parts find the same
+    /// end; what follows the head is fed to the chunked decoder in one piece and byte by byte,
+    /// which must agree.
+    static func httpHead(_ bytes: UnsafeRawBufferPointer) {
+        let limit = 4096
+        let whole = try? RequestHeadParser.scan(bytes, from: 0, limit: limit)
+        if bytes.count > 1 {
+            let half = bytes.count / 2
+            var resumed: RequestHeadParser.Scan?
+            switch try? RequestHeadParser.scan(UnsafeRawBufferPointer(rebasing: bytes[..<half]), from: 0, limit: limit) {
+            case .complete(let end)?: resumed = .complete(end: end)
+            case .incomplete(let resume)?: resumed = try? RequestHeadParser.scan(bytes, from: resume, limit: limit)
+            case nil: resumed = nil
+            }
+            // A split scan may stop at an error the whole one reaches later, never disagree on an end.
+            if case .complete(let end)? = whole, let resumed { check(resumed == .complete(end: end), "a split scan found another end") }
+        }
+        guard case .complete(let end)? = whole else { return }
+        _ = try? RequestHeadParser.parse(UnsafeRawBufferPointer(rebasing: bytes[..<end]))
+        let rest = UnsafeRawBufferPointer(rebasing: bytes[end...])
+        var once = ChunkedBody(limit: 1 << 16)
+        let onceResult = try? once.feed(rest)
+        var bytewise = ChunkedBody(limit: 1 << 16)
+        var bytewiseResult: ChunkedBody.Progress? = .needMore
+        for index in 0..<rest.count {
+            guard let progress = try? bytewise.feed(UnsafeRawBufferPointer(rebasing: rest[index..<(index + 1)])) else {
+                bytewiseResult = nil
+                break
+            }
+            if case .complete = progress {
+                bytewiseResult = .complete(consumed: index + 1)
+                break
+            }
+        }
+        check((onceResult == nil) == (bytewiseResult == nil), "the chunked decoder refuses in one split and not another")
+        if let onceResult, let bytewiseResult {
+            check(onceResult == bytewiseResult && once.body == bytewise.body, "the chunked decoder reads another body byte by byte")
+        }
     }
 }

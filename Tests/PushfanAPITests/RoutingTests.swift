@@ -68,19 +68,31 @@ import Testing
         }
     }
 
+    @Test func bearerSchemeInAnyCase() {
+        #expect(APIService.bearerToken("Bearer abc") == "abc")
+        #expect(APIService.bearerToken("bearer  abc ") == "abc")
+        #expect(APIService.bearerToken("BEARER abc") == "abc")
+        for bad in [nil, "Bearer", "Bearer ", "Bearerabc", "Basic abc", "Token abc"] as [String?] {
+            #expect(APIService.bearerToken(bad) == nil, "\(bad ?? "nil")")
+        }
+    }
+
     @Test func throttleStartsAfterTenFailuresAndLifts() {
         var throttle = AuthThrottle(limit: 10, window: .seconds(60))
         let start = ContinuousClock.now
-        for second in 0..<9 { throttle.failed("10.0.0.1", now: start + .seconds(second)) }
-        #expect(throttle.retryAfter("10.0.0.1", now: start + .seconds(9)) == nil)
-        throttle.failed("10.0.0.1", now: start + .seconds(9))
-        #expect(throttle.retryAfter("10.0.0.1", now: start + .seconds(10)) == 50)
-        #expect(throttle.retryAfter("10.0.0.2", now: start + .seconds(10)) == nil, "another address is not blocked")
-        #expect(throttle.retryAfter("10.0.0.1", now: start + .seconds(61)) == nil)
+        let (shop, client) = ("app:shop", "10.0.0.1")
+        for second in 0..<9 { throttle.failed(credential: shop, client: client, now: start + .seconds(second)) }
+        #expect(throttle.retryAfter(credential: shop, client: client, now: start + .seconds(9)) == nil)
+        throttle.failed(credential: shop, client: client, now: start + .seconds(9))
+        #expect(throttle.retryAfter(credential: shop, client: client, now: start + .seconds(10)) == 50)
+        #expect(throttle.retryAfter(credential: shop, client: "10.0.0.2", now: start + .seconds(10)) == nil, "another client is not blocked")
+        #expect(throttle.retryAfter(credential: "app:news", client: client, now: start + .seconds(10)) == nil, "another app is not blocked")
+        #expect(throttle.retryAfter(credential: "admin", client: client, now: start + .seconds(10)) == nil, "nor the admin token")
+        #expect(throttle.retryAfter(credential: shop, client: client, now: start + .seconds(61)) == nil)
         // A new failure after the window starts counting again.
-        throttle.failed("10.0.0.1", now: start + .seconds(61))
-        #expect(throttle.retryAfter("10.0.0.1", now: start + .seconds(62)) == nil)
-        throttle.succeeded("10.0.0.1")
-        #expect(throttle.retryAfter("10.0.0.1", now: start + .seconds(62)) == nil)
+        throttle.failed(credential: shop, client: client, now: start + .seconds(61))
+        #expect(throttle.retryAfter(credential: shop, client: client, now: start + .seconds(62)) == nil)
+        throttle.succeeded(credential: shop, client: client)
+        #expect(throttle.retryAfter(credential: shop, client: client, now: start + .seconds(62)) == nil)
     }
 }

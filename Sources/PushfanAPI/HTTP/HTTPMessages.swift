@@ -2,14 +2,18 @@ import Foundation
 import PushfanCore
 
 /// A request as a handler sees it: read whole (within the body limit) before the handler
-/// runs. Header names are lower-cased.
+/// runs (an admission sees it without its body). Header names are lower-cased; the path is
+/// as sent, not percent-decoded.
 package struct HTTPRequest: Sendable {
     package var method: String
     package var path: String
     package var query: [String: String]
     package var headers: [String: String]
     package var body: [UInt8]
+    /// Who the client is: the connection's peer, or the address a trusted proxy forwarded.
     package var clientAddress: String
+    /// The connection's peer (a proxy's address when there is one).
+    package var peerAddress = ""
 
     package init(method: String, path: String, query: [String: String] = [:], headers: [String: String] = [:], body: [UInt8] = [], clientAddress: String = "") {
         (self.method, self.path, self.query, self.headers, self.body, self.clientAddress) = (method, path, query, headers, body, clientAddress)
