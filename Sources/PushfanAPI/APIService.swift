@@ -14,6 +14,12 @@ package struct RouteCall: Sendable {
     package var viewer: DashboardViewer?
 
     package func parameter(_ name: String) -> String { parameters[name] ?? "" }
+
+    /// Who made the call, as the operator log names them (never a secret).
+    var actor: String {
+        if let role { return "app \(parameter("app")) (\(role == .master ? "master" : "application") secret)" }
+        return "admin token"
+    }
 }
 
 /// A route: who may call it and what it does.
@@ -25,6 +31,16 @@ package struct Route: Sendable {
     /// The dashboard's: the admin token or an app's master secret.
     package var viewer = false
     package let handle: @Sendable (RouteCall) async throws -> HTTPResponse
+
+    /// An operator call, written to the operator log: anything but a read on the admin
+    /// routes and on the routes only an app's master secret may call. Device registration
+    /// (the apps' own traffic) is not.
+    func isOperatorCall(_ method: String) -> Bool {
+        !readsOnly && method != "GET" && method != "HEAD" && (admin || (!roles.isEmpty && !roles.contains(.application)))
+    }
+
+    /// A call that changes nothing though its method is not GET (a count with a body).
+    package var readsOnly = false
 
     package init(roles: Set<AppRole>, admin: Bool = false, viewer: Bool = false, handle: @escaping @Sendable (RouteCall) async throws -> HTTPResponse) {
         self.roles = roles
@@ -103,6 +119,7 @@ package final class APIService: Sendable {
                 } catch {
                     response = answer(for: error)
                 }
+                if route.isOperatorCall(request.method) { await logOperatorCall(call, action: "\(request.method) \(pattern)", response) }
                 return finish(request, route: pattern, started: started, response)
             }
         } catch {
@@ -116,6 +133,31 @@ package final class APIService: Sendable {
         case .refuse(let response): response
         case .accept(let run): await run(request)
         }
+    }
+
+    /// Writes an authenticated operator call and its outcome to the operator log. The ids
+    /// it named are the path's, plus what it created (its `Location`).
+    private func logOperatorCall(_ call: RouteCall, action: String, _ response: HTTPResponse) async {
+        let location = response.headers["Location"]
+        var target = call.parameters.filter { $0.key != "app" }.sorted { $0.key < $1.key }.map { "\($0.key)=\($0.value)" }
+        if let location { target.append("created=\(location)") }
+        let app = call.parameters["app"] ?? location.flatMap(Self.appOfLocation)
+        let entry = OperatorLogEntry(
+            actor: call.actor, client: call.request.clientAddress, action: action, app: app, target: target.joined(separator: " "),
+            status: response.status)
+        do {
+            try await store.operatorLog.append(entry)
+        } catch {
+            logger.error("api.operator_log_failed", ["action": action, "status": String(response.status), "error": "\(error)"])
+        }
+    }
+
+    /// `/v1/apps/X/…` or `/v1/admin/apps/X` → X.
+    static func appOfLocation(_ location: String) -> String? {
+        let parts = location.split(separator: "/")
+        if parts.count >= 3, parts[0] == "v1", parts[1] == "apps" { return String(parts[2]) }
+        if parts.count >= 4, parts[0] == "v1", parts[1] == "admin", parts[2] == "apps" { return String(parts[3]) }
+        return nil
     }
 
     private func answer(for error: any Error) -> HTTPResponse {

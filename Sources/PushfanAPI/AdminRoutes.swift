@@ -9,6 +9,22 @@ import PushfanStore
 /// rotate either secret. Secrets are shown once, in the answer that made them.
 enum AdminRoutes {
     static func add(to router: inout Router<Route>, store: DeviceStore) {
+        router.add("GET", "/v1/admin/operator-log", Route(roles: [], admin: true) { call in
+            let query = call.request.query
+            func bounded(_ name: String, _ range: ClosedRange<Int64>, default value: Int64) throws -> Int64 {
+                guard let text = query[name] else { return value }
+                guard let number = Int64(text), range.contains(number) else {
+                    throw APIError(400, "invalid_input", "\(name): a whole number from \(range.lowerBound) to \(range.upperBound)", field: name)
+                }
+                return number
+            }
+            let after = try bounded("after", 0...Int64.max, default: 0)
+            let limit = Int(try bounded("limit", 1...1000, default: 100))
+            let entries = try await store.operatorLog.list(after: after, limit: limit, app: query["app"])
+            var answer: [String: JSONValue] = ["entries": .array(entries.map(\.json))]
+            if entries.count == limit, let last = entries.last { answer["next"] = .int(last.sequence) }
+            return .json(200, .object(answer))
+        })
         router.add("GET", "/v1/admin/apps", Route(roles: [], admin: true) { _ in
             .json(200, ["apps": .array(try await store.apps.list().map(json))])
         })

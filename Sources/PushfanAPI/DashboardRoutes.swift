@@ -6,13 +6,21 @@ import PushfanCore
 /// the file `pushfan api --chartjs` names, Debian's libjs-chart.js by default: no CDN).
 /// The data needs the admin token or an app's master secret; the scripts are public.
 enum DashboardRoutes {
+    /// The page runs only its own scripts (its snapshot is a JSON data block, not code), may
+    /// not be framed (clickjacking), and never sends its address on: the demo's carries a token.
+    static let pageHeaders = [
+        "Content-Type": "text/html; charset=utf-8", "Cache-Control": "no-store",
+        "Content-Security-Policy": "default-src 'none'; script-src 'self'; style-src 'self' 'unsafe-inline'; connect-src 'self'; img-src 'self' data:; frame-ancestors 'none'; base-uri 'none'; form-action 'none'",
+        "X-Frame-Options": "DENY", "Referrer-Policy": "no-referrer",
+    ]
+
     static func add(to router: inout Router<Route>, feed: DashboardFeed?, chartJS: [UInt8]?) {
         let off = APIError(503, "dashboard_off", "this API process does not read the results topic (started with --no-dashboard)")
         router.add("GET", "/dashboard", Route(roles: [], viewer: true) { call in
             guard let feed, let viewer = call.viewer else { throw off }
             let snapshot = feed.snapshot(for: viewer, selected: call.request.query["campaign"])
             return HTTPResponse(
-                status: 200, headers: ["Content-Type": "text/html; charset=utf-8", "Cache-Control": "no-store"],
+                status: 200, headers: pageHeaders,
                 body: DashboardPage.html(snapshot: DashboardFeed.json(snapshot), charts: chartJS != nil))
         })
         router.add("GET", "/dashboard/state", Route(roles: [], viewer: true) { call in

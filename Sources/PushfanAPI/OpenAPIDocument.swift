@@ -2438,6 +2438,126 @@ enum OpenAPIDocument {
     "summary": "Rotate a secret; the old one works for grace_s more (admin)"
    }
   },
+  "/v1/admin/operator-log": {
+   "get": {
+    "parameters": [
+     {
+      "description": "entries after this sequence number",
+      "in": "query",
+      "name": "after",
+      "required": false,
+      "schema": {
+       "minimum": 0,
+       "type": "integer"
+      }
+     },
+     {
+      "description": "at most this many entries (default 100)",
+      "in": "query",
+      "name": "limit",
+      "required": false,
+      "schema": {
+       "maximum": 1000,
+       "minimum": 1,
+       "type": "integer"
+      }
+     },
+     {
+      "description": "only calls about this app",
+      "in": "query",
+      "name": "app",
+      "required": false,
+      "schema": {
+       "type": "string"
+      }
+     }
+    ],
+    "responses": {
+     "200": {
+      "content": {
+       "application/json": {
+        "schema": {
+         "properties": {
+          "entries": {
+           "items": {
+            "properties": {
+             "action": {
+              "type": "string"
+             },
+             "actor": {
+              "type": "string"
+             },
+             "app": {
+              "type": [
+               "string",
+               "null"
+              ]
+             },
+             "at": {
+              "description": "epoch milliseconds",
+              "type": "integer"
+             },
+             "client": {
+              "type": "string"
+             },
+             "seq": {
+              "type": "integer"
+             },
+             "status": {
+              "type": "integer"
+             },
+             "target": {
+              "type": "string"
+             }
+            },
+            "required": [
+             "seq",
+             "at",
+             "actor",
+             "client",
+             "action",
+             "app",
+             "target",
+             "status"
+            ],
+            "type": "object"
+           },
+           "type": "array"
+          },
+          "next": {
+           "type": "integer"
+          }
+         },
+         "required": [
+          "entries"
+         ],
+         "type": "object"
+        }
+       }
+      },
+      "description": "entries, oldest first; `next` when there may be more"
+     },
+     "400": {
+      "$ref": "#/components/responses/Invalid"
+     },
+     "401": {
+      "$ref": "#/components/responses/Unauthorized"
+     },
+     "429": {
+      "$ref": "#/components/responses/Throttled"
+     },
+     "503": {
+      "$ref": "#/components/responses/Unavailable"
+     }
+    },
+    "security": [
+     {
+      "adminToken": []
+     }
+    ],
+    "summary": "The operator log: who changed apps, campaigns, templates and segments, from where, with what outcome (admin; append-only)"
+   }
+  },
   "/v1/apps/{app}/campaigns": {
    "get": {
     "parameters": [

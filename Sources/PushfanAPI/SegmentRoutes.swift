@@ -6,7 +6,7 @@ import PushfanStore
 /// them back (master secret). The expression language is docs/segments.md.
 enum SegmentRoutes {
     static func add(to router: inout Router<Route>, store: DeviceStore) {
-        router.add("POST", "/v1/apps/{app}/segments/count", Route(roles: [.master]) { call in
+        var count = Route(roles: [.master]) { call in
             let expression = try field(call.request, "segment")
             let segment: SegmentExpression
             do { segment = try SegmentParser.parse(expression) } catch {
@@ -14,7 +14,9 @@ enum SegmentRoutes {
             }
             let count = try await store.audience.count(app: call.parameter("app"), segment: segment)
             return .json(200, ["segment": .string(expression), "count": .int(Int64(count))])
-        })
+        }
+        count.readsOnly = true
+        router.add("POST", "/v1/apps/{app}/segments/count", count)
         router.add("GET", "/v1/apps/{app}/segments", Route(roles: [.master]) { call in
             let saved = try await store.audience.savedSegments(app: call.parameter("app"))
             return .json(200, ["segments": .array(saved.map { ["name": .string($0.name), "expression": .string($0.expression)] })])

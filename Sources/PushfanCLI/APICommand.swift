@@ -51,6 +51,9 @@ struct APICommand: Command {
         var adminToken = ProcessInfo.processInfo.environment["PUSHFAN_ADMIN_TOKEN"]
         if let file = arguments.value("admin-token-file") {
             guard let text = try? String(contentsOfFile: file, encoding: .utf8) else { throw UsageError("--admin-token-file: cannot read \(file)") }
+            if let mode = (try? FileManager.default.attributesOfItem(atPath: file))?[.posixPermissions] as? Int, mode & 0o007 != 0 {
+                throw UsageError("--admin-token-file: \(file) may be read by every user (mode \(String(mode & 0o777, radix: 8))); chmod o-rwx it (600 or 640)")
+            }
             adminToken = text.trimmingCharacters(in: .whitespacesAndNewlines)
         }
         if let token = adminToken, token.utf8.count < 16 { throw UsageError("the admin token must be at least 16 characters") }

@@ -31,6 +31,7 @@ package enum PushfanMain {
         APICommand.self,
         ResultsTailCommand.self,
         AuditCommand.self,
+        OperatorLogCommand.self,
         AppsAddCommand.self,
         AppsListCommand.self,
         AppsShowCommand.self,

@@ -29,7 +29,10 @@ package struct AppDirectory: Sendable {
             }
         let now = DeviceStore.now()
         let inserted = try await executor.run { connection throws(StoreError) in
-            try connection.execute("""
+            if let twin = try connection.queryOne("SELECT app FROM apps WHERE lower(app) = lower(\(registration.app)) AND app <> \(registration.app)", { $0.text(0) ?? "" }) {
+                throw StoreError.conflict("app \(registration.app) differs from the existing app \(twin) only in case")
+            }
+            return try connection.execute("""
                 INSERT INTO apps (app, secret_salt, secret_hash, topic, team_id, key_id, key_file, cert_file, cert_key_file, environment, rate_per_second, created_at, time_zone,
                                   app_secret_salt, app_secret_hash, default_category, frequency_caps)
                 VALUES (\(registration.app), \(hashed.salt), \(hashed.hash), \(registration.topic), \(.optional(team)), \(.optional(key)), \(.optional(keyFile)),

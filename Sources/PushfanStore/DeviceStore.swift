@@ -16,6 +16,7 @@ import PushfanCore
 /// - `templates`: apps' stored notification templates (`NotificationTemplates`)
 /// - `frequency`: pushes admitted under apps' frequency caps, and the admission (`FrequencyLedger`)
 /// - `providerTokens`: APNs provider tokens shared by workers (`ProviderTokenStore`)
+/// - `operatorLog`: the append-only record of operator calls (`OperatorLog`)
 /// - `dashboard`: the live dashboard's tallies and their results-topic offsets (`DashboardTallies`)
 ///
 /// Every call runs on the store's own serial queues, never on Swift's cooperative pool,
@@ -36,6 +37,7 @@ package final class DeviceStore: Sendable {
     package let frequency: FrequencyLedger
     package let templates: NotificationTemplates
     package let providerTokens: ProviderTokenStore
+    package let operatorLog: OperatorLog
     package let dashboard: DashboardTallies
 
     /// Opens `sqlite:PATH` or a `postgres://` / `postgresql://` URL and applies migrations.
@@ -82,6 +84,7 @@ package final class DeviceStore: Sendable {
         frequency = FrequencyLedger(executor: executor)
         templates = NotificationTemplates(executor: executor)
         providerTokens = ProviderTokenStore(executor: executor)
+        operatorLog = OperatorLog(executor: executor)
         dashboard = DashboardTallies(executor: executor)
     }
 

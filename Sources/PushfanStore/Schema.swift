@@ -283,7 +283,17 @@ enum Schema {
         Migration(
             version: 14, summary: "apps' stored notification templates, and the copy a campaign was planned with",
             sqlite: templates, postgres: templates),
+        Migration(
+            version: 15, summary: "the operator log: every call that changes apps, campaigns, templates or segments",
+            sqlite: "CREATE TABLE operator_log (seq INTEGER PRIMARY KEY AUTOINCREMENT, \(operatorLogColumns));\n\(operatorLogIndex)",
+            postgres: "CREATE TABLE operator_log (seq BIGSERIAL PRIMARY KEY, \(operatorLogColumns));\n\(operatorLogIndex)"),
     ]
+
+    /// Migration 15's columns (the sequence is each dialect's own).
+    private static let operatorLogColumns = """
+        at BIGINT NOT NULL, actor TEXT NOT NULL, client TEXT NOT NULL, action TEXT NOT NULL, app TEXT, target TEXT NOT NULL, status INTEGER NOT NULL
+        """
+    private static let operatorLogIndex = "CREATE INDEX operator_log_by_app ON operator_log (app, seq);"
 
     /// Migration 14, the same on both databases.
     private static let templates = """

@@ -23,6 +23,8 @@ package enum Validation {
     static let maxTagLength = 64
     static let maxTags = 64
     static let maxAttributes = 100
+    /// The attributes of one device as stored JSON: 100 of them at 160 bytes each.
+    static let maxAttributeBytes = 16 * 1024
     /// IANA zone names, read once: building a `TimeZone` per device is slow.
     static let knownTimeZones: Set<String> = Set(TimeZone.knownTimeZoneIdentifiers).union(["UTC", "GMT"])
 
@@ -127,6 +129,9 @@ package enum Validation {
             throw StoreError.invalidInput("attributes: at most \(maxAttributes) per device, got \(registration.attributes.count)")
         }
         let attributes = registration.attributes.isEmpty ? "{}" : JSONValue.object(registration.attributes).compactJSON
+        guard attributes.utf8.count <= maxAttributeBytes else {
+            throw StoreError.invalidInput("attributes: at most \(maxAttributeBytes) bytes as JSON per device, got \(attributes.utf8.count)")
+        }
         return ValidatedDevice(
             deviceID: id, token: token, environment: registration.environment, locale: locale, timezone: registration.timezone,
             appVersion: registration.appVersion, appVersionKey: registration.appVersion.flatMap(VersionKey.key),

@@ -149,6 +149,8 @@ struct APITests {
             ("PUT", "/v1/apps/shop/devices/phone-9", #"{"token":"\#(Self.token(9))","tags":["\#(String(repeating: "x", count: 3000))"]}"#, "application/json", 413, "body_too_large"),
             ("PATCH", "/v1/apps/shop/devices/phone-9", "{}", "application/json", 405, "method_not_allowed"),
             ("GET", "/v1/nothing/here", nil, "application/json", 404, "not_found"),
+            ("PUT", "/v1/apps/shop/devices/%2E%2E", #"{"token":"\#(Self.token(1))"}"#, "application/json", 400, "invalid_input"),
+            ("PUT", "/v1/apps/shop/devices/%2E", #"{"token":"\#(Self.token(1))"}"#, "application/json", 400, "invalid_input"),
         ]
         for (method, path, json, type, status, code) in cases {
             let answer = try await server.call(method, path, secret: server.application, json: json, contentType: type)
@@ -160,6 +162,7 @@ struct APITests {
             (#"{"token":"\#(token)","attributes":{"a":\#(String(repeating: "[", count: 10_000))1\#(String(repeating: "]", count: 10_000))}}"#, "nested deeper than 32 levels"),
             (#"{"token":"\#(token)","attributes":{\#((0..<10_000).map { #""k\#($0)":\#($0)"# }.joined(separator: ","))}}"#, "attributes: at most 100 per device"),
             (#"{"token":"\#(token)","locale":"\#(String(repeating: "x", count: 1_900))"}"#, "locale must look like"),
+            (#"{"token":"\#(token)","attributes":{"bio":"\#(String(repeating: "x", count: 20_000))"}}"#, "attributes: at most 16384 bytes as JSON per device"),
         ]
         let roomy = try await Self.start(pipeline, app: "roomy")
         defer { roomy.process.signal(SIGTERM) }
@@ -422,6 +425,10 @@ struct APITests {
         defer { pipeline.stop() }
         let tokenFile = pipeline.directory + "/admin-token"
         try "an-admin-token-of-some-length\n".write(toFile: tokenFile, atomically: true, encoding: .utf8)
+        // Readable by anyone on the machine: refused, with the fix in the message.
+        let open = try await CommandLineTool.run(TestBinaries.pushfan, ["api", "--port", "0", "--database", pipeline.database, "--admin-token-file", tokenFile])
+        #expect(open.status == 2 && open.error.contains("may be read by every user (mode 644); chmod o-rwx it (600 or 640)"), "\(open.status) \(open.error)")
+        try FileManager.default.setAttributes([.posixPermissions: 0o600], ofItemAtPath: tokenFile)
         let server = try await Self.start(pipeline, extra: ["--admin-token-file", tokenFile])
         defer { server.process.signal(SIGTERM) }
         let admin = ["Authorization: Bearer an-admin-token-of-some-length"]

@@ -14,6 +14,7 @@ struct DashboardTests {
     static func startAPI(_ pipeline: Pipeline, first: Bool = true) async throws -> APITests.Server {
         let tokenFile = pipeline.directory + "/admin-token"
         try adminToken.write(toFile: tokenFile, atomically: true, encoding: .utf8)
+        try FileManager.default.setAttributes([.posixPermissions: 0o600], ofItemAtPath: tokenFile)
         return try await APITests.start(pipeline, app: first ? "shop" : nil, extra: ["--admin-token-file", tokenFile])
     }
 
@@ -107,6 +108,10 @@ struct DashboardTests {
         #expect(try await api.call("GET", "/dashboard/state", secret: "wrong-token-wrong-token", app: "admin").status == 401)
         let bearer = try await api.call("GET", "/dashboard/state", headers: ["Authorization: Bearer \(Self.adminToken)"])
         #expect(bearer.status == 200 && bearer.body.contains(#""id":"dash-1""#))
+        // The page may not be framed, runs only its own scripts and never sends its address on.
+        let page = try await api.call("GET", "/dashboard", headers: ["Authorization: Bearer \(Self.adminToken)"])
+        #expect(page.headers["x-frame-options"] == "DENY" && page.headers["referrer-policy"] == "no-referrer" && page.headers["x-content-type-options"] == "nosniff")
+        #expect(page.headers["content-security-policy"]?.contains("frame-ancestors 'none'") == true && page.headers["content-security-policy"]?.contains("script-src 'self'") == true)
         let shop = try await api.call("GET", "/dashboard/state", secret: api.master)
         #expect(shop.status == 200 && !shop.body.contains("dash-1") && shop.body.contains(#""deadLetters":[]"#), "\(shop.body)")
         // The scripts need no credentials; Chart.js is Debian's, served locally.

@@ -38,6 +38,9 @@ struct DeviceStoreTests {
         await #expect(throws: StoreError.conflict("app news already exists")) {
             _ = try await store.apps.add(AppRegistration(app: "news", topic: "com.example.news", credentials: .certificate(certificateFile: "/c.pem", keyFile: nil)))
         }
+        await #expect(throws: StoreError.conflict("app News differs from the existing app news only in case")) {
+            _ = try await store.apps.add(AppRegistration(app: "News", topic: "com.example.news", credentials: .certificate(certificateFile: "/c.pem", keyFile: nil)))
+        }
         await #expect { _ = try await store.apps.add(AppRegistration(app: "bad key!", topic: "t", credentials: .certificate(certificateFile: "c", keyFile: nil))) } throws: {
             "\($0)".contains("app key must be")
         }

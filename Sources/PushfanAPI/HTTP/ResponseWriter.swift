@@ -12,6 +12,8 @@ enum ResponseWriter {
         } else if response.status >= 200 && response.status != 204 && response.status != 304 {
             head += "Content-Length: \(response.body.count)\r\n"
         }
+        // No answer is read as another type than it says (a JSON error as HTML).
+        head += "X-Content-Type-Options: nosniff\r\n"
         if close {
             head += "Connection: close\r\n"
         } else if version == .http10 {

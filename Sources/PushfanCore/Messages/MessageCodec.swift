@@ -479,11 +479,13 @@ package enum Rules {
     static let identifierMaxLength = 128
     static let identifierCharacters = "A-Z a-z 0-9 . _ : -"
 
-    /// 1 to 128 characters of `[A-Za-z0-9._:-]`: safe in Kafka keys (which use
-    /// `#` and `/` as separators), URLs, logs and SQL identifiers.
+    /// 1 to 128 characters of `[A-Za-z0-9._:-]`, not `.` or `..`: safe in Kafka keys (which
+    /// use `#` and `/` as separators), URLs, logs and SQL identifiers.
     package static func isIdentifier(_ value: String) -> Bool {
         let bytes = value.utf8
         guard !bytes.isEmpty, bytes.count <= identifierMaxLength else { return false }
+        // `.` and `..` mean this and the parent folder in a URL path: never a name.
+        if bytes.allSatisfy({ $0 == UInt8(ascii: ".") }) && bytes.count <= 2 { return false }
         return bytes.allSatisfy(isIdentifierByte)
     }
 
