@@ -26,7 +26,8 @@ struct APICommand: Command {
             .option("body-timeout", "SECONDS", "answer 408 and close when a request's body takes longer than this (default 30)"),
             .option("max-connections", "N", "connections open at once; past it new ones get 503 with Retry-After (default 4096; the descriptor limit is raised to fit)"),
             .option("max-connections-per-address", "N", "connections open at once from one client address, a trusted proxy excepted (default 64)"),
-            .option("trusted-proxy", "ADDRESSES", "comma-separated addresses of reverse proxies whose X-Forwarded-For or Forwarded names the client (default: none, the headers are ignored)"),
+            .option("trusted-proxy", "ADDRESSES", "comma-separated addresses of reverse proxies whose forwarding header names the client (default: none, the headers are ignored)"),
+            .option("forwarded-header", "NAME", "the header those proxies name the client in: x-forwarded-for (default) or forwarded; only that one is read"),
             .option("kafka-timeout", "SECONDS", "how long a campaign submission waits for Kafka before answering 503 (default 10)"),
             .option("auth-window", "SECONDS", "--auth-failures failed authentications with one credential from one client within this long block that pair for the rest of it (default 60)"),
             .option("auth-failures", "N", "failed authentications with one credential (app key, admin token) from one client that block the pair (default 10)"),
@@ -121,18 +122,18 @@ struct APICommand: Command {
         policy.maxConnectionsPerAddress = try arguments.int("max-connections-per-address", default: policy.maxConnectionsPerAddress, range: 1...1_000_000)
         if let proxies = arguments.value("trusted-proxy") {
             let addresses = proxies.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces) }
-            for address in addresses where !isIPAddress(address) {
+            for address in addresses where !ConnectionPolicy.isIPAddress(address) {
                 throw UsageError("--trusted-proxy: \(address) is not an IPv4 or IPv6 address")
             }
             policy.trustedProxies = Set(addresses)
         }
+        if let header = arguments.value("forwarded-header") {
+            guard let parsed = ConnectionPolicy.ForwardedHeader(rawValue: header.lowercased()) else {
+                throw UsageError("--forwarded-header must be x-forwarded-for or forwarded, got \(header)")
+            }
+            policy.forwardedHeader = parsed
+        }
         return policy
-    }
-
-    static func isIPAddress(_ text: String) -> Bool {
-        var v4 = in_addr()
-        var v6 = in6_addr()
-        return inet_pton(AF_INET, text, &v4) == 1 || inet_pton(AF_INET6, text, &v6) == 1
     }
 }
 

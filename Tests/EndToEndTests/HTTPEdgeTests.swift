@@ -119,11 +119,15 @@ extension APITests {
             ["parts": ["GET /healthz HTTP/1.1\r\nHost: api\r\n\r\nGET /healthz HTTP/1.1\r\nHost: api\r\nConnection: close\r\n\r\n"]],
             ["parts": ["GET /healthz HTTP/1.0\r\n\r\n"]],
             ["parts": ["\r\n\r\nGET /healthz HTTP/1.1\r\nHost: api\r\nConnection: close\r\n\r\n"]],
+            ["parts": [String(repeating: "\r\n", count: 5) + "GET /healthz HTTP/1.1\r\nHost: api\r\n\r\n"]],
+            ["parts": ["GET /healthz HTTP/1.1\r\nHost: api\r\n\r\n\r", "\nGET /healthz HTTP/1.1\r\nHost: api\r\nConnection: close\r\n\r\n"], "pause": 0.2],
         ])
         #expect(good[0].statuses == [201], "chunked registration: \(good[0].text)")
         #expect(good[1].statuses == [200, 200] && good[1].closed, "pipelined: \(good[1].text)")
         #expect(good[2].statuses == [200] && good[2].closed, "HTTP/1.0: \(good[2].text)")
         #expect(good[3].statuses == [200], "leading empty lines: \(good[3].text)")
+        #expect(good[4].statuses == [400] && good[4].closed, "more than 4 empty lines: \(good[4].text)")
+        #expect(good[5].statuses == [200, 200], "an empty line split across two reads: \(good[5].text)")
         // Paths are routed as sent: %2F inside a segment is part of an id, never a separator.
         let encoded = try await server.call("GET", "/v1/apps/shop%2Fdevices/d1", secret: server.master)
         #expect(encoded.status == 404 && encoded.body.contains("no route"), "\(encoded.status) \(encoded.body)")
@@ -248,7 +252,7 @@ extension APITests {
         let phone = ["X-Forwarded-For: 198.51.100.20, 127.0.0.1"]
         let registered = try await server.call("PUT", "/v1/apps/shop/devices/p1", secret: server.application, json: #"{"token":"\#(Self.token(3))"}"#, headers: phone)
         #expect(registered.status == 201, "another phone of the same app: \(registered.status) \(registered.body)")
-        let sdk = try await server.call("POST", "/device", secret: server.application, json: #"{"deviceID":"\#(Self.token(4))","transport":"APNS","language":"en"}"#, headers: ["Forwarded: for=198.51.100.21;proto=https"])
+        let sdk = try await server.call("POST", "/device", secret: server.application, json: #"{"deviceID":"\#(Self.token(4))","transport":"APNS","language":"en"}"#, headers: ["X-Forwarded-For: 198.51.100.21"])
         #expect(sdk.status == 200, "an SDK registration through the proxy: \(sdk.status) \(sdk.body)")
         // Bad admin tokens from the attacker lock the admin credential, not device registration.
         for _ in 0..<11 { _ = try await server.call("GET", "/v1/admin/apps", headers: attacker + ["Authorization: bearer not-the-token-at-all"]) }

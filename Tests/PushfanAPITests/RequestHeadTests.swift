@@ -101,11 +101,19 @@ struct RequestHeadTests {
         }
         #expect(Self.decode("A\r\n0123456789\r\n0\r\n\r\n", splitEvery: 3)?.body == "0123456789", "hex sizes in either case")
         for bad in ["\r\n", "x\r\n", "5 \r\nhello\r\n0\r\n\r\n", "5\nhello\r\n0\r\n\r\n", "5\r\nhelloX\r\n0\r\n\r\n", "5\r\nhello\n0\r\n\r\n",
-                    "0\r\nTrailer: x\n\r\n", "1234567890123456\r\n", "5;a b\r\nhello\r\n0\r\n\r\n"] {
+                    "0\r\nTrailer: x\n\r\n", "1234567890123456\r\n", "5;a b\r\nhello\r\n0\r\n\r\n",
+                    // A bare LF ending the body is how a lenient proxy in front is made to see a
+                    // second request the server would take as a trailer.
+                    "0\r\n\nGET /admin HTTP/1.1\r\nHost: x\r\n\r\n", "0\r\nno colon here\r\n\r\n", "0\r\n: empty name\r\n\r\n",
+                    "0\r\nX: a\u{1}b\r\n\r\n"] {
             #expect(Self.decode(bad, splitEvery: 2) == nil, "\(bad.debugDescription)")
         }
         #expect(Self.decode("400\r\n", splitEvery: 10, limit: 1000) == nil, "a chunk past the limit is refused before it is read")
         #expect(Self.decode("5\r\nhello\r\n", splitEvery: 10)?.consumed == -1, "no last chunk yet")
+    }
+
+    @Test func trailersAreReadAsStrictlyAsHeaders() {
+        #expect(Self.decode("3\r\nabc\r\n0\r\nX-Checksum: 12\r\nX-More:\tz\r\n\r\n", splitEvery: 4)?.body == "abc")
     }
 
     @Test func theClientBehindTrustedProxiesOnly() {
@@ -116,8 +124,15 @@ struct RequestHeadTests {
         #expect(policy.clientAddress(peer: "127.0.0.1", headers: ["x-forwarded-for": "203.0.113.9"]) == "203.0.113.9")
         // The client may send its own X-Forwarded-For: only what the trusted hops added counts.
         #expect(policy.clientAddress(peer: "127.0.0.1", headers: ["x-forwarded-for": "1.1.1.1, 203.0.113.9, 10.0.0.2"]) == "203.0.113.9")
+        // Only the configured header is read: a proxy appending to X-Forwarded-For passes a
+        // client's own Forwarded through untouched.
+        #expect(policy.clientAddress(peer: "127.0.0.1", headers: ["forwarded": "for=203.0.113.66", "x-forwarded-for": "198.51.100.7"]) == "198.51.100.7")
+        #expect(policy.clientAddress(peer: "127.0.0.1", headers: ["forwarded": "for=203.0.113.66"]) == "127.0.0.1")
+        #expect(policy.clientAddress(peer: "127.0.0.1", headers: ["x-forwarded-for": "unknown"]) == "127.0.0.1", "not an address: the proxy's")
+        policy.forwardedHeader = .forwarded
         #expect(policy.clientAddress(peer: "127.0.0.1", headers: ["forwarded": #"for=1.1.1.1, for="[2001:db8::1]:4711";proto=https"#]) == "2001:db8::1")
         #expect(policy.clientAddress(peer: "127.0.0.1", headers: ["forwarded": "for=192.0.2.4:80"]) == "192.0.2.4")
+        #expect(policy.clientAddress(peer: "127.0.0.1", headers: ["forwarded": "for=_hidden", "x-forwarded-for": "198.51.100.7"]) == "127.0.0.1")
         #expect(policy.clientAddress(peer: "127.0.0.1", headers: [:]) == "127.0.0.1", "no header: the proxy itself")
         #expect(policy.clientAddress(peer: "127.0.0.1", headers: ["x-forwarded-for": "10.0.0.2"]) == "127.0.0.1")
     }

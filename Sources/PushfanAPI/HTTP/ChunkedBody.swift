@@ -12,7 +12,9 @@ package struct ChunkedBody: Sendable {
         case dataLineFeed
         /// At the start of a trailer line (or of the final empty line).
         case trailerStart
-        case trailer
+        /// A trailer field's name, then its value: checked as header lines are.
+        case trailerName
+        case trailerValue
         case trailerLineFeed(empty: Bool)
         case done
     }
@@ -77,11 +79,27 @@ package struct ChunkedBody: Sendable {
                 guard byte == 0x0A else { throw .malformed("chunk data does not end in CRLF") }
                 state = .size(value: 0, digits: 0)
             case .trailerStart:
-                state = byte == 0x0D ? .trailerLineFeed(empty: true) : .trailer
-                if byte != 0x0D { try countTrailer() }
-            case .trailer:
+                if byte == 0x0D {
+                    state = .trailerLineFeed(empty: true)
+                } else {
+                    guard RequestHeadParser.isTokenByte(byte) else { throw .malformed("a trailer line does not start with a field name") }
+                    try countTrailer()
+                    state = .trailerName
+                }
+            case .trailerName:
                 try countTrailer()
-                if byte == 0x0D { state = .trailerLineFeed(empty: false) } else if byte == 0x0A { throw .malformed("a trailer line ends in LF without CR") }
+                if byte == UInt8(ascii: ":") {
+                    state = .trailerValue
+                } else if !RequestHeadParser.isTokenByte(byte) {
+                    throw .malformed("a trailer field name with a character a name cannot have")
+                }
+            case .trailerValue:
+                try countTrailer()
+                if byte == 0x0D {
+                    state = .trailerLineFeed(empty: false)
+                } else if byte == 0x0A || (byte < 0x20 && byte != 0x09) || byte == 0x7F {
+                    throw .malformed("a trailer value with a control character or a bare LF")
+                }
             case .trailerLineFeed(let empty):
                 guard byte == 0x0A else { throw .malformed("a trailer line does not end in CRLF") }
                 if empty {

@@ -1,6 +1,17 @@
+#if canImport(Glibc)
+import Glibc
+#endif
+
 /// What the server allows a connection, and who the client behind it is. Pure values; the
 /// server's loop keeps one `ConnectionCounts` and asks it at each accept.
 package struct ConnectionPolicy: Sendable {
+    /// The header a trusted proxy names the client in. Only that one is read: a proxy that
+    /// appends to one passes the other through as the client sent it.
+    package enum ForwardedHeader: String, Sendable, CaseIterable {
+        case xForwardedFor = "x-forwarded-for"
+        case forwarded
+    }
+
     /// Largest request body; more is refused with 413 (before it is read, when the length
     /// is announced).
     package var maxBodyBytes = 1 << 20
@@ -21,6 +32,7 @@ package struct ConnectionPolicy: Sendable {
     /// Addresses whose `X-Forwarded-For` / `Forwarded` names the client. None: the headers
     /// are ignored and the client is the connection's peer.
     package var trustedProxies: Set<String> = []
+    package var forwardedHeader = ForwardedHeader.xForwardedFor
     /// Connections being answered 503 at once (each gets a moment to send its request so
     /// that the answer is not lost to a reset); past it a new connection is closed at once.
     package var maxRefusing = 64
@@ -32,11 +44,12 @@ package struct ConnectionPolicy: Sendable {
     package var descriptorsNeeded: Int { maxConnections + maxRefusing + 256 }
 
     /// The client's address: the peer, or, when the peer is a trusted proxy, the nearest
-    /// address in the forwarding chain that is not itself a trusted proxy.
+    /// address in the forwarding chain that is not itself a trusted proxy (the peer when
+    /// that entry is not an IP address: `unknown`, an obfuscated name).
     package func clientAddress(peer: String, headers: [String: String]) -> String {
         guard trustedProxies.contains(peer) else { return peer }
         var chain: [String] = []
-        if let forwarded = headers["forwarded"] {
+        if forwardedHeader == .forwarded, let forwarded = headers["forwarded"] {
             // `for=192.0.2.1;proto=https, for="[2001:db8::1]:4711"`
             for element in forwarded.split(separator: ",") {
                 for pair in element.split(separator: ";") {
@@ -45,12 +58,18 @@ package struct ConnectionPolicy: Sendable {
                     chain.append(Self.bareAddress(HTTPRequest.trimmingSpaces(parts[1])))
                 }
             }
-        } else if let forwardedFor = headers["x-forwarded-for"] {
+        } else if forwardedHeader == .xForwardedFor, let forwardedFor = headers["x-forwarded-for"] {
             chain = forwardedFor.split(separator: ",").map { Self.bareAddress(HTTPRequest.trimmingSpaces($0)) }
         }
         // Right to left: entries a trusted proxy added are trusted; the first other is the client.
-        for address in chain.reversed() where !trustedProxies.contains(address) && !address.isEmpty { return address }
+        for address in chain.reversed() where !trustedProxies.contains(address) { return Self.isIPAddress(address) ? address : peer }
         return peer
+    }
+
+    package static func isIPAddress(_ text: String) -> Bool {
+        var v4 = in_addr()
+        var v6 = in6_addr()
+        return inet_pton(AF_INET, text, &v4) == 1 || inet_pton(AF_INET6, text, &v6) == 1
     }
 
     /// `"[2001:db8::1]:4711"` → `2001:db8::1`, `192.0.2.1:80` → `192.0.2.1`.

@@ -53,6 +53,7 @@ final class HTTPConnection {
     private var peerClosed = false
     private var lastWriteProgress: Int64
     private var answeredRequests = 0
+    private var emptyLines = 0
 
     var isClosed: Bool { fd < 0 }
 
@@ -86,6 +87,8 @@ final class HTTPConnection {
             case .admitting:
                 return
             case .body:
+                // A 100 Continue the socket had no room for goes out before more is read.
+                if outputSent < output.count { _ = flush() }
                 guard readBodyBytes() else { return }
             case .writing:
                 guard flush() else { return }
@@ -124,7 +127,13 @@ final class HTTPConnection {
             if age > loop.policy.headTimeout.milliseconds { fail(HeadError(status: 408, code: "request_timeout", message: "the request's headers took longer than \(loop.policy.headTimeout.seconds) s")) }
         case .body:
             if age > loop.policy.bodyTimeout.milliseconds { fail(HeadError(status: 408, code: "request_timeout", message: "the request's body took longer than \(loop.policy.bodyTimeout.seconds) s")) }
-        case .writing, .streaming:
+        case .writing:
+            // A whole answer within the idle timeout: a client reading a byte now and then
+            // does not hold the connection.
+            if age > loop.policy.idleTimeout.milliseconds { close() }
+        case .streaming:
+            // A stream runs as long as its client reads; one that stops is dropped (and a slow
+            // one is ended by its stream once a megabyte waits for it).
             if outputSent < output.count, loop.now - lastWriteProgress > loop.policy.idleTimeout.milliseconds { close() }
         case .lingering:
             if age > 2_000 { close() }
@@ -158,9 +167,20 @@ final class HTTPConnection {
     private func readHead() -> Bool {
         while true {
             if case .waiting = phase {
-                // Empty lines before a request are allowed (RFC 9112 §2.2).
-                while input.count - inputStart >= 2, input[inputStart] == 0x0D, input[inputStart + 1] == 0x0A { inputStart += 2 }
-                if inputStart < input.count {
+                // A few empty lines before a request are allowed (RFC 9112 §2.2); more are
+                // a client feeding the buffer, not asking.
+                while input.count - inputStart >= 2, input[inputStart] == 0x0D, input[inputStart + 1] == 0x0A {
+                    inputStart += 2
+                    emptyLines += 1
+                    guard emptyLines <= 4 else {
+                        fail(.malformed("more than 4 empty lines before a request"))
+                        return true
+                    }
+                }
+                compactInput()
+                // A lone CR may be the first half of one more empty line.
+                let pending = input.count - inputStart
+                if pending > 1 || (pending == 1 && input[inputStart] != 0x0D) {
                     phase = .head
                     phaseSince = loop.now
                 }
@@ -422,6 +442,8 @@ final class HTTPConnection {
         bodyLeft = 0
         chunked = nil
         answeredRequests += 1
+        emptyLines = 0
+        compactInput()
         // A pipelined request may be in `input` already: `advance` goes on with it.
         phase = .waiting
         phaseSince = loop.now

@@ -114,6 +114,8 @@ final class ServerLoop: @unchecked Sendable {
     private(set) var counts = ConnectionCounts()
     private var nextID: UInt64 = 2
     private var exiting = false
+    /// Taken out of epoll after an accept ran out of descriptors.
+    private var listenerResting = false
     private(set) var stopping = false
     /// Monotonic milliseconds, read once per turn of the loop.
     private(set) var now: Int64 = 0
@@ -231,7 +233,13 @@ final class ServerLoop: @unchecked Sendable {
             let fd = pushfan_accept_nonblocking(listenFD)
             if fd < 0 {
                 if errno == EINTR || errno == ECONNABORTED { continue }
-                return  // EAGAIN, or out of descriptors (EMFILE): try on the next readiness
+                if errno == EMFILE || errno == ENFILE || errno == ENOMEM || errno == ENOBUFS {
+                    // Out of descriptors or memory: the listener would wake the loop at once
+                    // and forever; it rests until the next sweep.
+                    epoll_ctl(epoll, EPOLL_CTL_DEL, listenFD, nil)
+                    listenerResting = true
+                }
+                return
             }
             var one: Int32 = 1
             setsockopt(fd, Int32(IPPROTO_TCP), TCP_NODELAY, &one, socklen_t(MemoryLayout<Int32>.size))
@@ -260,6 +268,10 @@ final class ServerLoop: @unchecked Sendable {
     private func sweep() {
         nextSweep = now + 200
         dateHeader.refresh()
+        if listenerResting, listenFD >= 0 {
+            listenerResting = false
+            register(listenFD, id: Self.listenerID, events: EPOLLIN.rawValue)
+        }
         for connection in Array(connections.values) {
             connection.checkDeadlines()
             if connection.isClosed { remove(connection) }
