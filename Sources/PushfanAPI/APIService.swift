@@ -12,11 +12,14 @@ package struct RouteCall: Sendable {
     package var role: AppRole?
     /// Who is looking, for the dashboard's routes.
     package var viewer: DashboardViewer?
+    /// The scoped key the caller presented, if that is how it authenticated.
+    package var key: AdminKey?
 
     package func parameter(_ name: String) -> String { parameters[name] ?? "" }
 
     /// Who made the call, as the operator log names them (never a secret).
     var actor: String {
+        if let key { return "key \(key.id) (\(key.name), \(key.role.name))" }
         if let role { return "app \(parameter("app")) (\(role == .master ? "master" : "application") secret)" }
         return "admin token"
     }
@@ -30,6 +33,8 @@ package struct Route: Sendable {
     package var admin = false
     /// The dashboard's: the admin token or an app's master secret.
     package var viewer = false
+    /// One app's campaigns: a `campaigns:write` key of that app may call it too.
+    package var campaigns = false
     package let handle: @Sendable (RouteCall) async throws -> HTTPResponse
 
     /// An operator call, written to the operator log: anything but a read on the admin
@@ -42,10 +47,13 @@ package struct Route: Sendable {
     /// A call that changes nothing though its method is not GET (a count with a body).
     package var readsOnly = false
 
-    package init(roles: Set<AppRole>, admin: Bool = false, viewer: Bool = false, handle: @escaping @Sendable (RouteCall) async throws -> HTTPResponse) {
+    package init(
+        roles: Set<AppRole>, admin: Bool = false, viewer: Bool = false, campaigns: Bool = false, handle: @escaping @Sendable (RouteCall) async throws -> HTTPResponse
+    ) {
         self.roles = roles
         self.admin = admin
         self.viewer = viewer
+        self.campaigns = campaigns
         self.handle = handle
     }
 }
@@ -193,9 +201,15 @@ package final class APIService: Sendable {
         case .found(let route, let parameters, let matched):
             pattern = matched
             var call = RouteCall(request: request, parameters: parameters)
-            if route.admin { try authenticateAdmin(request) }
-            if route.viewer { call.viewer = try await authenticateViewer(request) }
-            if !route.roles.isEmpty {
+            if route.admin { call.key = try await authenticateAdmin(request) }
+            if route.viewer { (call.viewer, call.key) = try await authenticateViewer(request) }
+            if route.campaigns, let token = Self.bearerToken(request.header("authorization")), token.hasPrefix(AdminKeys.prefix) {
+                let key = try await authenticateKey(request, token)
+                guard case .campaignsWrite(let app) = key.role, app == parameters["app"] else {
+                    throw APIError(403, "forbidden", "key \(key.id) (\(key.role.name)\(key.role.app.map { " for \($0)" } ?? "")) may not call \(request.method) \(matched) for app \(parameters["app"] ?? "")")
+                }
+                (call.key, call.role) = (key, .master)
+            } else if !route.roles.isEmpty {
                 // Routes without an app in the path (the SDK-compatible ones) take the key's.
                 let (app, role) = try await authenticate(request, app: parameters["app"])
                 call.parameters["app"] = app
@@ -249,27 +263,57 @@ package final class APIService: Sendable {
         return (key, role)
     }
 
-    /// `Authorization: Bearer TOKEN` with the admin token, compared in constant time and
-    /// throttled like the apps' secrets (as its own credential).
-    private func authenticateAdmin(_ request: HTTPRequest) throws {
-        let unauthorized = APIError(401, "unauthorized", "app management needs the admin token as Authorization: Bearer TOKEN", headers: ["WWW-Authenticate": #"Bearer realm="pushfan-admin""#])
+    /// `Authorization: Bearer TOKEN` with the admin token (compared in constant time and
+    /// throttled like the apps' secrets, as its own credential) or a scoped key: an `admin`
+    /// key for anything, a `read-only` one for reads. Nil: the admin token.
+    private func authenticateAdmin(_ request: HTTPRequest) async throws -> AdminKey? {
+        let unauthorized = APIError(
+            401, "unauthorized", "app management needs the admin token or a scoped key as Authorization: Bearer TOKEN", headers: ["WWW-Authenticate": #"Bearer realm="pushfan-admin""#])
         guard let header = request.header("authorization") else { throw unauthorized }
+        if let token = Self.bearerToken(header), token.hasPrefix(AdminKeys.prefix) {
+            let key = try await authenticateKey(request, token)
+            switch key.role {
+            case .admin: return key
+            case .readOnly where request.method == "GET": return key
+            default: throw APIError(403, "forbidden", "key \(key.id) (\(key.role.name)) may not call \(request.method) on the admin routes")
+            }
+        }
         try checkThrottle("admin", request)
         guard let adminToken, let given = Self.bearerToken(header), Self.constantTimeEqual(given, adminToken) else {
             failed("admin", request)
             throw unauthorized
         }
         succeeded("admin", request)
+        return nil
+    }
+
+    /// A scoped key (`pfk_<id>_<secret>`), throttled per key id and client; 401 for a wrong,
+    /// unknown or revoked one.
+    private func authenticateKey(_ request: HTTPRequest, _ token: String) async throws -> AdminKey {
+        let credential = "key:" + String(token.dropFirst(AdminKeys.prefix.count).prefix(12))
+        try checkThrottle(credential, request)
+        guard let key = try await store.adminKeys.verify(token) else {
+            failed(credential, request)
+            logger.notice("api.unauthorized", ["key": String(credential.dropFirst(4)), "client": request.clientAddress])
+            throw APIError(401, "unauthorized", "the key is unknown, wrong or revoked", headers: ["WWW-Authenticate": #"Bearer realm="pushfan-admin""#])
+        }
+        succeeded(credential, request)
+        return key
     }
 
     /// The dashboard's viewer: the admin token (as `Bearer TOKEN`, or as the password of
     /// HTTP Basic user `admin`, which a browser can prompt for), or an app's key and master
     /// secret, which show only that app.
-    private func authenticateViewer(_ request: HTTPRequest) async throws -> DashboardViewer {
+    private func authenticateViewer(_ request: HTTPRequest) async throws -> (DashboardViewer, AdminKey?) {
         let unauthorized = APIError(
             401, "unauthorized", "the dashboard needs the admin token (user admin) or an app key and its master secret as HTTP Basic credentials",
             headers: ["WWW-Authenticate": #"Basic realm="pushfan dashboard""#])
         guard let header = request.header("authorization") else { throw unauthorized }
+        if let token = Self.bearerToken(header), token.hasPrefix(AdminKeys.prefix) {
+            let key = try await authenticateKey(request, token)
+            if case .campaignsWrite(let app) = key.role { return (.app(app), key) }
+            return (.admin, key)
+        }
         let basic = Self.basicCredentials(header)
         let credential = basic.map { $0.0 == "admin" ? "admin" : "app:" + $0.0 } ?? "admin"
         try checkThrottle(credential, request)
@@ -288,7 +332,7 @@ package final class APIService: Sendable {
             throw unauthorized
         }
         succeeded(credential, request)
-        return viewer
+        return (viewer, nil)
     }
 
     /// Equal strings, in time that depends on their lengths only.

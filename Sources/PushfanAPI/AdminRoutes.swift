@@ -25,6 +25,21 @@ enum AdminRoutes {
             if entries.count == limit, let last = entries.last { answer["next"] = .int(last.sequence) }
             return .json(200, .object(answer))
         })
+        router.add("POST", "/v1/admin/keys", Route(roles: [], admin: true) { call in
+            let body = try APIService.jsonObject(call.request)
+            let role = try KeyRole(name: try text(body, "role"), app: try optionalText(body, "app"))
+            let (key, token) = try await store.adminKeys.add(name: try text(body, "name"), role: role)
+            guard case .object(var answer) = key.json else { return .json(500, [:]) }
+            answer["key"] = .string(token)
+            return .json(201, .object(answer), headers: ["Location": "/v1/admin/keys/\(key.id)"])
+        })
+        router.add("GET", "/v1/admin/keys", Route(roles: [], admin: true) { _ in
+            .json(200, ["keys": .array(try await store.adminKeys.list().map(\.json))])
+        })
+        router.add("DELETE", "/v1/admin/keys/{id}", Route(roles: [], admin: true) { call in
+            guard try await store.adminKeys.revoke(id: call.parameter("id")) else { throw APIError.notFound("no key \(call.parameter("id")) that is not revoked already") }
+            return .json(200, ["id": .string(call.parameter("id")), "revoked": true])
+        })
         router.add("GET", "/v1/admin/apps", Route(roles: [], admin: true) { _ in
             .json(200, ["apps": .array(try await store.apps.list().map(json))])
         })

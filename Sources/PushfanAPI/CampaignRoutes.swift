@@ -9,7 +9,7 @@ import PushfanWorker
 /// `pushfan campaigns` does). All need the master secret.
 enum CampaignRoutes {
     static func add(to router: inout Router<Route>, store: DeviceStore, writer: ResultsWriter) {
-        router.add("POST", "/v1/apps/{app}/campaigns", Route(roles: [.master]) { call in
+        router.add("POST", "/v1/apps/{app}/campaigns", Route(roles: [.master], campaigns: true) { call in
             let body = try APIService.requireJSON(call.request)
             let campaign: Campaign
             do throws(MessageDecodingError) {
@@ -25,7 +25,7 @@ enum CampaignRoutes {
             guard let key = try idempotencyKey(call.request) else { return try await submit(campaign, writer) }
             return try await once(store, app: campaign.app, key: key, body: body) { try await submit(campaign, writer) }
         })
-        router.add("GET", "/v1/apps/{app}/campaigns", Route(roles: [.master]) { call in
+        router.add("GET", "/v1/apps/{app}/campaigns", Route(roles: [.master], campaigns: true) { call in
             let query = call.request.query
             let limit = Int(query["limit"] ?? "20") ?? -1
             guard (1...1000).contains(limit) else { throw APIError(400, "invalid_input", "limit must be 1 to 1000", field: "limit") }
@@ -50,7 +50,7 @@ enum CampaignRoutes {
             if rows.count > limit, let last = page.last { answer["next"] = .string("/v1/apps/\(call.parameter("app"))/campaigns?limit=\(limit)&after=\(last.id)") }
             return .json(200, .object(answer))
         })
-        router.add("GET", "/v1/apps/{app}/campaigns/{campaign}", Route(roles: [.master]) { call in
+        router.add("GET", "/v1/apps/{app}/campaigns/{campaign}", Route(roles: [.master], campaigns: true) { call in
             let row = try await campaign(store, call)
             let counts = try await store.ledger.progressCounts(campaign: row.id)
             var outcomes: [String: JSONValue] = [:]
@@ -66,7 +66,7 @@ enum CampaignRoutes {
             if let sendAt = row.sendAt { answer["send_at"] = .int(sendAt) }
             return .json(200, .object(answer))
         })
-        router.add("POST", "/v1/apps/{app}/campaigns/{campaign}/{action}", Route(roles: [.master]) { call in
+        router.add("POST", "/v1/apps/{app}/campaigns/{campaign}/{action}", Route(roles: [.master], campaigns: true) { call in
             guard let action = ControlRecord.Action(rawValue: call.parameter("action")) else {
                 throw APIError.notFound("no route \(call.request.method) \(call.request.path): the actions are cancel, pause and resume")
             }

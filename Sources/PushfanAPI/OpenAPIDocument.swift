@@ -2438,6 +2438,271 @@ enum OpenAPIDocument {
     "summary": "Rotate a secret; the old one works for grace_s more (admin)"
    }
   },
+  "/v1/admin/keys": {
+   "get": {
+    "responses": {
+     "200": {
+      "content": {
+       "application/json": {
+        "schema": {
+         "properties": {
+          "keys": {
+           "items": {
+            "properties": {
+             "app": {
+              "type": [
+               "string",
+               "null"
+              ]
+             },
+             "created_at": {
+              "type": "integer"
+             },
+             "id": {
+              "type": "string"
+             },
+             "name": {
+              "type": "string"
+             },
+             "revoked_at": {
+              "type": [
+               "integer",
+               "null"
+              ]
+             },
+             "role": {
+              "enum": [
+               "admin",
+               "campaigns:write",
+               "read-only"
+              ],
+              "type": "string"
+             }
+            },
+            "required": [
+             "id",
+             "name",
+             "role",
+             "app",
+             "created_at",
+             "revoked_at"
+            ],
+            "type": "object"
+           },
+           "type": "array"
+          }
+         },
+         "required": [
+          "keys"
+         ],
+         "type": "object"
+        }
+       }
+      },
+      "description": "keys"
+     },
+     "401": {
+      "$ref": "#/components/responses/Unauthorized"
+     },
+     "403": {
+      "$ref": "#/components/responses/Forbidden"
+     },
+     "429": {
+      "$ref": "#/components/responses/Throttled"
+     },
+     "503": {
+      "$ref": "#/components/responses/Unavailable"
+     }
+    },
+    "security": [
+     {
+      "adminToken": []
+     }
+    ],
+    "summary": "Every scoped key, revoked ones too; never a secret (admin or read-only key)"
+   },
+   "post": {
+    "requestBody": {
+     "content": {
+      "application/json": {
+       "schema": {
+        "properties": {
+         "app": {
+          "type": "string"
+         },
+         "name": {
+          "maxLength": 128,
+          "minLength": 1,
+          "type": "string"
+         },
+         "role": {
+          "enum": [
+           "admin",
+           "campaigns:write",
+           "read-only"
+          ],
+          "type": "string"
+         }
+        },
+        "required": [
+         "name",
+         "role"
+        ],
+        "type": "object"
+       }
+      }
+     },
+     "required": true
+    },
+    "responses": {
+     "201": {
+      "content": {
+       "application/json": {
+        "schema": {
+         "properties": {
+          "app": {
+           "type": [
+            "string",
+            "null"
+           ]
+          },
+          "created_at": {
+           "type": "integer"
+          },
+          "id": {
+           "type": "string"
+          },
+          "key": {
+           "description": "pfk_<id>_<secret>, shown once",
+           "type": "string"
+          },
+          "name": {
+           "type": "string"
+          },
+          "revoked_at": {
+           "type": [
+            "integer",
+            "null"
+           ]
+          },
+          "role": {
+           "enum": [
+            "admin",
+            "campaigns:write",
+            "read-only"
+           ],
+           "type": "string"
+          }
+         },
+         "required": [
+          "id",
+          "name",
+          "role",
+          "app",
+          "created_at",
+          "revoked_at",
+          "key"
+         ],
+         "type": "object"
+        }
+       }
+      },
+      "description": "the key"
+     },
+     "400": {
+      "$ref": "#/components/responses/Invalid"
+     },
+     "401": {
+      "$ref": "#/components/responses/Unauthorized"
+     },
+     "403": {
+      "$ref": "#/components/responses/Forbidden"
+     },
+     "415": {
+      "$ref": "#/components/responses/Unsupported"
+     },
+     "429": {
+      "$ref": "#/components/responses/Throttled"
+     },
+     "503": {
+      "$ref": "#/components/responses/Unavailable"
+     }
+    },
+    "security": [
+     {
+      "adminToken": []
+     }
+    ],
+    "summary": "Makes a scoped key: admin, campaigns:write for one app, or read-only; the key is in this answer only (admin)"
+   }
+  },
+  "/v1/admin/keys/{id}": {
+   "delete": {
+    "responses": {
+     "200": {
+      "content": {
+       "application/json": {
+        "schema": {
+         "properties": {
+          "id": {
+           "type": "string"
+          },
+          "revoked": {
+           "type": "boolean"
+          }
+         },
+         "required": [
+          "id",
+          "revoked"
+         ],
+         "type": "object"
+        }
+       }
+      },
+      "description": "revoked"
+     },
+     "401": {
+      "$ref": "#/components/responses/Unauthorized"
+     },
+     "403": {
+      "$ref": "#/components/responses/Forbidden"
+     },
+     "404": {
+      "content": {
+       "application/json": {
+        "schema": {
+         "$ref": "#/components/schemas/Error"
+        }
+       }
+      },
+      "description": "no such key, or revoked already"
+     },
+     "429": {
+      "$ref": "#/components/responses/Throttled"
+     },
+     "503": {
+      "$ref": "#/components/responses/Unavailable"
+     }
+    },
+    "security": [
+     {
+      "adminToken": []
+     }
+    ],
+    "summary": "Revokes a scoped key at once (admin)"
+   },
+   "parameters": [
+    {
+     "in": "path",
+     "name": "id",
+     "required": true,
+     "schema": {
+      "minLength": 1,
+      "type": "string"
+     }
+    }
+   ]
+  },
   "/v1/admin/operator-log": {
    "get": {
     "parameters": [

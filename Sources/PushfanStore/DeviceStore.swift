@@ -17,6 +17,7 @@ import PushfanCore
 /// - `frequency`: pushes admitted under apps' frequency caps, and the admission (`FrequencyLedger`)
 /// - `providerTokens`: APNs provider tokens shared by workers (`ProviderTokenStore`)
 /// - `operatorLog`: the append-only record of operator calls (`OperatorLog`)
+/// - `adminKeys`: scoped keys for operators and tools (`AdminKeys`)
 /// - `dashboard`: the live dashboard's tallies and their results-topic offsets (`DashboardTallies`)
 ///
 /// Every call runs on the store's own serial queues, never on Swift's cooperative pool,
@@ -38,6 +39,7 @@ package final class DeviceStore: Sendable {
     package let templates: NotificationTemplates
     package let providerTokens: ProviderTokenStore
     package let operatorLog: OperatorLog
+    package let adminKeys: AdminKeys
     package let dashboard: DashboardTallies
 
     /// Opens `sqlite:PATH` or a `postgres://` / `postgresql://` URL and applies migrations.
@@ -85,6 +87,7 @@ package final class DeviceStore: Sendable {
         templates = NotificationTemplates(executor: executor)
         providerTokens = ProviderTokenStore(executor: executor)
         operatorLog = OperatorLog(executor: executor)
+        adminKeys = AdminKeys(executor: executor)
         dashboard = DashboardTallies(executor: executor)
     }
 

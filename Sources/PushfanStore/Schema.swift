@@ -287,7 +287,18 @@ enum Schema {
             version: 15, summary: "the operator log: every call that changes apps, campaigns, templates or segments",
             sqlite: "CREATE TABLE operator_log (seq INTEGER PRIMARY KEY AUTOINCREMENT, \(operatorLogColumns));\n\(operatorLogIndex)",
             postgres: "CREATE TABLE operator_log (seq BIGSERIAL PRIMARY KEY, \(operatorLogColumns));\n\(operatorLogIndex)"),
+        Migration(
+            version: 16, summary: "scoped keys for operators and tools (admin, campaigns:write for one app, read-only), stored hashed",
+            sqlite: adminKeys, postgres: adminKeys),
     ]
+
+    /// Migration 16, the same on both databases.
+    private static let adminKeys = """
+        CREATE TABLE admin_keys (
+            id TEXT PRIMARY KEY, name TEXT NOT NULL, role TEXT NOT NULL, app TEXT,
+            secret_salt TEXT NOT NULL, secret_hash TEXT NOT NULL, created_at BIGINT NOT NULL, revoked_at BIGINT
+        );
+        """
 
     /// Migration 15's columns (the sequence is each dialect's own).
     private static let operatorLogColumns = """
