@@ -85,7 +85,7 @@ package final class APIService: Sendable {
         self.logger = logger
         var router = Router<Route>()
         HealthRoutes.add(to: &router, store: store, writer: writer)
-        DeviceRoutes.add(to: &router, store: store)
+        DeviceRoutes.add(to: &router, store: store, logger: logger)
         CampaignRoutes.add(to: &router, store: store, writer: writer)
         NotificareRoutes.add(to: &router, store: store)
         SegmentRoutes.add(to: &router, store: store)

@@ -2,23 +2,39 @@ import PushfanCore
 import PushfanStore
 
 /// `/v1/apps/{app}/devices/{device}`: register or update (the application or the master
-/// secret), unregister (either), read (master).
+/// secret), unregister (either), read (master). The application secret ships in every copy
+/// of the app, so with it a token held by another device id moves only when the caller names
+/// that registration (`?previous_device_id=`): knowing a token is not owning the device. The
+/// master secret moves tokens freely, and only it is told which devices lost one.
 enum DeviceRoutes {
-    static func add(to router: inout Router<Route>, store: DeviceStore) {
+    static func add(to router: inout Router<Route>, store: DeviceStore, logger: Logger) {
         addTraitRoutes(to: &router, store: store)
         let path = "/v1/apps/{app}/devices/{device}"
         router.add("PUT", path, Route(roles: [.application, .master]) { call in
             let body = try APIService.requireJSON(call.request)
             let registration = try DeviceJSONReader.registration(json: body, deviceID: call.parameter("device"))
+            let app = call.parameter("app")
             let result: RegistrationResult
             do {
-                result = try await store.devices.register(app: call.parameter("app"), registration)
+                // Checked first, so that bad input is a 400 whoever holds the token.
+                let validated = try Validation.device(registration)
+                if call.role == .application,
+                   let holder = try await store.devices.holder(app: app, environment: registration.environment, token: validated.token),
+                   holder != registration.deviceID, holder != call.request.query["previous_device_id"] {
+                    throw APIError(
+                        409, "token_registered_elsewhere",
+                        "this token is registered to another device of the app; to move it here, name that registration as ?previous_device_id= (or register with the master secret)")
+                }
+                result = try await store.devices.register(app: app, registration)
             } catch let error as StoreError where error.code == .invalidInput && error.message.hasPrefix("device token") {
                 // The token's rules speak of "device token"; the field is `token`.
                 throw APIError(400, "invalid_input", error.message, field: "token")
             }
             var answer: [String: JSONValue] = ["device": .string(registration.deviceID), "created": .bool(result.created)]
-            if !result.tokenMovedFrom.isEmpty { answer["token_moved_from"] = .array(result.tokenMovedFrom.map { .string($0) }) }
+            if !result.tokenMovedFrom.isEmpty {
+                logger.notice("devices.token_moved", ["app": app, "to": registration.deviceID, "from": result.tokenMovedFrom.joined(separator: ","), "by": call.role?.rawValue ?? ""])
+                if call.role == .master { answer["token_moved_from"] = .array(result.tokenMovedFrom.map { .string($0) }) }
+            }
             return .json(result.created ? 201 : 200, .object(answer))
         })
         router.add("DELETE", path, Route(roles: [.application, .master]) { call in

@@ -3291,6 +3291,17 @@ enum OpenAPIDocument {
     }
    ],
    "put": {
+    "parameters": [
+     {
+      "description": "with the application secret: the device that holds this token now, to move it here",
+      "in": "query",
+      "name": "previous_device_id",
+      "required": false,
+      "schema": {
+       "type": "string"
+      }
+     }
+    ],
     "requestBody": {
      "content": {
       "application/json": {
@@ -3340,6 +3351,16 @@ enum OpenAPIDocument {
        }
       },
       "description": "no such app"
+     },
+     "409": {
+      "content": {
+       "application/json": {
+        "schema": {
+         "$ref": "#/components/schemas/Error"
+        }
+       }
+      },
+      "description": "the token is registered to another device (application secret without previous_device_id)"
      },
      "415": {
       "$ref": "#/components/responses/Unsupported"

@@ -180,6 +180,13 @@ package struct DeviceDirectory: Sendable {
         }
     }
 
+    /// The device id that holds `token` (normalised) in `environment`, if any.
+    package func holder(app: String, environment: APNsEnvironment, token: String) async throws(StoreError) -> String? {
+        try await executor.run { connection throws(StoreError) in
+            try connection.queryOne("SELECT device_id FROM devices WHERE app = \(app) AND environment = \(environment.rawValue) AND token = \(token)") { $0.text(0) ?? "" }
+        }
+    }
+
     /// Token → device id for all the app's devices, whatever their status: to name the
     /// devices of an APNs-side log.
     package func deviceIDsByToken(app: String) async throws(StoreError) -> [String: String] {

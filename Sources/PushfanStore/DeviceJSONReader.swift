@@ -120,10 +120,15 @@ package final class DeviceJSONReader {
         index += 1
         skipSpace()
         if take(UInt8(ascii: "}")) { return }
+        // Objects are small (a device's fields, at most 100 attributes): a list is cheaper
+        // than a set to find a key given twice, which two readers could read two ways.
+        var keys: [String] = []
         while true {
             skipSpace()
             guard peek == UInt8(ascii: "\"") else { throw Self.notAnObject }
             let key = try readString()
+            guard !keys.contains(key) else { throw StoreError.invalidInput("duplicate key \(Validation.clip(key).debugDescription): a JSON object names each key once") }
+            keys.append(key)
             skipSpace()
             guard take(UInt8(ascii: ":")) else { throw Self.notAnObject }
             skipSpace()
@@ -214,8 +219,14 @@ package final class DeviceJSONReader {
             while let digit = peek, (0x30...0x39).contains(digit) { index += 1 }
         }
         let digits = UnsafeRawBufferPointer(rebasing: bytes[start..<index])
-        if integral, let value = ASCIIInteger.parse(digits) { return .int(value) }
-        guard let value = Double(String(decoding: digits, as: UTF8.self)), value.isFinite else { throw Self.notAnObject }
+        if integral {
+            guard let value = ASCIIInteger.parse(digits) else {
+                throw StoreError.invalidInput("an integer beyond 64 bits would lose its digits: send it as a string")
+            }
+            return .int(value)
+        }
+        guard let value = Double(String(decoding: digits, as: UTF8.self)) else { throw Self.notAnObject }
+        guard value.isFinite else { throw StoreError.invalidInput("a number beyond the range of a double (about 1.8e308)") }
         return .number(value)
     }
 

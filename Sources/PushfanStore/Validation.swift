@@ -128,6 +128,10 @@ package enum Validation {
         guard registration.attributes.count <= maxAttributes else {
             throw StoreError.invalidInput("attributes: at most \(maxAttributes) per device, got \(registration.attributes.count)")
         }
+        // From 2000 to a day ahead (clocks drift); anything else is a unit or a client mistake.
+        if let seen = registration.seenAt, !(946_684_800_000...(DeviceStore.now() + 86_400_000)).contains(seen) {
+            throw StoreError.invalidInput("last_seen: milliseconds since the epoch, from 2000 to a day from now, got \(seen)")
+        }
         let attributes = registration.attributes.isEmpty ? "{}" : JSONValue.object(registration.attributes).compactJSON
         guard attributes.utf8.count <= maxAttributeBytes else {
             throw StoreError.invalidInput("attributes: at most \(maxAttributeBytes) bytes as JSON per device, got \(attributes.utf8.count)")

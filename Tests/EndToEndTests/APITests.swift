@@ -93,9 +93,18 @@ struct APITests {
         #expect(created.status == 201 && created.body == #"{"created":true,"device":"phone-1"}"#, "\(created.body)")
         let updated = try await server.call("PUT", "/v1/apps/shop/devices/phone-1", secret: server.application, json: body)
         #expect(updated.status == 200 && updated.body == #"{"created":false,"device":"phone-1"}"#)
-        // The token moves to the device that registers it now.
-        let moved = try await server.call("PUT", "/v1/apps/shop/devices/phone-2", secret: server.application, json: #"{"token":"\#(Self.token(1))"}"#)
-        #expect(moved.status == 201 && moved.body.contains(#""token_moved_from":["phone-1"]"#), "\(moved.body)")
+        // With the application secret (public: it ships in the app) a token held by another
+        // device moves only when the caller names that registration, and the answer does not
+        // say which device lost it; the master secret moves it freely and is told.
+        let squat = try await server.call("PUT", "/v1/apps/shop/devices/phone-2", secret: server.application, json: #"{"token":"\#(Self.token(1))"}"#)
+        #expect(squat.status == 409 && squat.body.contains(#""code":"token_registered_elsewhere""#) && !squat.body.contains("phone-1"), "\(squat.body)")
+        #expect(try await server.call("GET", "/v1/apps/shop/devices/phone-2", secret: server.master).status == 404, "nothing stored")
+        let proven = try await server.call("PUT", "/v1/apps/shop/devices/phone-2?previous_device_id=phone-1", secret: server.application, json: #"{"token":"\#(Self.token(1))"}"#)
+        #expect(proven.status == 201 && !proven.body.contains("token_moved_from"), "\(proven.body)")
+        #expect(try await server.call("GET", "/v1/apps/shop/devices/phone-1", secret: server.master).status == 404, "the token left phone-1")
+        #expect(try await server.call("PUT", "/v1/apps/shop/devices/phone-7", secret: server.application, json: #"{"token":"\#(Self.token(7))"}"#).status == 201)
+        let moved = try await server.call("PUT", "/v1/apps/shop/devices/phone-8", secret: server.master, json: #"{"token":"\#(Self.token(7))"}"#)
+        #expect(moved.status == 201 && moved.body.contains(#""token_moved_from":["phone-7"]"#), "\(moved.body)")
         _ = try await server.call("PUT", "/v1/apps/shop/devices/phone-1", secret: server.application, json: body.replacingOccurrences(of: Self.token(1), with: Self.token(3)))
 
         let forbidden = try await server.call("GET", "/v1/apps/shop/devices/phone-1", secret: server.application)
@@ -163,6 +172,12 @@ struct APITests {
             (#"{"token":"\#(token)","attributes":{\#((0..<10_000).map { #""k\#($0)":\#($0)"# }.joined(separator: ","))}}"#, "attributes: at most 100 per device"),
             (#"{"token":"\#(token)","locale":"\#(String(repeating: "x", count: 1_900))"}"#, "locale must look like"),
             (#"{"token":"\#(token)","attributes":{"bio":"\#(String(repeating: "x", count: 20_000))"}}"#, "attributes: at most 16384 bytes as JSON per device"),
+            (#"{"token":"\#(token)","token":"\#(Self.token(10))"}"#, #"duplicate key \"token\""#),
+            (#"{"token":"\#(token)","attributes":{"a":1,"a":2}}"#, #"duplicate key \"a\""#),
+            (#"{"token":"\#(token)","attributes":{"n":1e999}}"#, "beyond the range of a double"),
+            (#"{"token":"\#(token)","attributes":{"n":123456789012345678901234567890}}"#, "beyond 64 bits"),
+            (#"{"token":"\#(token)","last_seen":99999999999999999}"#, "last_seen: milliseconds since the epoch, from 2000"),
+            (#"{"token":"\#(token)","last_seen":1700000000}"#, "last_seen: milliseconds since the epoch, from 2000"),
         ]
         let roomy = try await Self.start(pipeline, app: "roomy")
         defer { roomy.process.signal(SIGTERM) }
@@ -185,7 +200,7 @@ struct APITests {
         // What it counted, in a format promtool accepts, labelled by route, never by path.
         let metrics = try await server.call("GET", "/metrics")
         #expect(metrics.status == 200 && metrics.headers["content-type"]?.hasPrefix("text/plain") == true)
-        #expect(metrics.body.contains(#"pushfan_api_requests_total{method="PUT",route="/v1/apps/{app}/devices/{device}",status="201"} 4"#), "\(metrics.body.prefix(600))")
+        #expect(metrics.body.contains(#"pushfan_api_requests_total{method="PUT",route="/v1/apps/{app}/devices/{device}",status="201"} 6"#), "\(metrics.body.prefix(600))")
         #expect(metrics.body.contains(#"pushfan_api_requests_total{method="other",route="unmatched",status="405"} 1"#), "an invented method is one label")
         #expect(metrics.body.contains(#"pushfan_api_requests_total{method="PUT",route="unrouted",status="413"} 1"#), "a body refused before routing is counted")
         #expect(!metrics.body.contains("phone-1"), "a device id became a label")
