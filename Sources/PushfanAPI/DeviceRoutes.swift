@@ -25,7 +25,7 @@ enum DeviceRoutes {
                         409, "token_registered_elsewhere",
                         "this token is registered to another device of the app; to move it here, name that registration as ?previous_device_id= (or register with the master secret)")
                 }
-                result = try await store.devices.register(app: app, registration)
+                result = try await store.devices.register(app: app, validated: validated)
             } catch let error as StoreError where error.code == .invalidInput && error.message.hasPrefix("device token") {
                 // The token's rules speak of "device token"; the field is `token`.
                 throw APIError(400, "invalid_input", error.message, field: "token")

@@ -16,7 +16,12 @@ package struct DeviceDirectory: Sendable {
     /// device id moves to this one: the old row is removed. Concurrent calls are committed
     /// together (`RegistrationGroups`).
     package func register(app: String, _ registration: DeviceRegistration) async throws(StoreError) -> RegistrationResult {
-        try await registrations.register(app: app, try Validation.device(registration))
+        try await register(app: app, validated: try Validation.device(registration))
+    }
+
+    /// The same, for a registration its caller validated already (`Validation.device`).
+    package func register(app: String, validated: ValidatedDevice) async throws(StoreError) -> RegistrationResult {
+        try await registrations.register(app: app, validated)
     }
 
     /// Imports a batch; every registration must already be validated (`Validation.device`).

@@ -75,6 +75,14 @@ struct APITests {
 
     static func token(_ index: Int) -> String { String(format: "%064x", index + 1) }
 
+    /// `start` with `adminToken` in a file only its owner may read, as an operator keeps it.
+    static func start(_ pipeline: Pipeline, adminToken: String, app: String? = "shop", extra: [String] = []) async throws -> Server {
+        let tokenFile = pipeline.directory + "/admin-token"
+        try adminToken.write(toFile: tokenFile, atomically: true, encoding: .utf8)
+        try FileManager.default.setAttributes([.posixPermissions: 0o600], ofItemAtPath: tokenFile)
+        return try await start(pipeline, app: app, extra: ["--admin-token-file", tokenFile] + extra)
+    }
+
     @Test("devices over HTTP: the application secret registers, updates and unregisters; reading needs the master secret; every refusal has its status and error", arguments: [false, true])
     func devices(postgres: Bool) async throws {
         let pipeline = try await Pipeline(postgres: postgres)

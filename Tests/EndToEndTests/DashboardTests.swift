@@ -12,10 +12,7 @@ struct DashboardTests {
 
     /// `pushfan api` with the admin token, for `pipeline`; the first start also adds app `shop`.
     static func startAPI(_ pipeline: Pipeline, first: Bool = true) async throws -> APITests.Server {
-        let tokenFile = pipeline.directory + "/admin-token"
-        try adminToken.write(toFile: tokenFile, atomically: true, encoding: .utf8)
-        try FileManager.default.setAttributes([.posixPermissions: 0o600], ofItemAtPath: tokenFile)
-        return try await APITests.start(pipeline, app: first ? "shop" : nil, extra: ["--admin-token-file", tokenFile])
+        try await APITests.start(pipeline, adminToken: adminToken, app: first ? "shop" : nil)
     }
 
     /// The dashboard's snapshot as the admin sees it.

@@ -8,10 +8,7 @@ extension APITests {
     func operatorCallsAreLogged() async throws {
         let pipeline = try await Pipeline()
         defer { pipeline.stop() }
-        let tokenFile = pipeline.directory + "/admin-token"
-        try "operator-log-admin-token-0123".write(toFile: tokenFile, atomically: true, encoding: .utf8)
-        try FileManager.default.setAttributes([.posixPermissions: 0o600], ofItemAtPath: tokenFile)
-        let server = try await Self.start(pipeline, extra: ["--admin-token-file", tokenFile, "--trusted-proxy", "127.0.0.1"])
+        let server = try await Self.start(pipeline, adminToken: "operator-log-admin-token-0123", extra: ["--trusted-proxy", "127.0.0.1"])
         defer { server.process.signal(SIGTERM) }
         let admin = ["Authorization: Bearer operator-log-admin-token-0123", "X-Forwarded-For: 192.0.2.44"]
         let created = try await server.call(

@@ -8,10 +8,7 @@ extension APITests {
     func scopedKeys() async throws {
         let pipeline = try await Pipeline()
         defer { pipeline.stop() }
-        let tokenFile = pipeline.directory + "/admin-token"
-        try "scoped-keys-admin-token-01234".write(toFile: tokenFile, atomically: true, encoding: .utf8)
-        try FileManager.default.setAttributes([.posixPermissions: 0o600], ofItemAtPath: tokenFile)
-        let server = try await Self.start(pipeline, extra: ["--admin-token-file", tokenFile])
+        let server = try await Self.start(pipeline, adminToken: "scoped-keys-admin-token-01234")
         defer { server.process.signal(SIGTERM) }
         _ = try await pipeline.run([
             "apps", "add", "--database", pipeline.database, "--app", "news", "--topic", "com.example.news", "--team-id", "TEAM000001",

@@ -5,8 +5,9 @@
 package struct ChunkedBody: Sendable {
     private enum State: Sendable {
         case size(value: Int, digits: Int)
-        case extensions
-        case sizeLineFeed
+        /// After a chunk's size (0: the last chunk), until its line ends.
+        case extensions(size: Int)
+        case sizeLineFeed(size: Int)
         case data(left: Int)
         case dataCarriageReturn
         case dataLineFeed
@@ -26,7 +27,6 @@ package struct ChunkedBody: Sendable {
     }
 
     private var state = State.size(value: 0, digits: 0)
-    private var lastChunk = false
     private var trailerBytes = 0
     package let limit: Int
     package private(set) var body: [UInt8] = []
@@ -40,32 +40,30 @@ package struct ChunkedBody: Sendable {
             let byte = bytes[index]
             switch state {
             case .size(let value, let digits):
-                if let digit = Self.hexValue(byte) {
+                if let digit = Router<Never>.hexValue(byte) {
                     guard digits < 15 else { throw .malformed("a chunk size is too long") }
                     state = .size(value: value << 4 | Int(digit), digits: digits + 1)
                 } else {
                     guard digits > 0 else { throw .malformed("a chunk does not start with its size in hex") }
                     guard value <= limit - body.count else { throw Self.tooLarge(limit) }
-                    lastChunk = value == 0
                     switch byte {
-                    case UInt8(ascii: ";"): state = .extensions
-                    case 0x0D: state = .sizeLineFeed
+                    case UInt8(ascii: ";"): state = .extensions(size: value)
+                    case 0x0D: state = .sizeLineFeed(size: value)
                     default: throw .malformed("a chunk size is followed by something other than ; or CRLF")
                     }
-                    if !lastChunk { body.reserveCapacity(body.count + value) }
-                    pendingSize = value
+                    if value > 0 { body.reserveCapacity(body.count + value) }
                 }
-            case .extensions:
+            case .extensions(let size):
                 if byte == 0x0D {
-                    state = .sizeLineFeed
+                    state = .sizeLineFeed(size: size)
                 } else {
                     guard RequestHeadParser.isTokenByte(byte) || byte == UInt8(ascii: "=") || byte == UInt8(ascii: ";") || byte == UInt8(ascii: "\"") else {
                         throw .malformed("a chunk extension with a character it cannot have")
                     }
                 }
-            case .sizeLineFeed:
+            case .sizeLineFeed(let size):
                 guard byte == 0x0A else { throw .malformed("a chunk size line does not end in CRLF") }
-                state = lastChunk ? .trailerStart : .data(left: pendingSize)
+                state = size == 0 ? .trailerStart : .data(left: size)
             case .data(let left):
                 let count = min(left, bytes.count - index)
                 body.append(contentsOf: UnsafeRawBufferPointer(rebasing: bytes[index..<(index + count)]))
@@ -116,8 +114,6 @@ package struct ChunkedBody: Sendable {
         return .needMore
     }
 
-    private var pendingSize = 0
-
     private mutating func countTrailer() throws(HeadError) {
         trailerBytes += 1
         guard trailerBytes <= 8 * 1024 else { throw RequestHeadParser.tooLarge(8 * 1024) }
@@ -125,14 +121,5 @@ package struct ChunkedBody: Sendable {
 
     static func tooLarge(_ limit: Int) -> HeadError {
         HeadError(status: 413, code: "body_too_large", message: "the request body is larger than \(limit) bytes")
-    }
-
-    private static func hexValue(_ byte: UInt8) -> UInt8? {
-        switch byte {
-        case UInt8(ascii: "0")...UInt8(ascii: "9"): byte - UInt8(ascii: "0")
-        case UInt8(ascii: "a")...UInt8(ascii: "f"): byte - UInt8(ascii: "a") + 10
-        case UInt8(ascii: "A")...UInt8(ascii: "F"): byte - UInt8(ascii: "A") + 10
-        default: nil
-        }
     }
 }

@@ -80,21 +80,13 @@ package struct Router<Handler: Sendable>: Sendable {
     /// stays as it came.
     static func percentDecoded(_ part: Substring) -> String {
         guard part.utf8.contains(UInt8(ascii: "%")) else { return String(part) }
-        func hexValue(_ byte: UInt8) -> UInt8? {
-            switch byte {
-            case UInt8(ascii: "0")...UInt8(ascii: "9"): byte - UInt8(ascii: "0")
-            case UInt8(ascii: "a")...UInt8(ascii: "f"): byte - UInt8(ascii: "a") + 10
-            case UInt8(ascii: "A")...UInt8(ascii: "F"): byte - UInt8(ascii: "A") + 10
-            default: nil
-            }
-        }
         let bytes = Array(part.utf8)
         var out: [UInt8] = []
         out.reserveCapacity(bytes.count)
         var index = 0
         while index < bytes.count {
             if bytes[index] == UInt8(ascii: "%") {
-                guard index + 2 < bytes.count, let high = hexValue(bytes[index + 1]), let low = hexValue(bytes[index + 2]) else { return String(part) }
+                guard index + 2 < bytes.count, let high = Self.hexValue(bytes[index + 1]), let low = Self.hexValue(bytes[index + 2]) else { return String(part) }
                 out.append(high << 4 | low)
                 index += 3
             } else {
@@ -103,6 +95,16 @@ package struct Router<Handler: Sendable>: Sendable {
             }
         }
         return String(validating: out, as: UTF8.self) ?? String(part)
+    }
+
+    /// A hex digit's value (either case), nil for any other byte: `%XX` escapes, chunk sizes.
+    static func hexValue(_ byte: UInt8) -> UInt8? {
+        switch byte {
+        case UInt8(ascii: "0")...UInt8(ascii: "9"): byte - UInt8(ascii: "0")
+        case UInt8(ascii: "a")...UInt8(ascii: "f"): byte - UInt8(ascii: "a") + 10
+        case UInt8(ascii: "A")...UInt8(ascii: "F"): byte - UInt8(ascii: "A") + 10
+        default: nil
+        }
     }
 
     /// Cut by scalar, not by character: a combining mark or an emoji modifier right after a
