@@ -78,7 +78,7 @@ extension CampaignPlanner {
     ) async throws -> [DeliveryTicket] {
         let shards = total ?? ranges.count
         // Each lane gets a partition of its own (while there are enough), at an offset that
-        // depends on the app, so lanes spread over the workers (round-robin assignment)
+        // depends on the app, so lanes spread over the workers (the assignor deals them out)
         // instead of wherever the key hash puts them.
         // A metadata request: asked once per campaign, not once per task.
         let partitions: Int

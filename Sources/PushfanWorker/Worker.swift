@@ -83,9 +83,10 @@ package final class Worker: Sendable {
 
         func makeConsumer(group: String, topic: String, from reset: KafkaConsumerConfiguration.OffsetReset = .earliest) throws -> KafkaConsumer {
             var client = options.kafka
-            // Round-robin spreads an app's lanes (consecutive partitions) over the workers;
-            // the default range assignor would give them all to one.
-            if client.properties["partition.assignment.strategy"] == nil { client.properties["partition.assignment.strategy"] = "roundrobin" }
+            // Cooperative: a worker joining or leaving moves only the partitions that change
+            // owner, and every other lane keeps sending through the rebalance (an eager
+            // assignor stops every worker's tasks for the whole join).
+            if client.properties["partition.assignment.strategy"] == nil { client.properties["partition.assignment.strategy"] = "cooperative-sticky" }
             var configuration = KafkaConsumerConfiguration(client: client, groupID: group)
             configuration.offsetReset = reset
             let consumer = try KafkaConsumer(configuration: configuration, logger: logger.child(group))

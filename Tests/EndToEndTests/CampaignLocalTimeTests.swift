@@ -55,10 +55,7 @@ extension RealTimeTests {
         /// The workers' log lines that tell when a wave could start: joining, dispatching, the
         /// tasks' starts and any retry.
         static func timeline(_ pipeline: Pipeline, _ ids: [String]) -> String {
-            let events = ["worker.started", "planner.wave_dispatched", "task.scheduled_start", "retry", "kafka", "assigned", "revoked"]
-            return ids.flatMap { id in
-                (pipeline.workers[id]?.standardError ?? "").split(separator: "\n").filter { line in events.contains { line.contains($0) } }.map { "\(id) \($0)" }
-            }.joined(separator: "\n")
+            pipeline.timeline(ids, matching: ["worker.started", "planner.wave_dispatched", "task.scheduled_start", "retry", "kafka", "assigned", "revoked"])
         }
 
         static let zones = ["Asia/Tokyo", "Europe/Berlin", "America/New_York", nil]

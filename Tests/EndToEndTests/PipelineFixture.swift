@@ -120,6 +120,42 @@ final class Pipeline: @unchecked Sendable {
         return killedAt
     }
 
+    /// Waits until each worker of `ids` has been given tasks partitions and the sender group
+    /// has been quiet for a second (a join takes one or two rebalance rounds), so that what a
+    /// test measures next is not the group forming.
+    func waitForSenderGroup(_ ids: [String]) async throws {
+        func groupEvents(_ id: String) -> Int {
+            (logged("kafka.assigned", workers: [id]) + logged("kafka.revoked", workers: [id]))
+                .filter { $0["logger"] == "pushfan.worker.pushfan-workers" }.count
+        }
+        var last = -1
+        var quietSince = ContinuousClock.now
+        let settled = await Self.eventually(timeout: .seconds(60)) {
+            let count = ids.reduce(0) { $0 + groupEvents($1) }
+            if count != last { (last, quietSince) = (count, .now) }
+            let owning = ids.allSatisfy { id in logged("kafka.assigned", workers: [id]).contains { $0["kafka.partitions"]?.contains("tasks[") == true } }
+            return owning && ContinuousClock.now - quietSince >= .seconds(1)
+        }
+        if !settled { throw TestFailure("the sender group did not settle: \(groupTimeline(ids))") }
+    }
+
+    /// The workers' group and task events, in time order.
+    func groupTimeline(_ ids: [String]) -> String {
+        timeline(ids, matching: ["event=worker.started", "event=worker.stopped", "event=kafka.assigned", "event=kafka.revoked", "event=task.finished", "event=task.handed_back"])
+    }
+
+    /// The log lines of these workers that contain any of `fragments`, in time order, each as
+    /// its time, the worker's id and the rest of its fields.
+    func timeline(_ ids: [String], matching fragments: [String]) -> String {
+        ids.flatMap { id in
+            (workers[id]?.standardError ?? "").split(separator: "\n").filter { line in fragments.contains { line.contains($0) } }.map { line in
+                let fields = line.split(separator: " ")
+                let time = fields.first { $0.hasPrefix("ts=") } ?? ""
+                return "\(time) \(id) \(fields.filter { !$0.hasPrefix("ts=") && !$0.hasPrefix("level=") }.joined(separator: " "))"
+            }
+        }.sorted().joined(separator: "\n")
+    }
+
     /// The fields (`key=value`, unquoted) of every `event` line these workers logged.
     func logged(_ event: String, workers ids: [String]) -> [[String: String]] {
         ids.flatMap { id in

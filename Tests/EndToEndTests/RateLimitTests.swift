@@ -15,6 +15,9 @@ extension RealTimeTests {
             try await pipeline.addApp("slow", topic: "com.example.slow", rate: 500, devices: 5_000)
             try await pipeline.addApp("fast", topic: "com.example.fast", rate: 2_000, devices: 20_000)
             for id in ["a", "b", "c"] { try pipeline.startWorker(id) }
+            // The limits are per app across the group; what is measured is the group sending,
+            // not it forming (three workers joining at once can take several rounds).
+            try await pipeline.waitForSenderGroup(["a", "b", "c"])
             try await pipeline.submit(Pipeline.campaign("slow-1", app: "slow"))
             try await pipeline.submit(Pipeline.campaign("fast-1", app: "fast"))
             let slow = try await pipeline.results(of: "slow-1")
