@@ -75,7 +75,8 @@ package final class APIService: Sendable {
 
     package init(
         store: DeviceStore, writer: ResultsWriter, throttle: AuthThrottle = AuthThrottle(), adminToken: String? = nil,
-        dashboard: DashboardFeed? = nil, chartJS: [UInt8]? = nil, metrics: RequestMetrics = RequestMetrics(), logger: Logger
+        credentialFiles: CredentialFiles = .anywhere, dashboard: DashboardFeed? = nil, chartJS: [UInt8]? = nil,
+        metrics: RequestMetrics = RequestMetrics(), logger: Logger
     ) {
         self.metrics = metrics
         self.throttle = Locked(throttle)
@@ -90,7 +91,7 @@ package final class APIService: Sendable {
         NotificareRoutes.add(to: &router, store: store)
         SegmentRoutes.add(to: &router, store: store)
         TemplateRoutes.add(to: &router, store: store)
-        AdminRoutes.add(to: &router, store: store)
+        AdminRoutes.add(to: &router, store: store, credentialFiles: credentialFiles)
         DashboardRoutes.add(to: &router, feed: dashboard, chartJS: chartJS)
         router.add("GET", "/openapi.json", Route(roles: []) { _ in
             HTTPResponse(status: 200, headers: ["Content-Type": "application/json"], body: Array(OpenAPIDocument.json.utf8))
@@ -380,9 +381,13 @@ package final class APIService: Sendable {
         }
     }
 
-    /// A JSON object body: 415 for another content type, 400 for anything but an object.
+    /// A JSON object body: 415 for another content type, 400 for anything but an object, and
+    /// 400 naming the field for a key given twice or nesting past the limit (`JSONShapeCheck`).
     static func jsonObject(_ request: HTTPRequest) throws -> [String: JSONValue] {
         let body = try requireJSON(request)
+        if let problem = JSONShapeCheck.problem(in: body) {
+            throw APIError(400, "invalid_input", "\(problem.field.isEmpty ? "body" : problem.field): \(problem.reason)", field: problem.field.isEmpty ? nil : problem.field)
+        }
         guard let value = try? JSONDecoder().decode(JSONValue.self, from: Data(body)), case .object(let members) = value else {
             throw APIError(400, "not_json", "the body must be a JSON object")
         }

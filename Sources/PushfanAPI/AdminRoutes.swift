@@ -8,7 +8,7 @@ import PushfanStore
 /// checked first, as `pushfan apps add` does), list, read, change the rate or the credentials,
 /// rotate either secret. Secrets are shown once, in the answer that made them.
 enum AdminRoutes {
-    static func add(to router: inout Router<Route>, store: DeviceStore) {
+    static func add(to router: inout Router<Route>, store: DeviceStore, credentialFiles: CredentialFiles) {
         router.add("GET", "/v1/admin/operator-log", Route(roles: [], admin: true) { call in
             let query = call.request.query
             func bounded(_ name: String, _ range: ClosedRange<Int64>, default value: Int64) throws -> Int64 {
@@ -48,7 +48,7 @@ enum AdminRoutes {
             let app = try text(body, "app")
             let rate = try number(body, "rate") ?? 1000
             var registration = AppRegistration(
-                app: app, topic: try text(body, "topic"), credentials: try credentials(body),
+                app: app, topic: try text(body, "topic"), credentials: try credentials(credentialFiles, body),
                 environment: try APNsEnvironment(parsing: try optionalText(body, "environment") ?? "production"), ratePerSecond: rate,
                 timeZone: try optionalText(body, "time_zone"))
             registration.timeZone = registration.timeZone.flatMap { $0.isEmpty ? nil : $0 }
@@ -84,7 +84,7 @@ enum AdminRoutes {
             return .json(200, ["app": .string(call.parameter("app")), "frequency_caps": capsJSON(caps)])
         })
         router.add("PUT", "/v1/admin/apps/{app}/credentials", Route(roles: [], admin: true) { call in
-            let reference = try credentials(try APIService.jsonObject(call.request))
+            let reference = try credentials(credentialFiles, try APIService.jsonObject(call.request))
             try await store.apps.setCredentials(app: call.parameter("app"), reference)
             return .json(200, ["app": .string(call.parameter("app")), "credentials": credentialsJSON(reference)])
         })
@@ -102,15 +102,17 @@ enum AdminRoutes {
 
     /// Token auth (`team_id`, `key_id`, `key_file`) or certificate auth (`cert`, `cert_key`),
     /// loaded now so a wrong file fails here and not at a campaign's first send.
-    private static func credentials(_ body: [String: JSONValue]) throws -> APNsCredentialsReference {
+    private static func credentials(_ files: CredentialFiles, _ body: [String: JSONValue]) throws -> APNsCredentialsReference {
         let reference: APNsCredentialsReference
         if let team = try optionalText(body, "team_id") {
             for (field, value) in [("team_id", team), ("key_id", try text(body, "key_id"))] where !ProviderSigningKey.hasAppleIDShape(value) {
                 throw APIError(400, "invalid_input", "\(field): Apple's 10-character id of A-Z and 0-9, got \(value.debugDescription)", field: field)
             }
-            reference = .token(teamID: team, keyID: try text(body, "key_id"), keyFile: try text(body, "key_file"))
+            reference = .token(teamID: team, keyID: try text(body, "key_id"), keyFile: try files.path(try text(body, "key_file"), field: "key_file"))
         } else if let certificate = try optionalText(body, "cert") {
-            reference = .certificate(certificateFile: certificate, keyFile: try optionalText(body, "cert_key"))
+            reference = .certificate(
+                certificateFile: try files.path(certificate, field: "cert"),
+                keyFile: try optionalText(body, "cert_key").map { given throws(APIError) in try files.path(given, field: "cert_key") })
         } else {
             throw APIError(400, "invalid_input", "give team_id, key_id and key_file (token auth) or cert and cert_key (certificate auth)", field: "team_id")
         }

@@ -32,6 +32,7 @@ struct APICommand: Command {
             .option("auth-window", "SECONDS", "--auth-failures failed authentications with one credential from one client within this long block that pair for the rest of it (default 60)"),
             .option("auth-failures", "N", "failed authentications with one credential (app key, admin token) from one client that block the pair (default 10)"),
             .option("admin-token-file", "FILE", "a file holding the admin token for /v1/admin and /dashboard (default: $PUSHFAN_ADMIN_TOKEN; none: app management over HTTP is off)"),
+            .option("credentials-dir", "DIR", "the admin API may name APNs keys and certificates only inside DIR, symlinks resolved (default: any path the process can read)"),
             .option("dashboard-group", "NAME", "consumer group in which the dashboard reads the results topic (default pushfan-dashboard)"),
             .flag("dashboard-rebuild", "forget the dashboard's saved tallies and count the results topic again from its start"),
             .flag("no-dashboard", "do not read the results topic: /dashboard answers 503"),
@@ -58,6 +59,11 @@ struct APICommand: Command {
             adminToken = text.trimmingCharacters(in: .whitespacesAndNewlines)
         }
         if let token = adminToken, token.utf8.count < 16 { throw UsageError("the admin token must be at least 16 characters") }
+        var credentialFiles = CredentialFiles.anywhere
+        if let directory = arguments.value("credentials-dir") {
+            guard let bounded = CredentialFiles(directory: directory) else { throw UsageError("--credentials-dir: \(directory) is not a directory") }
+            credentialFiles = bounded
+        }
         let store = try await StoreOptions.open(arguments, context)
         var producerConfiguration = KafkaProducerConfiguration(client: try KafkaOptions.client(arguments, context))
         producerConfiguration.linger = .milliseconds(1)
@@ -90,7 +96,7 @@ struct APICommand: Command {
             throttle: AuthThrottle(
                 limit: try arguments.int("auth-failures", default: 10, range: 1...1_000_000),
                 window: .seconds(try arguments.int("auth-window", default: 60, range: 1...86_400))),
-            adminToken: adminToken, dashboard: dashboard, chartJS: chartJS, metrics: metrics, logger: context.logger.child("api"))
+            adminToken: adminToken, credentialFiles: credentialFiles, dashboard: dashboard, chartJS: chartJS, metrics: metrics, logger: context.logger.child("api"))
         let feeding = Task { await dashboard?.run() }
         let loopbackOnly = !arguments.flag("listen-all")
         let server = try HTTPServer(

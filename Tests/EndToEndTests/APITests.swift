@@ -260,6 +260,14 @@ struct APITests {
         #expect(mismatch.status == 422 && mismatch.body.contains(#""code":"app_mismatch""#), "\(mismatch.body)")
         let invalid = try await server.call("POST", "/v1/apps/shop/campaigns", secret: server.master, json: campaign.replacingOccurrences(of: #""options":{}"#, with: #""options":{"priority":7}"#))
         #expect(invalid.status == 400 && invalid.body.contains(#""field":"options.priority""#), "\(invalid.body)")
+        // A key given twice means one thing to one reader and another to the next: refused,
+        // naming it, in a campaign and in any other body.
+        let keyTwice = try await server.call("POST", "/v1/apps/shop/campaigns", secret: server.master, json: campaign.replacingOccurrences(of: #""options":{}"#, with: #""options":{"priority":5,"priority":10}"#))
+        #expect(keyTwice.status == 400 && keyTwice.body.contains(#""code":"wrong_schema""#) && keyTwice.body.contains(#""field":"options.priority""#) && keyTwice.body.contains("duplicate key"), "\(keyTwice.body)")
+        let twiceSegment = try await server.call("POST", "/v1/apps/shop/segments/count", secret: server.master, json: #"{"segment":"locale = en_US","segment":"tag:x"}"#)
+        #expect(twiceSegment.status == 400 && twiceSegment.body.contains(#""field":"segment""#) && twiceSegment.body.contains("duplicate key"), "\(twiceSegment.body)")
+        let deep = try await server.call("POST", "/v1/apps/shop/segments/count", secret: server.master, json: #"{"segment":"#  + String(repeating: "[", count: 70) + String(repeating: "]", count: 70) + "}")
+        #expect(deep.status == 400 && deep.body.contains("nested more than 64 levels"), "\(deep.body)")
 
         let submitted = try await server.call("POST", "/v1/apps/shop/campaigns", secret: server.master, json: campaign)
         #expect(submitted.status == 202 && submitted.body.contains(#""campaign":"shop-http-1""#), "\(submitted.body)")
@@ -503,6 +511,40 @@ struct APITests {
         #expect(try await server.call("PUT", "/v1/apps/news/devices/n1", secret: secret, app: "news", json: #"{"token":"\#(Self.token(8))"}"#).status == 401, "no grace")
         #expect(try await call("GET", "/v1/admin/apps/nope").status == 404)
         #expect(try await call("POST", "/v1/admin/apps/news/secrets/other/rotate").status == 404)
+    }
+
+    @Test("with --credentials-dir, the admin API names key files only inside it: outside, through .. or a symlink, missing or a directory are one refusal; inside, relative or absolute, works")
+    func credentialsDirectory() async throws {
+        let pipeline = try await Pipeline()
+        defer { pipeline.stop() }
+        let keys = pipeline.directory + "/keys"
+        try FileManager.default.createDirectory(atPath: keys + "/sub", withIntermediateDirectories: true)
+        try FileManager.default.copyItem(atPath: pipeline.keyFile, toPath: keys + "/AuthKey.p8")
+        try FileManager.default.createSymbolicLink(atPath: keys + "/outside.p8", withDestinationPath: pipeline.keyFile)
+        let missing = try await CommandLineTool.run(TestBinaries.pushfan, ["api", "--port", "0", "--database", pipeline.database, "--credentials-dir", keys + "/nope"])
+        #expect(missing.status == 2 && missing.error.contains("--credentials-dir: \(keys)/nope is not a directory"), "\(missing.status) \(missing.error)")
+        let server = try await Self.start(pipeline, adminToken: "an-admin-token-of-some-length", extra: ["--credentials-dir", keys])
+        defer { server.process.signal(SIGTERM) }
+        func create(_ app: String, keyFile: String) async throws -> (status: Int, headers: [String: String], body: String) {
+            try await server.call(
+                "POST", "/v1/admin/apps", json: #"{"app":"\#(app)","topic":"com.example.\#(app)","team_id":"TEAM000002","key_id":"KEY0000002","key_file":"\#(keyFile)"}"#,
+                headers: ["Authorization: Bearer an-admin-token-of-some-length"])
+        }
+        // A real key outside, the same key through a symlink or .., a file that does not
+        // exist, the directory itself: the same answer, so nothing is learnt about the paths.
+        for path in [pipeline.keyFile, keys + "/outside.p8", keys + "/../key.p8", "../key.p8", "/etc/passwd", keys + "/none.p8", "sub", keys] {
+            let refused = try await create("probe", keyFile: path)
+            #expect(refused.status == 422 && refused.body.contains(#""code":"invalid_credentials""#) && refused.body.contains(#""field":"key_file""#)
+                && refused.body.contains("not a file in the API's credentials directory"), "\(path): \(refused.status) \(refused.body)")
+        }
+        let cert = try await server.call("PUT", "/v1/admin/apps/shop/credentials", json: #"{"cert":"/etc/ssl/certs/ca-certificates.crt"}"#, headers: ["Authorization: Bearer an-admin-token-of-some-length"])
+        #expect(cert.status == 422 && cert.body.contains(#""field":"cert""#), "\(cert.body)")
+        let relative = try await create("news", keyFile: "AuthKey.p8")
+        #expect(relative.status == 201, "\(relative.body)")
+        let shown = try await server.call("GET", "/v1/admin/apps/news", headers: ["Authorization: Bearer an-admin-token-of-some-length"])
+        let resolvedKeys = try #require(URL(fileURLWithPath: keys).resolvingSymlinksInPath().path as String?)
+        #expect(shown.body.contains(#""key_file":"\#(resolvedKeys)/AuthKey.p8""#), "stored resolved: \(shown.body)")
+        #expect(try await create("blog", keyFile: keys + "/sub/../AuthKey.p8").status == 201)
     }
 
     @Test("connection limits: headers beyond the connection's memory get 431, a silent client is closed after the idle timeout, keep-alive serves several requests on one connection")

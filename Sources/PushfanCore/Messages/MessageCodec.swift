@@ -250,8 +250,8 @@ package enum MessageCodec {
 
     /// Checks the parser leaves for later: it validates the text inside strings
     /// only when a field is read, so bad bytes in a key or an ignored field
-    /// would otherwise pass or be reported as something else. One pass over
-    /// the bytes, before parsing.
+    /// would otherwise pass or be reported as something else; and its shape
+    /// (`JSONShapeCheck`: no key twice, no nesting past the limit). Before parsing.
     private static func precheck(_ data: Data) -> MessageDecodingError? {
         if data.isEmpty { return .notJSON("the payload is empty") }
         guard String(validating: data, as: UTF8.self) != nil else {
@@ -265,6 +265,7 @@ package enum MessageCodec {
                 "not valid JSON: raw control character 0x\(byte.count == 1 ? "0" : "")\(byte) at byte \(offset); "
                     + "inside strings write it escaped, like \\u0000")
         }
+        if let problem = JSONShapeCheck.problem(in: data) { return .wrongSchema(problem.field, problem.reason) }
         return nil
     }
 
