@@ -38,7 +38,7 @@ enum CampaignRoutes {
             }
             // The newest first, of this app only (and of one status, if asked); `after` pages on
             // from the last id of the page before.
-            var rows = try await store.campaigns.list(limit: 10_000).filter { $0.app == call.parameter("app") && (status == nil || $0.status == status) }
+            var rows = try await store.campaigns.list(app: call.parameter("app"), limit: 10_000).filter { status == nil || $0.status == status }
             if let after = query["after"] {
                 // An id not in the list (gone, or of another status) pages past the end.
                 rows = rows.firstIndex(where: { $0.id == after }).map { Array(rows[($0 + 1)...]) } ?? []
@@ -52,7 +52,7 @@ enum CampaignRoutes {
         })
         router.add("GET", "/v1/apps/{app}/campaigns/{campaign}", Route(roles: [.master], campaigns: true) { call in
             let row = try await campaign(store, call)
-            let counts = try await store.ledger.progressCounts(campaign: row.id)
+            let counts = try await store.ledger.progressCounts(campaign: row.key)
             var outcomes: [String: JSONValue] = [:]
             var finished = 0
             for (state, count) in counts where state.isFinal && count > 0 {
@@ -71,7 +71,7 @@ enum CampaignRoutes {
                 throw APIError.notFound("no route \(call.request.method) \(call.request.path): the actions are cancel, pause and resume")
             }
             let row = try await campaign(store, call)
-            switch try await OperatorCommand(store: store, writer: writer).run(action, campaign: row.id) {
+            switch try await OperatorCommand(store: store, writer: writer).run(action, campaign: row.key) {
             case .unknownCampaign:
                 throw APIError.notFound("app \(row.app) has no campaign \(row.id)")
             case .decided(.move(let from, let to)):
@@ -85,7 +85,7 @@ enum CampaignRoutes {
     }
 
     private static func submit(_ campaign: Campaign, _ writer: ResultsWriter) async throws -> HTTPResponse {
-        let report = try await writer.producer.send(ProducerRecord(topic: writer.topics.campaigns, key: campaign.id, value: MessageCodec.encode(campaign)))
+        let report = try await writer.producer.send(ProducerRecord(topic: writer.topics.campaigns, key: campaign.kafkaKey, value: MessageCodec.encode(campaign)))
         return .json(202, [
             "campaign": .string(campaign.id), "status": "submitted",
             "submission": ["partition": .int(Int64(report.partition)), "offset": .int(report.offset)],
@@ -136,10 +136,10 @@ enum CampaignRoutes {
         }
     }
 
-    /// The path's campaign, which must be the path's app's: another app's campaign is
-    /// answered as unknown.
+    /// The path's campaign, named within the path's app: another app's campaign of the same
+    /// id is another campaign, never this one.
     private static func campaign(_ store: DeviceStore, _ call: RouteCall) async throws -> CampaignRegistry.Row {
-        guard let row = try await store.campaigns.get(call.parameter("campaign")), row.app == call.parameter("app") else {
+        guard let row = try await store.campaigns.get(CampaignKey(app: call.parameter("app"), id: call.parameter("campaign"))) else {
             throw APIError.notFound("app \(call.parameter("app")) has no campaign \(call.parameter("campaign"))")
         }
         return row

@@ -113,13 +113,19 @@ package final class DashboardFeed: Sendable {
         }
         metrics.collected(
             "pushfan_campaign_done_devices", "Devices with a final outcome, of the \(Self.labelledCampaigns) most recently active running, sending or paused campaigns.",
-            labels: ["campaign", "app"]) { running().map { ([$0.id, $0.app ?? ""], Double($0.done)) } }
+            labels: ["campaign", "app"]) { running().map { (Self.labels($0), Double($0.done)) } }
         metrics.collected(
             "pushfan_campaign_audience_devices", "Devices targeted, of the same campaigns.", labels: ["campaign", "app"]
-        ) { running().compactMap { row in row.audience.map { ([row.id, row.app ?? ""], Double($0)) } } }
+        ) { running().compactMap { row in row.audience.map { (Self.labels(row), Double($0)) } } }
         metrics.collected(
             "pushfan_campaign_send_rate", "Sends per second over the last seconds (the dashboard's), of the same campaigns.", labels: ["campaign", "app"]
-        ) { running().map { ([$0.id, $0.app ?? ""], Double($0.rate)) } }
+        ) { running().map { (Self.labels($0), Double($0.rate)) } }
+    }
+
+    /// A row's `campaign` and `app` labels: its id within its app, and the app (the row's
+    /// own id is the campaign's `<app>/<id>`).
+    private static func labels(_ row: DashboardSnapshot.CampaignRow) -> [String] {
+        [CampaignKey(stored: row.id)?.id ?? row.id, row.app ?? ""]
     }
 
     /// Running campaigns exported with their id as a label: the most recently active.
@@ -246,7 +252,7 @@ package final class DashboardFeed: Sendable {
                 // A partition no longer ours, or a record already counted (read again after a
                 // rebalance): skipped.
                 guard var count = state.partitions[partition], offset >= count.nextOffset ?? 0 else { continue }
-                if case .result(let record) = value, !count.fresh, count.tallies[record.campaignID] == nil {
+                if case .result(let record) = value, !count.fresh, count.tallies[record.campaignKey.stored] == nil {
                     held.insert(partition)
                     waiting.append(entry)
                     continue
@@ -255,7 +261,7 @@ package final class DashboardFeed: Sendable {
                 switch value {
                 case .result(let record):
                     kinds.results += 1
-                    let campaign = record.campaignID
+                    let campaign = record.campaignKey.stored
                     count.tallies[campaign, default: CampaignTally()].apply(record)
                     count.dirty.insert(campaign)
                     count.touched[campaign] = now
@@ -281,8 +287,8 @@ package final class DashboardFeed: Sendable {
             var missing: [TopicPartition: Set<String>] = [:]
             for (partition, _, value) in read {
                 guard case .result(let record) = value, let count = state.partitions[partition], !count.fresh,
-                      count.tallies[record.campaignID] == nil else { continue }
-                missing[partition, default: []].insert(record.campaignID)
+                      count.tallies[record.campaignKey.stored] == nil else { continue }
+                missing[partition, default: []].insert(record.campaignKey.stored)
             }
             return missing
         }

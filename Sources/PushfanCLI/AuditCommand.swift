@@ -20,15 +20,15 @@ struct AuditCommand: Command {
             not be read.
             """,
         options: [
-            .option("campaign", "ID", "the campaign to audit"), .flag("all", "every completed or cancelled campaign"),
+            .option("campaign", "APP/ID", "the campaign to audit"), .flag("all", "every completed or cancelled campaign"),
             .option("limit", "N", "with --all, the most recent N campaigns (default 1000)"),
             .option("sim-log", "FILE", "the simulator's log of accepted requests (`apns-sim --log FILE`)"),
             .option("timeout", "SECONDS", "how long reading the results topic may take (default 120)"),
         ] + StoreOptions.specs + KafkaOptions.specs)
 
     static func run(_ arguments: ParsedArguments, _ context: CommandContext) async throws -> Int32 {
-        let one = arguments.value("campaign")
-        guard (one != nil) != arguments.flag("all") else { throw UsageError("give --campaign ID or --all") }
+        let one = try arguments.value("campaign").map { text in try CampaignArgument.key(text, what: "--campaign") }
+        guard (one != nil) != arguments.flag("all") else { throw UsageError("give --campaign APP/ID or --all") }
         let store = try await StoreOptions.open(arguments, context)
         var rows: [CampaignRegistry.Row] = []
         if let one {
@@ -41,7 +41,7 @@ struct AuditCommand: Command {
             rows = try await store.campaigns.list(limit: try arguments.int("limit", default: 1000, range: 1...1_000_000))
                 .filter { $0.status == .completed || $0.status == .cancelled }
         }
-        let wanted = Set(rows.map(\.id))
+        let wanted = Set(rows.map(\.key))
         let topic = try await ResultsReading.read(
             client: try KafkaOptions.client(arguments, context), topic: context.configuration.kafka.topics.results, campaigns: wanted,
             timeout: .seconds(try arguments.int("timeout", default: 120, range: 1...86_400)), logger: context.logger)
@@ -50,15 +50,15 @@ struct AuditCommand: Command {
         var devicesByToken: [String: [String: String]] = [:]
         var reports: [CampaignAudit.Report] = []
         for row in rows {
-            let ledger = try await store.ledger.facts(campaign: row.id)
+            let ledger = try await store.ledger.facts(campaign: row.key)
             var accepted: [String: Int]?
             if let simulatorLog {
                 if devicesByToken[row.app] == nil { devicesByToken[row.app] = try await store.devices.deviceIDsByToken(app: row.app) }
-                accepted = try await acceptedRequests(in: simulatorLog, campaign: row.id, app: row.app, devices: devicesByToken[row.app] ?? [:], store: store)
+                accepted = try await acceptedRequests(in: simulatorLog, campaign: row.key, devices: devicesByToken[row.app] ?? [:], store: store)
             }
             let audit = CampaignAudit(
-                campaign: row.id, status: row.status.rawValue, ledger: ledger, results: topic.devices[row.id] ?? [:],
-                resultRecords: topic.records[row.id] ?? 0, finalEvent: topic.finalEvents[row.id], accepted: accepted)
+                campaign: row.key.stored, status: row.status.rawValue, ledger: ledger, results: topic.devices[row.key] ?? [:],
+                resultRecords: topic.records[row.key] ?? 0, finalEvent: topic.finalEvents[row.key], accepted: accepted)
             reports.append(audit.check())
         }
         print(table(reports))
@@ -79,10 +79,10 @@ struct AuditCommand: Command {
     /// Device id → requests the simulator accepted for the campaign: its log lines for the
     /// app's topic with the campaign's collapse id, by token, tokens mapped to devices.
     static func acceptedRequests(
-        in log: SimulatorLog, campaign: String, app: String, devices: [String: String], store: DeviceStore
+        in log: SimulatorLog, campaign: CampaignKey, devices: [String: String], store: DeviceStore
     ) async throws -> [String: Int] {
         guard let definition = try await store.campaigns.definition(campaign), let parsed = try? MessageCodec.decode(Campaign.self, from: Data(definition.utf8)),
-              let appRecord = try await store.apps.get(app) else { return [:] }
+              let appRecord = try await store.apps.get(campaign.app) else { return [:] }
         let topic = (try? APNsNotification.requestTopic(appRecord.topic, pushType: parsed.notification.pushType)) ?? appRecord.topic
         var accepted: [String: Int] = [:]
         for (token, requests) in log.accepted(topic: topic, collapseID: parsed.effectiveCollapseID) {
@@ -127,13 +127,13 @@ struct SimulatorLog {
 /// The results topic read once, from its start to the end it had when reading began.
 struct ResultsReading {
     /// Campaign → device id → its last result.
-    var devices: [String: [String: DeviceResult]] = [:]
+    var devices: [CampaignKey: [String: DeviceResult]] = [:]
     /// Campaign → device records read, duplicates included.
-    var records: [String: Int] = [:]
+    var records: [CampaignKey: Int] = [:]
     /// Campaign → its last `completed` or `cancelled` event.
-    var finalEvents: [String: CampaignEvent] = [:]
+    var finalEvents: [CampaignKey: CampaignEvent] = [:]
 
-    static func read(client: KafkaClientConfiguration, topic: String, campaigns: Set<String>, timeout: Duration, logger: Logger) async throws -> ResultsReading {
+    static func read(client: KafkaClientConfiguration, topic: String, campaigns: Set<CampaignKey>, timeout: Duration, logger: Logger) async throws -> ResultsReading {
         var configuration = KafkaConsumerConfiguration(client: client, groupID: "pushfan-audit-\(getpid())-\(UInt32.random(in: 0...UInt32.max))")
         configuration.offsetReset = .earliest
         let consumer = try KafkaConsumer(configuration: configuration, logger: logger)
@@ -170,14 +170,14 @@ struct ResultsReading {
         return reading
     }
 
-    mutating func add(_ record: KafkaRecord, campaigns: Set<String>) {
+    mutating func add(_ record: KafkaRecord, campaigns: Set<CampaignKey>) {
         guard let decoded = record.withValueBytes({ try? MessageCodec.decode(ResultRecord.self, from: $0) }) else { return }
         switch decoded {
-        case .device(let result) where campaigns.contains(result.campaign):
-            devices[result.campaign, default: [:]][result.device] = result
-            records[result.campaign, default: 0] += 1
-        case .campaign(let event) where campaigns.contains(event.campaign) && (event.event == .completed || event.event == .cancelled):
-            finalEvents[event.campaign] = event
+        case .device(let result) where campaigns.contains(result.campaignKey):
+            devices[result.campaignKey, default: [:]][result.device] = result
+            records[result.campaignKey, default: 0] += 1
+        case .campaign(let event) where campaigns.contains(event.campaignKey) && (event.event == .completed || event.event == .cancelled):
+            finalEvents[event.campaignKey] = event
         default:
             break
         }

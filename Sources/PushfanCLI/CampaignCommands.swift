@@ -17,7 +17,7 @@ struct CampaignsListCommand: Command {
         print("campaign".padding(toLength: 32, withPad: " ", startingAt: 0) + " " + "app".padding(toLength: 16, withPad: " ", startingAt: 0)
             + " status      audience   finished")
         for row in rows {
-            let finished = try await CampaignReport.finished(store, row.id)
+            let finished = try await CampaignReport.finished(store, row.key)
             print(row.id.padding(toLength: 32, withPad: " ", startingAt: 0) + " " + row.app.padding(toLength: 16, withPad: " ", startingAt: 0)
                 + " " + row.status.rawValue.padding(toLength: 10, withPad: " ", startingAt: 0) + String(format: " %9d  %9d", row.audience, finished))
         }
@@ -25,17 +25,28 @@ struct CampaignsListCommand: Command {
     }
 }
 
-/// `pushfan campaigns status ID`: one campaign's status and counts.
+/// A campaign named on the command line: `APP/ID`, since campaign ids are named within
+/// their app (two apps may both have a `spring-sale`).
+enum CampaignArgument {
+    static func key(_ text: String, what: String = "ID") throws -> CampaignKey {
+        guard let key = CampaignKey(stored: text) else {
+            throw UsageError("\(what): give the campaign as APP/ID (campaign ids are named within their app), got \(text.debugDescription)")
+        }
+        return key
+    }
+}
+
+/// `pushfan campaigns status APP/ID`: one campaign's status and counts.
 struct CampaignsStatusCommand: Command {
     static let spec = CommandSpec(
         name: "campaigns status",
         summary: "Show a campaign's status, audience and outcome counts",
-        discussion: "Exit 1 when the store has no campaign of that id.",
-        positionals: ["ID"],
+        discussion: "Exit 1 when the store has no campaign of that id in that app.",
+        positionals: ["APP/ID"],
         options: StoreOptions.specs)
 
     static func run(_ arguments: ParsedArguments, _ context: CommandContext) async throws -> Int32 {
-        let id = arguments.positionals[0]
+        let id = try CampaignArgument.key(arguments.positionals[0])
         let store = try await StoreOptions.open(arguments, context)
         guard let row = try await store.campaigns.get(id) else {
             printError("pushfan campaigns status: no campaign \(id) in the store")
@@ -56,7 +67,7 @@ struct CampaignsStatusCommand: Command {
     }
 }
 
-/// `pushfan campaigns cancel|pause|resume ID`.
+/// `pushfan campaigns cancel|pause|resume APP/ID`.
 struct CampaignControlCommand<Action: ControlActionName>: Command {
     static var spec: CommandSpec {
         CommandSpec(
@@ -68,12 +79,12 @@ struct CampaignControlCommand<Action: ControlActionName>: Command {
                 changes nothing and exits 0; an unknown campaign, or one the command cannot apply
                 to (a completed campaign cannot be cancelled), exits 1 with the reason.
                 """,
-            positionals: ["ID"],
+            positionals: ["APP/ID"],
             options: StoreOptions.specs + KafkaOptions.specs)
     }
 
     static func run(_ arguments: ParsedArguments, _ context: CommandContext) async throws -> Int32 {
-        let id = arguments.positionals[0]
+        let id = try CampaignArgument.key(arguments.positionals[0])
         let name = "pushfan campaigns \(Action.action.rawValue)"
         let store = try await StoreOptions.open(arguments, context)
         let producer = try KafkaProducer(configuration: KafkaProducerConfiguration(client: KafkaOptions.client(arguments, context)), logger: context.logger)
@@ -126,7 +137,7 @@ enum ResumeAction: ControlActionName {
 
 enum CampaignReport {
     /// Devices with a final outcome so far, from the running totals.
-    static func finished(_ store: DeviceStore, _ id: String) async throws -> Int {
+    static func finished(_ store: DeviceStore, _ id: CampaignKey) async throws -> Int {
         try await store.ledger.progressCounts(campaign: id).filter { $0.key != .claimed }.values.reduce(0, +)
     }
 }

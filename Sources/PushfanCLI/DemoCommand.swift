@@ -135,7 +135,7 @@ struct DemoCommand: Command {
         await producer.close()
         let sent = ContinuousClock.now
         let watch = CampaignWatch(
-            campaignID: campaign.id, submission: CampaignEvent.Submission(partition: Int(report.partition), offset: report.offset),
+            campaign: campaign.key, submission: CampaignEvent.Submission(partition: Int(report.partition), offset: report.offset),
             client: client, topics: topics, logger: context.logger)
         let last = try await watch.wait(timeout: .seconds(600)) { detail($0) }
         let elapsed = ContinuousClock.now - sent
@@ -156,7 +156,7 @@ struct DemoCommand: Command {
         }
         step("campaign completed in \(formatted(elapsed)) (\(Int(Double(last.finished) / max(elapsed.seconds, 0.001)))/s at an app limit of \(rate)/s)")
         print(CampaignWatch.summary(last))
-        let reasons = try await store.ledger.outcomeReasons(campaign: campaign.id).filter { $0.state != .delivered }
+        let reasons = try await store.ledger.outcomeReasons(campaign: campaign.key).filter { $0.state != .delivered }
         if !reasons.isEmpty {
             detail("why not delivered (from the ledger): " + reasons.map { "\($0.state.rawValue) \($0.reason ?? "-") \($0.count)" }.joined(separator: ", "))
         }

@@ -6,7 +6,7 @@ import Synchronization
 /// Follows one campaign's lifecycle events on the results topic: a progress bar on a
 /// terminal (periodic lines otherwise), then the summary table.
 struct CampaignWatch {
-    let campaignID: String
+    let campaign: CampaignKey
     /// Where the submitted record landed: events before the planner's answer to this
     /// record (which names it) belong to an earlier submission of the id and are passed over.
     let submission: CampaignEvent.Submission
@@ -31,7 +31,7 @@ struct CampaignWatch {
         let bar = ProgressLine()
         var last: CampaignEvent?
         var lastLine = ContinuousClock.now - .seconds(10)
-        let key = Array(campaignID.utf8)
+        let key = Array(campaign.stored.utf8)
         // Our record was produced before the watch began; a little earlier still, for clocks.
         var gate = SubmissionGate(submission: submission, since: Int64(Date().timeIntervalSince1970 * 1000) - 5_000)
         loop: for await event in consumer.events {
@@ -153,7 +153,7 @@ struct ResultsTailCommand: Command {
             seconds without one.
             """,
         options: [
-            .option("campaign", "ID", "only this campaign's records"),
+            .option("campaign", "APP/ID", "only this campaign's records"),
             .option("count", "N", "exit after N printed records"),
             .option("idle-exit", "SECONDS", "exit after this long without a record"),
             .option("from", "WHERE", "earliest or latest (default earliest)"),
@@ -161,7 +161,7 @@ struct ResultsTailCommand: Command {
         ] + KafkaOptions.specs)
 
     static func run(_ arguments: ParsedArguments, _ context: CommandContext) async throws -> Int32 {
-        let campaign = arguments.value("campaign")
+        let campaign = try arguments.value("campaign").map { text in try CampaignArgument.key(text, what: "--campaign") }
         let limit = try arguments.int("count", default: Int.max, range: 1...Int.max)
         let idle = try arguments.double("idle-exit", default: 0, range: 0...86_400)
         var configuration = KafkaConsumerConfiguration(client: try KafkaOptions.client(arguments, context), groupID: "pushfan-tail-\(getpid())")
@@ -201,7 +201,7 @@ struct ResultsTailCommand: Command {
                     output.append("unreadable record at \(record.topicPartition)@\(record.offset): \(error)\n")
                     continue
                 }
-                if let campaign, result.campaignID != campaign { continue }
+                if let campaign, result.campaignKey != campaign { continue }
                 output.append((json ? String(decoding: MessageCodec.encode(result), as: UTF8.self) : describe(result)) + "\n")
                 printed += 1
                 if printed >= limit { break }

@@ -50,7 +50,7 @@ struct SubmitCommand: Command {
         // Re-encoded compactly: the record on the topic is the validated campaign.
         let report: DeliveryReport
         do {
-            report = try await producer.send(ProducerRecord(topic: topic, key: campaign.id, value: MessageCodec.encode(campaign)))
+            report = try await producer.send(ProducerRecord(topic: topic, key: campaign.kafkaKey, value: MessageCodec.encode(campaign)))
         } catch {
             await producer.close()
             throw error
@@ -60,7 +60,7 @@ struct SubmitCommand: Command {
         guard arguments.flag("wait") else { return 0 }
         let timeout = try arguments.double("timeout", default: 3600, range: 1...604_800)
         let watch = CampaignWatch(
-            campaignID: campaign.id, submission: CampaignEvent.Submission(partition: Int(report.partition), offset: report.offset),
+            campaign: campaign.key, submission: CampaignEvent.Submission(partition: Int(report.partition), offset: report.offset),
             client: try KafkaOptions.client(arguments, context), topics: context.configuration.kafka.topics, logger: context.logger)
         guard let last = try await watch.wait(timeout: .seconds(timeout)) else {
             printError("pushfan submit: no word from any worker about \(campaign.id) within \(Int(timeout)) s; is a worker running?")

@@ -14,7 +14,8 @@ package struct CampaignDefinition: Sendable, Equatable {
 package struct CampaignRegistry: Sendable {
     let executor: StoreExecutor
 
-    /// A campaign's row.
+    /// A campaign's row. The table keys it by `CampaignKey.stored` (`<app>/<id>`): ids are
+    /// named within their app.
     package struct Row: Sendable, Equatable {
         package let id: String
         package let app: String
@@ -25,18 +26,23 @@ package struct CampaignRegistry: Sendable {
         package var sendAt: Int64? = nil
         /// Parked: scheduled and not yet dispatched (no task exists).
         package var parked = false
+
+        package var key: CampaignKey { CampaignKey(app: app, id: id) }
     }
 
     private static let columns: SQLStatement = "SELECT id, app, status, audience, shards, send_at, dispatched_at FROM campaigns"
 
     private static func row(_ row: any SQLRow) throws(StoreError) -> Row {
-        let id = row.text(0) ?? ""
+        guard let key = row.text(0).flatMap(CampaignKey.init(stored:)) else {
+            throw StoreError.database("a campaign row's id '\(row.text(0) ?? "")' is not <app>/<id>")
+        }
+        let id = key.id
         guard let status = row.text(2).flatMap(CampaignStatus.init(rawValue:)) else {
             throw StoreError.database("campaign \(id) has the unknown status '\(row.text(2) ?? "")'")
         }
         let sendAt = row.int(5)
         return Row(
-            id: id, app: row.text(1) ?? "", status: status, audience: Int(row.int(3) ?? 0), shards: Int(row.int(4) ?? 0),
+            id: id, app: key.app, status: status, audience: Int(row.int(3) ?? 0), shards: Int(row.int(4) ?? 0),
             sendAt: sendAt, parked: sendAt != nil && row.int(6) == nil)
     }
 
@@ -47,14 +53,14 @@ package struct CampaignRegistry: Sendable {
     /// is the campaign's record as accepted and `template` the stored template it named, as
     /// it was then (`CampaignDefinition`).
     package func record(
-        id: String, app: String, audience: Int, shards: Int, definition: CampaignDefinition? = nil, status: CampaignStatus = .running,
+        _ campaign: CampaignKey, audience: Int, shards: Int, definition: CampaignDefinition? = nil, status: CampaignStatus = .running,
         sendAt: Int64? = nil, parked: Bool? = nil, now: Int64 = DeviceStore.now()
     ) async throws(StoreError) -> Bool {
         let dispatched: Int64? = parked ?? (status == .scheduled) ? nil : now
         return try await executor.run { connection throws(StoreError) in
             try connection.execute("""
                 INSERT INTO campaigns (id, app, status, audience, shards, definition, template, created_at, updated_at, send_at, dispatched_at)
-                VALUES (\(id), \(app), \(status.rawValue), \(audience), \(shards), \(.optional(definition?.record)), \(.optional(definition?.template)), \(now), \(now),
+                VALUES (\(campaign), \(campaign.app), \(status.rawValue), \(audience), \(shards), \(.optional(definition?.record)), \(.optional(definition?.template)), \(now), \(now),
                         \(.optional(sendAt)), \(.optional(dispatched))) ON CONFLICT (id) DO NOTHING
                 """) == 1
         }
@@ -77,7 +83,7 @@ package struct CampaignRegistry: Sendable {
 
     /// Takes the dispatch of a campaign `dispatchable` listed: true for the one worker that
     /// got it.
-    package func claimDispatch(_ id: String, staleAfter: Duration, now: Int64 = DeviceStore.now()) async throws(StoreError) -> Bool {
+    package func claimDispatch(_ id: CampaignKey, staleAfter: Duration, now: Int64 = DeviceStore.now()) async throws(StoreError) -> Bool {
         let stale = now - staleAfter.milliseconds
         return try await executor.run { connection throws(StoreError) in
             try connection.execute("""
@@ -90,7 +96,7 @@ package struct CampaignRegistry: Sendable {
     /// A campaign's audience, counted once its tasks are cut, and (for a dispatched campaign,
     /// before any task exists) its shards. Nil `shards` leaves them: tasks already running
     /// may have added quiet-hours holds.
-    package func planned(_ id: String, audience: Int, shards: Int? = nil, now: Int64 = DeviceStore.now()) async throws(StoreError) {
+    package func planned(_ id: CampaignKey, audience: Int, shards: Int? = nil, now: Int64 = DeviceStore.now()) async throws(StoreError) {
         _ = try await executor.run { connection throws(StoreError) in
             if let shards {
                 try connection.execute("UPDATE campaigns SET audience = \(audience), shards = \(shards), updated_at = \(now) WHERE id = \(id)")
@@ -101,12 +107,12 @@ package struct CampaignRegistry: Sendable {
     }
 
     /// The campaign as accepted (its JSON record), for senders that only got a task.
-    package func definition(_ id: String) async throws(StoreError) -> String? {
+    package func definition(_ id: CampaignKey) async throws(StoreError) -> String? {
         try await stored(id)?.record
     }
 
     /// The campaign as accepted and the template it was planned with.
-    package func stored(_ id: String) async throws(StoreError) -> CampaignDefinition? {
+    package func stored(_ id: CampaignKey) async throws(StoreError) -> CampaignDefinition? {
         try await executor.run { connection throws(StoreError) in
             try connection.queryOne("SELECT definition, template FROM campaigns WHERE id = \(id)") { row in
                 row.text(0).map { CampaignDefinition(record: $0, template: row.text(1)) }
@@ -114,7 +120,7 @@ package struct CampaignRegistry: Sendable {
         }
     }
 
-    package func get(_ id: String) async throws(StoreError) -> Row? {
+    package func get(_ id: CampaignKey) async throws(StoreError) -> Row? {
         try await executor.run { connection throws(StoreError) in
             try connection.queryOne(Self.columns + " WHERE id = \(id)") { row throws(StoreError) in try Self.row(row) }
         }
@@ -123,7 +129,7 @@ package struct CampaignRegistry: Sendable {
     /// Moves a campaign from `from` to `to`; true for the one caller that made the change,
     /// so exactly one worker announces a campaign's completion. A step the lifecycle does not
     /// allow is refused before the database is asked.
-    package func transition(_ id: String, from: CampaignStatus, to: CampaignStatus, now: Int64 = DeviceStore.now()) async throws(StoreError) -> Bool {
+    package func transition(_ id: CampaignKey, from: CampaignStatus, to: CampaignStatus, now: Int64 = DeviceStore.now()) async throws(StoreError) -> Bool {
         guard from.canMove(to: to) else { throw StoreError.invalidInput("a campaign cannot go from \(from.rawValue) to \(to.rawValue)") }
         return try await executor.run { connection throws(StoreError) in
             try connection.execute("UPDATE campaigns SET status = \(to.rawValue), updated_at = \(now) WHERE id = \(id) AND status = \(from.rawValue)") == 1
@@ -133,10 +139,10 @@ package struct CampaignRegistry: Sendable {
     /// Applies an operator's command (`ControlDecision`): nil when the campaign is unknown.
     /// Safe to repeat and to race: every worker applies the control records it reads, and
     /// the one conditional update that lands decides; the others see `.already`.
-    package func control(_ id: String, _ action: ControlRecord.Action, now: Int64 = DeviceStore.now()) async throws(StoreError) -> ControlDecision? {
+    package func control(_ id: CampaignKey, _ action: ControlRecord.Action, now: Int64 = DeviceStore.now()) async throws(StoreError) -> ControlDecision? {
         for _ in 0..<5 {
             guard let row = try await get(id) else { return nil }
-            let decision = ControlDecision.decide(action, campaign: id, status: row.status, parked: row.parked)
+            let decision = ControlDecision.decide(action, campaign: id.id, status: row.status, parked: row.parked)
             guard case .move(let from, let to) = decision else { return decision }
             if try await transition(id, from: from, to: to, now: now) { return decision }
             // The status moved under us (the planner, a finisher, another command): decide again.
@@ -145,29 +151,30 @@ package struct CampaignRegistry: Sendable {
     }
 
     /// The statuses of these campaigns, for senders checking what an operator decided.
-    package func statuses(_ ids: [String]) async throws(StoreError) -> [String: CampaignStatus] {
+    package func statuses(_ ids: [CampaignKey]) async throws(StoreError) -> [CampaignKey: CampaignStatus] {
         guard !ids.isEmpty else { return [:] }
         let backend = executor.backend
         return try await executor.run { connection throws(StoreError) in
-            var statuses: [String: CampaignStatus] = [:]
+            var statuses: [CampaignKey: CampaignStatus] = [:]
             var statement: SQLStatement = "SELECT id, status FROM campaigns WHERE id"
-            statement.append(backend.isIn(ids.map { .text($0) }, type: "text"))
+            statement.append(backend.isIn(ids.map { .text($0.stored) }, type: "text"))
             try connection.query(statement) { row throws(StoreError) in
-                if let id = row.text(0), let status = row.text(1).flatMap(CampaignStatus.init(rawValue:)) { statuses[id] = status }
+                if let id = row.text(0).flatMap(CampaignKey.init(stored:)), let status = row.text(1).flatMap(CampaignStatus.init(rawValue:)) { statuses[id] = status }
             }
             return statuses
         }
     }
 
-    /// The most recently created campaigns first, at most `limit`.
-    package func list(limit: Int) async throws(StoreError) -> [Row] {
+    /// The most recently created campaigns first, at most `limit`; of one app when given.
+    package func list(app: String? = nil, limit: Int) async throws(StoreError) -> [Row] {
         try await executor.run { connection throws(StoreError) in
-            try connection.queryAll(Self.columns + " ORDER BY created_at DESC, id LIMIT \(limit)") { row throws(StoreError) in try Self.row(row) }
+            let filter: SQLStatement = app.map { " WHERE app = \($0)" } ?? ""
+            return try connection.queryAll(Self.columns + filter + " ORDER BY created_at DESC, id LIMIT \(limit)") { row throws(StoreError) in try Self.row(row) }
         }
     }
 
     /// How many of a campaign's shards are finished.
-    package func finishedTasks(_ campaign: String) async throws(StoreError) -> Int {
+    package func finishedTasks(_ campaign: CampaignKey) async throws(StoreError) -> Int {
         try await executor.run { connection throws(StoreError) in
             let count: Int64?? = try connection.queryOne("SELECT COUNT(*) FROM campaign_tasks WHERE campaign = \(campaign)") { $0.int(0) }
             return Int((count ?? nil) ?? 0)
@@ -178,7 +185,7 @@ package struct CampaignRegistry: Sendable {
     /// finished now and how many it has (the row's count: the planner's, plus quiet-hours
     /// holds). Idempotent: a task processed twice counts once. Finishers of one campaign take
     /// turns (`SQLBackend.lockCampaign`), so the last one counts every shard.
-    package func finishTask(campaign: String, shard: Int, now: Int64 = DeviceStore.now()) async throws(StoreError) -> (finished: Int, shards: Int) {
+    package func finishTask(campaign: CampaignKey, shard: Int, now: Int64 = DeviceStore.now()) async throws(StoreError) -> (finished: Int, shards: Int) {
         let backend = executor.backend
         return try await executor.run { connection throws(StoreError) in
             try connection.transaction { () throws(StoreError) -> (finished: Int, shards: Int) in
@@ -200,7 +207,7 @@ package struct CampaignRegistry: Sendable {
 
     /// The planner found `shards`: the row's count becomes that, plus any quiet-hours holds
     /// added meanwhile (each added one to the provisional count).
-    package func settleShards(_ id: String, shards: Int, now: Int64 = DeviceStore.now()) async throws(StoreError) {
+    package func settleShards(_ id: CampaignKey, shards: Int, now: Int64 = DeviceStore.now()) async throws(StoreError) {
         let excess = Self.shardsNotYetKnown - shards
         _ = try await executor.run { connection throws(StoreError) in
             try connection.execute("UPDATE campaigns SET shards = shards - \(excess), updated_at = \(now) WHERE id = \(id) AND shards >= \(Self.shardsNotYetKnown)")

@@ -9,7 +9,7 @@ package struct CampaignWaves: Sendable {
 
     /// One parked wave: shards `firstShard ..< firstShard + shards` of its campaign.
     package struct Wave: Sendable, Equatable {
-        package let campaign: String
+        package let campaign: CampaignKey
         /// Unique within the campaign: `zone-<n>` for zone waves, `quiet-…` for holds.
         package let key: String
         /// When its first request may start (ms since the epoch).
@@ -26,7 +26,7 @@ package struct CampaignWaves: Sendable {
         package var skip: String? = nil
 
         package init(
-            campaign: String, key: String, sendAt: Int64, firstShard: Int, shards: Int, lane: Int? = nil, zones: [String]? = nil,
+            campaign: CampaignKey, key: String, sendAt: Int64, firstShard: Int, shards: Int, lane: Int? = nil, zones: [String]? = nil,
             rowKeys: [Int64]? = nil, skip: String? = nil
         ) {
             (self.campaign, self.key, self.sendAt, self.firstShard, self.shards) = (campaign, key, sendAt, firstShard, shards)
@@ -36,9 +36,9 @@ package struct CampaignWaves: Sendable {
 
     private static let columns: SQLStatement = "SELECT w.campaign, w.wave, w.send_at, w.first_shard, w.shards, w.lane, w.zones, w.row_keys, w.skip FROM campaign_waves w"
 
-    private static func wave(_ row: any SQLRow) -> Wave {
+    private static func wave(_ row: any SQLRow) throws(StoreError) -> Wave {
         Wave(
-            campaign: row.text(0) ?? "", key: row.text(1) ?? "", sendAt: row.int(2) ?? 0, firstShard: Int(row.int(3) ?? 0),
+            campaign: try row.campaign(0), key: row.text(1) ?? "", sendAt: row.int(2) ?? 0, firstShard: Int(row.int(3) ?? 0),
             shards: Int(row.int(4) ?? 0), lane: row.int(5).map { Int($0) },
             zones: row.text(6).map { $0.split(separator: ",", omittingEmptySubsequences: false).map(String.init) },
             rowKeys: row.text(7).map { $0.split(separator: ",").compactMap { Int64($0) } }, skip: row.text(8))
@@ -58,7 +58,7 @@ package struct CampaignWaves: Sendable {
     /// it). Idempotent by `key`: a page held twice (its task re-run after a crash) is one
     /// hold. Returns the hold's shard.
     package func hold(
-        campaign: String, key: String, sendAt: Int64, lane: Int, rowKeys: [Int64]
+        campaign: CampaignKey, key: String, sendAt: Int64, lane: Int, rowKeys: [Int64]
     ) async throws(StoreError) -> Int {
         let backend = executor.backend
         return try await executor.run { connection throws(StoreError) in
@@ -97,7 +97,7 @@ package struct CampaignWaves: Sendable {
                  WHERE w.produced_at IS NULL AND ((w.dispatched_at IS NULL AND (w.send_at <= \(due) OR c.status = 'cancelled'))
                     OR w.dispatched_at < \(stale))
                  ORDER BY w.send_at LIMIT \(limit)
-                """, Self.wave)
+                """) { row throws(StoreError) in try Self.wave(row) }
         }
     }
 
@@ -121,7 +121,7 @@ package struct CampaignWaves: Sendable {
     }
 
     /// A campaign's waves still parked, and the earliest of their times.
-    package func parked(campaign: String) async throws(StoreError) -> (count: Int, next: Int64?) {
+    package func parked(campaign: CampaignKey) async throws(StoreError) -> (count: Int, next: Int64?) {
         try await executor.run { connection throws(StoreError) in
             try connection.queryOne("SELECT COUNT(*), MIN(send_at) FROM campaign_waves WHERE campaign = \(campaign) AND produced_at IS NULL") { row in
                 (Int(row.int(0) ?? 0), row.int(1))

@@ -25,7 +25,7 @@ package struct DeliveryLedger: Sendable {
     /// claimed devices among its candidates are admitted under the app's frequency caps in
     /// the same transaction (`FrequencyLedger`), one store call per page instead of two.
     package func claim(
-        campaign: String, targets: [DeviceTarget], owner: String, lease: Duration = .seconds(60), now: Int64 = DeviceStore.now(),
+        campaign: CampaignKey, targets: [DeviceTarget], owner: String, lease: Duration = .seconds(60), now: Int64 = DeviceStore.now(),
         admitting admission: FrequencyLedger.Admission? = nil
     ) async throws(StoreError) -> Claim {
         guard let low = targets.map(\.rowKey).min(), let high = targets.map(\.rowKey).max() else {
@@ -49,7 +49,7 @@ package struct DeliveryLedger: Sendable {
 
     /// Inside the caller's transaction: the claim itself.
     private static func claim(
-        _ connection: any SQLConnection, _ backend: any SQLBackend, campaign: String, targets: [DeviceTarget], owner: String, leaseUntil: Int64, now: Int64,
+        _ connection: any SQLConnection, _ backend: any SQLBackend, campaign: CampaignKey, targets: [DeviceTarget], owner: String, leaseUntil: Int64, now: Int64,
         low: Int64, high: Int64
     ) throws(StoreError) -> Claim {
         var inserted = 0
@@ -90,7 +90,7 @@ package struct DeliveryLedger: Sendable {
     /// Records final outcomes of claimed devices. A device that already has a final outcome
     /// keeps it (the first outcome wins); returns how many rows were finalised now.
     @discardableResult
-    package func record(campaign: String, _ outcomes: [LedgerOutcome], now: Int64 = DeviceStore.now()) async throws(StoreError) -> Int {
+    package func record(campaign: CampaignKey, _ outcomes: [LedgerOutcome], now: Int64 = DeviceStore.now()) async throws(StoreError) -> Int {
         let backend = executor.backend
         return try await executor.run { connection throws(StoreError) in
             try connection.transaction { () throws(StoreError) -> Int in
@@ -121,7 +121,7 @@ package struct DeliveryLedger: Sendable {
     /// Sets final outcomes of claimed rows; returns how many changed. One `UPDATE … FROM`
     /// per chunk (SQLite 3.33+ and PostgreSQL both have it).
     private static func finalize(
-        _ connection: any SQLConnection, _ backend: any SQLBackend, campaign: String, _ final: [LedgerOutcome], now: Int64
+        _ connection: any SQLConnection, _ backend: any SQLBackend, campaign: CampaignKey, _ final: [LedgerOutcome], now: Int64
     ) throws(StoreError) -> Int {
         var changed = 0
         for chunk in StoreExecutor.chunks(final) {
@@ -137,7 +137,7 @@ package struct DeliveryLedger: Sendable {
 
     /// Gives back claims this owner holds but did not finish (a graceful hand-over), so the
     /// next owner takes them at once instead of waiting for the lease to run out.
-    package func release(campaign: String, owner: String, rowKeys: [Int64]) async throws(StoreError) {
+    package func release(campaign: CampaignKey, owner: String, rowKeys: [Int64]) async throws(StoreError) {
         guard !rowKeys.isEmpty else { return }
         _ = try await executor.run { connection throws(StoreError) in
             try connection.transaction { () throws(StoreError) -> Int in
@@ -155,13 +155,13 @@ package struct DeliveryLedger: Sendable {
 
     /// Final outcomes so far per state, from the running totals `record` keeps: constant
     /// cost however large the campaign (`outcomeCounts` counts the ledger itself).
-    package func progressCounts(campaign: String) async throws(StoreError) -> [LedgerState: Int] {
+    package func progressCounts(campaign: CampaignKey) async throws(StoreError) -> [LedgerState: Int] {
         try await stateCounts("SELECT state, count FROM campaign_counts WHERE campaign = \(campaign)")
     }
 
     /// Final outcomes so far per A/B variant (and `holdout`) and state, from the running
     /// totals `record` keeps; empty for a campaign without variants.
-    package func variantCounts(campaign: String) async throws(StoreError) -> [String: [LedgerState: Int]] {
+    package func variantCounts(campaign: CampaignKey) async throws(StoreError) -> [String: [LedgerState: Int]] {
         try await executor.run { connection throws(StoreError) in
             var counts: [String: [LedgerState: Int]] = [:]
             try connection.query("SELECT variant, state, count FROM campaign_variant_counts WHERE campaign = \(campaign)") { row throws(StoreError) in
@@ -172,13 +172,13 @@ package struct DeliveryLedger: Sendable {
     }
 
     /// Ledger rows per state for a campaign.
-    package func outcomeCounts(campaign: String) async throws(StoreError) -> [LedgerState: Int] {
+    package func outcomeCounts(campaign: CampaignKey) async throws(StoreError) -> [LedgerState: Int] {
         try await stateCounts("SELECT state, COUNT(*) FROM deliveries WHERE campaign = \(campaign) GROUP BY state")
     }
 
     /// Every ledger row of a campaign, claimed or final, by device id: what `pushfan audit`
     /// compares with the results topic.
-    package func facts(campaign: String) async throws(StoreError) -> [String: CampaignAudit.LedgerFact] {
+    package func facts(campaign: CampaignKey) async throws(StoreError) -> [String: CampaignAudit.LedgerFact] {
         try await executor.run { connection throws(StoreError) in
             var facts: [String: CampaignAudit.LedgerFact] = [:]
             try connection.query("SELECT device_id, state, attempts FROM deliveries WHERE campaign = \(campaign)") { row throws(StoreError) in
@@ -189,7 +189,7 @@ package struct DeliveryLedger: Sendable {
     }
 
     /// Final entries with row keys in `(after, through]`, for re-emitting results.
-    package func finished(campaign: String, after: Int64, through: Int64) async throws(StoreError) -> [LedgerEntry] {
+    package func finished(campaign: CampaignKey, after: Int64, through: Int64) async throws(StoreError) -> [LedgerEntry] {
         try await entries("""
             SELECT row_key, device_id, state, attempts, apns_id, status, reason FROM deliveries
             WHERE campaign = \(campaign) AND state <> 'claimed' AND row_key > \(after) AND row_key <= \(through) ORDER BY row_key
@@ -198,7 +198,7 @@ package struct DeliveryLedger: Sendable {
 
     /// Final ledger rows per (state, reason) for a campaign, most frequent first: why
     /// devices were rejected, invalid or failed.
-    package func outcomeReasons(campaign: String) async throws(StoreError) -> [(state: LedgerState, reason: String?, count: Int)] {
+    package func outcomeReasons(campaign: CampaignKey) async throws(StoreError) -> [(state: LedgerState, reason: String?, count: Int)] {
         try await executor.run { connection throws(StoreError) in
             try connection.queryAll("""
                 SELECT state, reason, COUNT(*) FROM deliveries WHERE campaign = \(campaign) AND state <> 'claimed'

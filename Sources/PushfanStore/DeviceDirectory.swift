@@ -161,8 +161,8 @@ package struct DeviceDirectory: Sendable {
                 JOIN devices d ON d.app = c.app AND d.row_key = l.row_key
                 WHERE c.app = \(app) AND d.status = 'invalid' AND l.finished_at >= d.last_seen_at
                 ORDER BY d.device_id, l.campaign
-                """) { row in
-                TokenInvalidation(deviceID: row.text(0) ?? "", campaign: row.text(1) ?? "", definition: row.text(2), ledgerReason: row.text(3))
+                """) { row throws(StoreError) in
+                TokenInvalidation(deviceID: row.text(0) ?? "", campaign: try row.campaign(1).id, definition: row.text(2), ledgerReason: row.text(3))
             }
         }
     }

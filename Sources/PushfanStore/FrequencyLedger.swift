@@ -36,7 +36,7 @@ package struct FrequencyLedger: Sendable {
     /// sent again after a crash, a device another worker held) stays admitted and is not
     /// counted twice. Rows too old to count under any rule are removed as they are met.
     static func admit(
-        _ connection: any SQLConnection, _ backend: any SQLBackend, app: String, campaign: String, _ candidates: [Candidate], caps: FrequencyCaps, now: Int64
+        _ connection: any SQLConnection, _ backend: any SQLBackend, app: String, campaign: CampaignKey, _ candidates: [Candidate], caps: FrequencyCaps, now: Int64
     ) throws(StoreError) -> Set<Int64> {
         var capped = Set<Int64>()
         let forgetBefore = now - caps.memory
@@ -49,7 +49,7 @@ package struct FrequencyLedger: Sendable {
             var stale = false
             try connection.query("SELECT row_key, campaign, sent_at FROM frequency_sends WHERE row_key" + backend.isIn(keys, type: "bigint")) { row throws(StoreError) in
                 let key = row.int(0) ?? 0, at = row.int(2) ?? 0
-                if row.text(1) == campaign {
+                if row.text(1) == campaign.stored {
                     admittedBefore.insert(key)
                 } else if at < forgetBefore {
                     stale = true
@@ -83,7 +83,7 @@ package struct FrequencyLedger: Sendable {
     /// Takes back the admissions of devices that did not receive `campaign` after all
     /// (rejected, invalid, failed, expired, cancelled): only pushes that reached APNs' accept
     /// count against the caps.
-    package func forget(campaign: String, rowKeys: [Int64]) async throws(StoreError) {
+    package func forget(campaign: CampaignKey, rowKeys: [Int64]) async throws(StoreError) {
         guard !rowKeys.isEmpty else { return }
         let backend = executor.backend
         _ = try await executor.run { connection throws(StoreError) in
@@ -97,10 +97,9 @@ package struct FrequencyLedger: Sendable {
     }
 
     /// A device's admitted pushes, oldest first: `(campaign, at)`.
-    package func pushes(rowKey: Int64) async throws(StoreError) -> [(campaign: String, at: Int64)] {
+    package func pushes(rowKey: Int64) async throws(StoreError) -> [(campaign: CampaignKey, at: Int64)] {
         try await executor.run { connection throws(StoreError) in
-            try connection.queryAll("SELECT campaign, sent_at FROM frequency_sends WHERE row_key = \(rowKey) ORDER BY sent_at, campaign") {
-                ($0.text(0) ?? "", $0.int(1) ?? 0)
+            try connection.queryAll("SELECT campaign, sent_at FROM frequency_sends WHERE row_key = \(rowKey) ORDER BY sent_at, campaign") { row throws(StoreError) in (try row.campaign(0), row.int(1) ?? 0)
             }
         }
     }

@@ -39,6 +39,8 @@ struct SQLStatement: ExpressibleByStringInterpolation, Sendable {
         mutating func appendLiteral(_ literal: String) { pieces.append(.text(literal)) }
         mutating func appendInterpolation(_ value: SQLValue) { pieces.append(.value(value)) }
         mutating func appendInterpolation(_ text: String) { pieces.append(.value(.text(text))) }
+        /// A campaign as every table names it: `<app>/<id>` (`CampaignKey.stored`).
+        mutating func appendInterpolation(_ campaign: CampaignKey) { pieces.append(.value(.text(campaign.stored))) }
         mutating func appendInterpolation(_ number: Int64) { pieces.append(.value(.integer(number))) }
         mutating func appendInterpolation(_ number: Int) { pieces.append(.value(.integer(Int64(number)))) }
         mutating func appendInterpolation(segment: SegmentExpression, now: Int64) { pieces.append(.segment(segment, now: now)) }
@@ -118,6 +120,16 @@ protocol SQLRow {
     /// Whether the column holds exactly `literal`, compared in place: expansion reads a
     /// million small enum values, and a `String` for each is measurable.
     func text(_ column: Int, equals literal: StaticString) -> Bool
+}
+
+extension SQLRow {
+    /// A campaign column (`<app>/<id>`, `CampaignKey.stored`).
+    func campaign(_ column: Int) throws(StoreError) -> CampaignKey {
+        guard let key = text(column).flatMap(CampaignKey.init(stored:)) else {
+            throw StoreError.database("a campaign column holds '\(text(column) ?? "")', not <app>/<id>")
+        }
+        return key
+    }
 }
 
 /// A connection used by one caller at a time, on a thread that may block.

@@ -21,7 +21,7 @@ protocol SQLBackend: Sendable {
     func isIn(_ values: [SQLValue], type: String) -> SQLStatement
 
     /// Inside a transaction: makes finishers of one campaign take turns on its row.
-    func lockCampaign(_ connection: any SQLConnection, _ campaign: String) throws(StoreError)
+    func lockCampaign(_ connection: any SQLConnection, _ campaign: CampaignKey) throws(StoreError)
 
     /// Inside a transaction: makes admitters of these devices (row keys of `app`) take turns,
     /// so a frequency-cap check sees every push admitted before it.
@@ -29,7 +29,7 @@ protocol SQLBackend: Sendable {
 
     /// The row source of a claim insert: `(campaign, row_key, device_id, 'claimed', 0,
     /// owner, lease_until, claimed_at)` for each target.
-    func claimRows(campaign: String, _ targets: ArraySlice<DeviceTarget>, owner: String, leaseUntil: Int64, now: Int64) -> SQLStatement
+    func claimRows(campaign: CampaignKey, _ targets: ArraySlice<DeviceTarget>, owner: String, leaseUntil: Int64, now: Int64) -> SQLStatement
 
     /// A relation `v(r, s, a, i, st, re)` of outcomes (row key, state, attempts, apns id,
     /// status, reason) for `UPDATE … FROM`.

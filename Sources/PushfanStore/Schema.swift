@@ -290,7 +290,19 @@ enum Schema {
         Migration(
             version: 16, summary: "scoped keys for operators and tools (admin, campaigns:write for one app, read-only), stored hashed",
             sqlite: adminKeys, postgres: adminKeys),
+        Migration(
+            version: 17, summary: "campaign ids named within their app: every campaign column holds <app>/<id>",
+            sqlite: campaignsWithinApps, postgres: campaignsWithinApps),
     ]
+
+    /// Migration 17, the same on both databases. Ids were unique across apps until now, so
+    /// each row's app is its campaign's; the campaigns row moves last, after every table
+    /// that names it has found its app through it. Rows of no known campaign stay as they
+    /// are (none are written; a hand-made one is left for an operator to see).
+    private static let campaignsWithinApps = ["deliveries", "campaign_tasks", "campaign_counts", "campaign_waves", "campaign_variant_counts", "frequency_sends", "dashboard_tallies", "dashboard_campaigns"]
+        .map { table in
+            "UPDATE \(table) SET campaign = (SELECT c.app FROM campaigns c WHERE c.id = \(table).campaign) || '/' || campaign WHERE campaign IN (SELECT id FROM campaigns);"
+        }.joined(separator: "\n") + "\nUPDATE campaigns SET id = app || '/' || id;"
 
     /// Migration 16, the same on both databases.
     private static let adminKeys = """

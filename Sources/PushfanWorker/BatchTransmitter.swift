@@ -48,7 +48,7 @@ struct BatchTransmitter {
         let appBucket = context.rates.bucket(lane, rate: Double(plan.app.ratePerSecond) / Double(task.lanes))
         var campaignBucket: TokenBucket?
         if let rate = plan.campaign.options.rate, rate < plan.app.ratePerSecond {
-            campaignBucket = context.rates.bucket(.campaign(task.campaign, lane: task.lane), rate: Double(rate) / Double(task.lanes))
+            campaignBucket = context.rates.bucket(.campaign(task.campaignKey, lane: task.lane), rate: Double(rate) / Double(task.lanes))
         }
         var transmission = Transmission()
         var index = 0
@@ -123,8 +123,8 @@ struct BatchTransmitter {
     /// Where the rest goes when an operator's command stops the campaign; nil to go on (and
     /// the batch about to start is counted as this worker's latest for the campaign).
     private func controlled() -> WritableKeyPath<Transmission, [ShardSender.Pending]>? {
-        guard let status = context.controls.statusStopping(batchOf: task.campaign) else { return nil }
-        context.controls.obeyed(task.campaign)
+        guard let status = context.controls.statusStopping(batchOf: task.campaignKey) else { return nil }
+        context.controls.obeyed(task.campaignKey)
         return status == .cancelled ? \.cancelled : \.paused
     }
 

@@ -32,7 +32,7 @@ package struct CampaignPlan: Sendable {
 /// Why a task cannot run yet or at all.
 package enum CatalogError: Error, CustomStringConvertible, Sendable {
     /// The task names a campaign the store does not have (a task from another deployment).
-    case unknownCampaign(String)
+    case unknownCampaign(CampaignKey)
     /// The campaign's app was removed after planning.
     case unknownApp(String)
     /// The stored campaign or its saved segment no longer reads (edited by hand, removed).
@@ -60,7 +60,7 @@ package enum CatalogError: Error, CustomStringConvertible, Sendable {
 
     package var description: String {
         switch self {
-        case .unknownCampaign(let id): "campaign \(id) is not in the store"
+        case .unknownCampaign(let key): "campaign \(key.id) of app \(key.app) is not in the store"
         case .unknownApp(let app): "app \(app) is not registered"
         case .invalidCampaign(let reason): reason
         case .credentials(let app, let reason): "credentials of app \(app): \(reason)"
@@ -78,7 +78,7 @@ package final class CampaignCatalog: Sendable {
     private let clients: APNsClients
     private let endpointOverride: APNsEndpoint?
     private let appRefresh: Duration
-    private let plans = Locked<[String: (plan: CampaignPlan, loaded: ContinuousClock.Instant)]>([:])
+    private let plans = Locked<[CampaignKey: (plan: CampaignPlan, loaded: ContinuousClock.Instant)]>([:])
     /// Loaded credentials by app, with the reference they were loaded from.
     private let credentials = Locked<[String: (reference: APNsCredentialsReference, loaded: APNsCredentials)]>([:])
 
@@ -91,7 +91,7 @@ package final class CampaignCatalog: Sendable {
         self.appRefresh = appRefresh
     }
 
-    package func plan(campaign id: String) async throws -> CampaignPlan {
+    package func plan(campaign id: CampaignKey) async throws -> CampaignPlan {
         if let cached = plans.withLock({ $0[id] }), ContinuousClock.now - cached.loaded < appRefresh { return cached.plan }
         guard let definition = try await store.campaigns.stored(id) else { throw CatalogError.unknownCampaign(id) }
         var campaign: Campaign
@@ -146,7 +146,7 @@ package final class CampaignCatalog: Sendable {
     }
 
     /// Forgets a campaign (it completed).
-    package func forget(campaign id: String) {
+    package func forget(campaign id: CampaignKey) {
         _ = plans.withLock { $0.removeValue(forKey: id) }
     }
 }
@@ -160,7 +160,7 @@ package final class AppPauses: Sendable {
         var until: ContinuousClock.Instant
         var reason: String
         /// Campaigns told of this pause with a `paused` event.
-        var announced: Set<String> = []
+        var announced: Set<CampaignKey> = []
     }
 
     private let episodes = Locked<[String: Episode]>([:])
@@ -184,7 +184,7 @@ package final class AppPauses: Sendable {
 
     /// Pauses the app for `duration` (unless it is paused already) and raises the alert (an
     /// error-level log line, one per pause).
-    package func pause(_ app: String, campaign: String, for duration: Duration, reason: String) -> Verdict {
+    package func pause(_ app: String, campaign: CampaignKey, for duration: Duration, reason: String) -> Verdict {
         let now = clock.now
         let (fresh, verdict) = episodes.withLock { episodes -> (Bool, Verdict) in
             var episode = episodes[app] ?? Episode(since: now, until: now, reason: reason)

@@ -13,10 +13,10 @@ struct CampaignCompletion {
     func finish(plan: CampaignPlan) async throws {
         // The store's count, not the task's: the planner may still be finding shards, and
         // quiet-hours holds add shards while the campaign sends.
-        let (finished, shards) = try await context.store.campaigns.finishTask(campaign: task.campaign, shard: task.shard)
+        let (finished, shards) = try await context.store.campaigns.finishTask(campaign: task.campaignKey, shard: task.shard)
         guard finished >= shards else { return }
         try await Self.end(
-            store: context.store, writer: context.writer, logger: context.logger, campaign: task.campaign, app: task.app,
+            store: context.store, writer: context.writer, logger: context.logger, campaign: task.campaignKey,
             lastFinisher: finished == shards)
         forget(plan)
     }
@@ -24,16 +24,16 @@ struct CampaignCompletion {
     /// The planner's half: a campaign whose every task finished before the planner marked
     /// it running (its tasks go out before its `accepted` answer) was not ended by its last
     /// finisher; the planner ends it once it has marked it running.
-    static func completeIfFinished(store: DeviceStore, writer: ResultsWriter, logger: Logger, campaign: String, app: String) async throws {
+    static func completeIfFinished(store: DeviceStore, writer: ResultsWriter, logger: Logger, campaign: CampaignKey) async throws {
         guard let shards = try await store.campaigns.get(campaign)?.shards, try await store.campaigns.finishedTasks(campaign) >= shards else { return }
-        try await end(store: store, writer: writer, logger: logger, campaign: campaign, app: app, lastFinisher: true)
+        try await end(store: store, writer: writer, logger: logger, campaign: campaign, lastFinisher: true)
     }
 
     /// Ends a campaign whose every task finished: `completed` (moved there from running or
     /// paused by exactly one caller, announced again by a re-processed task) or, once
     /// cancelled, the `cancelled` event. Still planning: the planner ends it
     /// (`completeIfFinished`), so its `accepted` answer always comes first.
-    private static func end(store: DeviceStore, writer: ResultsWriter, logger: Logger, campaign: String, app: String, lastFinisher: Bool) async throws {
+    private static func end(store: DeviceStore, writer: ResultsWriter, logger: Logger, campaign: CampaignKey, lastFinisher: Bool) async throws {
         guard let status = try await store.campaigns.get(campaign)?.status else { return }
         let ending: CampaignEvent.Event
         var changed = false
@@ -53,23 +53,23 @@ struct CampaignCompletion {
         case .scheduled, .planning:
             return
         }
-        let event = try await CampaignTotals.final(ending, store, campaign: campaign, app: app)
+        let event = try await CampaignTotals.final(ending, store, campaign: campaign)
         if let failure = await ResultsWriter.firstFailure([try await writer.campaign(event)]) {
             throw NotDelivered("the \(ending.rawValue) event of \(campaign)", cause: failure)
         }
         if changed {
-            logger.notice("campaign.\(ending.rawValue)", ["campaign.id": campaign, "audience": String(event.audience ?? 0)])
+            logger.notice("campaign.\(ending.rawValue)", ["campaign.id": campaign.stored, "audience": String(event.audience ?? 0)])
         }
     }
 
     /// Drops what this worker kept for the campaign: its progress clock, its plan, its
     /// controls and its own rate buckets.
     private func forget(_ plan: CampaignPlan) {
-        context.progress.forget(campaign: task.campaign)
-        context.catalog.forget(campaign: task.campaign)
-        context.controls.forget(task.campaign)
+        context.progress.forget(campaign: task.campaignKey)
+        context.catalog.forget(campaign: task.campaignKey)
+        context.controls.forget(task.campaignKey)
         if plan.campaign.options.rate != nil {
-            for lane in 0..<task.lanes { context.rates.remove(.campaign(task.campaign, lane: lane)) }
+            for lane in 0..<task.lanes { context.rates.remove(.campaign(task.campaignKey, lane: lane)) }
         }
     }
 }

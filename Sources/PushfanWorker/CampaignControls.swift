@@ -28,10 +28,10 @@ package final class CampaignControls: Sendable {
     }
 
     private struct State {
-        var entries: [String: Entry] = [:]
+        var entries: [CampaignKey: Entry] = [:]
         /// Records read per campaign whose store write has not been answered yet: while
         /// there are any, what they said here stands over what the store says.
-        var unwritten: [String: Int] = [:]
+        var unwritten: [CampaignKey: Int] = [:]
     }
 
     private let store: DeviceStore
@@ -54,7 +54,7 @@ package final class CampaignControls: Sendable {
     /// The status that stops a batch of the campaign from starting now (paused, cancelled),
     /// or nil when it may start, which counts it as this worker's latest start for the
     /// campaign. An unknown campaign may start: its task reads the store before each page.
-    package func statusStopping(batchOf campaign: String) -> CampaignStatus? {
+    package func statusStopping(batchOf campaign: CampaignKey) -> CampaignStatus? {
         let now = clock.wallMillis
         return state.withLock { state in
             guard var entry = state.entries[campaign] else { return nil }
@@ -68,18 +68,18 @@ package final class CampaignControls: Sendable {
     }
 
     /// The campaign's status as last known, without asking the store; nil if unknown.
-    package func current(_ campaign: String) -> CampaignStatus? {
+    package func current(_ campaign: CampaignKey) -> CampaignStatus? {
         state.withLock { $0.entries[campaign]?.status }
     }
 
     /// The campaign's status as last known, read from the store if older than the refresh
     /// interval (or never read).
-    package func refresh(_ campaign: String) async throws(StoreError) -> CampaignStatus {
+    package func refresh(_ campaign: CampaignKey) async throws(StoreError) -> CampaignStatus {
         if let entry = state.withLock({ $0.entries[campaign] }), clock.now - entry.checked < refreshInterval { return entry.status }
         return try await reread(campaign)
     }
 
-    private func reread(_ campaign: String) async throws(StoreError) -> CampaignStatus {
+    private func reread(_ campaign: CampaignKey) async throws(StoreError) -> CampaignStatus {
         let commandsBefore = state.withLock { $0.entries[campaign]?.commands ?? 0 }
         guard let status = try await store.campaigns.get(campaign)?.status else { return .running }
         let newer = state.withLock { state in
@@ -123,11 +123,11 @@ package final class CampaignControls: Sendable {
     private func stopAtOnce(_ record: ControlRecord) -> Int64 {
         let readAt = clock.wallMillis
         let sending = state.withLock { state in
-            state.unwritten[record.campaign, default: 0] += 1
-            return state.entries[record.campaign]?.status.sends ?? false
+            state.unwritten[record.campaignKey, default: 0] += 1
+            return state.entries[record.campaignKey]?.status.sends ?? false
         }
         if record.action != .resume && sending {
-            update(record.campaign, status: record.action.target(), command: (record.action, record.at))
+            update(record.campaignKey, status: record.action.target(), command: (record.action, record.at))
         }
         return readAt
     }
@@ -137,46 +137,46 @@ package final class CampaignControls: Sendable {
         while true {
             let decision: ControlDecision?
             do {
-                decision = try await store.campaigns.control(record.campaign, record.action)
+                decision = try await store.campaigns.control(record.campaignKey, record.action)
             } catch {
                 // The store is unavailable: obey the record here meanwhile and write it once
                 // the store is back (a record produced straight onto the topic has no other
                 // writer). Reads of the store do not undo it while it is unwritten.
-                update(record.campaign, status: record.action.target(), command: (record.action, record.at))
+                update(record.campaignKey, status: record.action.target(), command: (record.action, record.at))
                 let delay = backoff.next()
                 logger.warning("control.store_unavailable", [
-                    "campaign.id": record.campaign, "control.action": record.action.rawValue,
+                    "campaign.id": record.campaignKey.stored, "control.action": record.action.rawValue,
                     "error": error.description, "retry_in_ms": String(delay.milliseconds),
                 ])
                 await stopping.sleep(for: delay)
-                if stopping.isRaised { return written(record.campaign) }
+                if stopping.isRaised { return written(record.campaignKey) }
                 continue
             }
             let status: CampaignStatus
             switch decision {
             case nil:
-                logger.warning("control.unknown_campaign", ["campaign.id": record.campaign, "control.action": record.action.rawValue])
-                return written(record.campaign)
+                logger.warning("control.unknown_campaign", ["campaign.id": record.campaignKey.stored, "control.action": record.action.rawValue])
+                return written(record.campaignKey)
             case .move(_, let to)?: status = to
             case .already(let current)?: status = current
             case .refused(let reason)?:
-                logger.info("control.refused", ["campaign.id": record.campaign, "control.action": record.action.rawValue, "reason": reason])
+                logger.info("control.refused", ["campaign.id": record.campaignKey.stored, "control.action": record.action.rawValue, "reason": reason])
                 // The campaign had ended: what this worker stopped at once takes the store's status.
-                written(record.campaign)
-                _ = try? await reread(record.campaign)
+                written(record.campaignKey)
+                _ = try? await reread(record.campaignKey)
                 return
             }
-            update(record.campaign, status: status, command: (record.action, record.at))
-            written(record.campaign)
+            update(record.campaignKey, status: status, command: (record.action, record.at))
+            written(record.campaignKey)
             logger.info("control.received", [
-                "campaign.id": record.campaign, "control.action": record.action.rawValue, "campaign.status": status.rawValue,
+                "campaign.id": record.campaignKey.stored, "control.action": record.action.rawValue, "campaign.status": status.rawValue,
                 "record_to_read_ms": String(max(0, readAt - record.at)),
             ])
             return
         }
     }
 
-    private func written(_ campaign: String) {
+    private func written(_ campaign: CampaignKey) {
         state.withLock { state in
             let left = state.unwritten[campaign, default: 0] - 1
             state.unwritten[campaign] = left > 0 ? left : nil
@@ -185,7 +185,7 @@ package final class CampaignControls: Sendable {
 
     /// Called by a sender that stopped because of the campaign's status: logs, once per
     /// command, how long after the control record this worker's last request started.
-    package func obeyed(_ campaign: String) {
+    package func obeyed(_ campaign: CampaignKey) {
         let now = clock.wallMillis
         let report = state.withLock { state -> (action: ControlRecord.Action, lastRequest: Int64, stop: Int64)? in
             guard var entry = state.entries[campaign], let command = entry.command, !entry.obeyedLogged else { return nil }
@@ -195,21 +195,21 @@ package final class CampaignControls: Sendable {
         }
         if let report {
             logger.notice("control.obeyed", [
-                "campaign.id": campaign, "control.action": report.action.rawValue,
+                "campaign.id": campaign.stored, "control.action": report.action.rawValue,
                 "record_to_last_request_ms": String(report.lastRequest), "record_to_stop_ms": String(report.stop),
             ])
         }
     }
 
     /// Forgets a campaign that ended.
-    package func forget(_ campaign: String) {
+    package func forget(_ campaign: CampaignKey) {
         _ = state.withLock { $0.entries.removeValue(forKey: campaign) }
     }
 
     /// Sets what this worker knows. A new command (from a record) restarts its
     /// measurement, the same one again does not; a status from the store that no record
     /// announced has none to measure from.
-    private func update(_ campaign: String, status: CampaignStatus, command: (action: ControlRecord.Action, at: Int64)?) {
+    private func update(_ campaign: CampaignKey, status: CampaignStatus, command: (action: ControlRecord.Action, at: Int64)?) {
         let now = clock.now
         state.withLock { state in
             var entry = state.entries[campaign] ?? Entry(status: status, checked: now)

@@ -38,7 +38,7 @@ struct CampaignDispatcher {
     /// holds).
     func dispatchDue() async throws {
         let due = try await store.campaigns.dispatchable(now: clock.wallMillis, lead: Self.lead, staleAfter: Self.staleAfter)
-        for row in due where try await store.campaigns.claimDispatch(row.id, staleAfter: Self.staleAfter, now: clock.wallMillis) {
+        for row in due where try await store.campaigns.claimDispatch(row.key, staleAfter: Self.staleAfter, now: clock.wallMillis) {
             try await planner.dispatch(row)
         }
         let waves = try await store.waves.due(now: clock.wallMillis, lead: Self.lead, staleAfter: Self.staleAfter)

@@ -103,13 +103,13 @@ package struct CampaignPlanner: Sendable {
     private func currentState(of existing: CampaignRegistry.Row, submission: CampaignEvent.Submission?) async throws -> CampaignEvent {
         switch existing.status {
         case .completed:
-            try await CampaignTotals.final(.completed, store, campaign: existing.id, app: existing.app, submission: submission)
+            try await CampaignTotals.final(.completed, store, campaign: existing.key, submission: submission)
         case .paused:
             try await CampaignTotals.running(
-                .paused, store, campaign: existing.id, app: existing.app, audience: existing.audience, error: CampaignControls.pausedReason,
+                .paused, store, campaign: existing.key, audience: existing.audience, error: CampaignControls.pausedReason,
                 submission: submission)
         case .scheduled, .planning, .running, .cancelled:
-            try await CampaignTotals.running(.progress, store, campaign: existing.id, app: existing.app, audience: existing.audience, submission: submission)
+            try await CampaignTotals.running(.progress, store, campaign: existing.key, audience: existing.audience, submission: submission)
         }
     }
 
@@ -125,10 +125,10 @@ package struct CampaignPlanner: Sendable {
 
         // The id first: a record reusing a taken id is about that campaign, whatever else is
         // wrong with it, and must not leave a `failed` event as its latest state.
-        if let existing = try await store.campaigns.get(campaign.id) {
+        if let existing = try await store.campaigns.get(campaign.key) {
             // The id is taken: the same campaign resent is acknowledged; a different one is
             // refused, visibly, and never mistaken for the first.
-            if let stored = try await store.campaigns.definition(campaign.id),
+            if let stored = try await store.campaigns.definition(campaign.key),
                let first = try? MessageCodec.decode(Campaign.self, from: Data(stored.utf8)), !campaign.isResubmission(of: first) {
                 var refusal = refuse(
                     "conflicting_campaign",
@@ -160,7 +160,7 @@ package struct CampaignPlanner: Sendable {
         if let sendAt = campaign.options.sendAt, sendAt > clock.wallMillis + CampaignDispatcher.lead.milliseconds {
             let audience = try await resolve(campaign, refuse: refuse)
             _ = try await store.campaigns.record(
-                id: campaign.id, app: campaign.app, audience: audience.count, shards: 0, definition: definition, status: .scheduled, sendAt: sendAt)
+                campaign.key, audience: audience.count, shards: 0, definition: definition, status: .scheduled, sendAt: sendAt)
             let accepted = try await writer.campaign(CampaignEvent(
                 campaign: campaign.id, app: campaign.app, event: .accepted, audience: audience.count, submission: submission, at: epochMillis()))
             if let error = await ResultsWriter.firstFailure([accepted]) { throw error }
@@ -178,7 +178,7 @@ package struct CampaignPlanner: Sendable {
             let ranges = try await shardRanges(campaign, audience: listed)
             (audience, tasks) = (listed.count, ranges.count)
             _ = try await store.campaigns.record(
-                id: campaign.id, app: campaign.app, audience: audience, shards: tasks, definition: definition,
+                campaign.key, audience: audience, shards: tasks, definition: definition,
                 status: .planning, sendAt: campaign.options.sendAt)
             tickets = [try await writer.campaign(CampaignEvent(
                 campaign: campaign.id, app: campaign.app, event: .accepted, audience: audience, submission: submission, at: epochMillis()))]
@@ -186,9 +186,9 @@ package struct CampaignPlanner: Sendable {
             firstTask = .now
         }
         if let error = await ResultsWriter.firstFailure(tickets) { throw error }
-        if try await store.campaigns.transition(campaign.id, from: .planning, to: .running) {
+        if try await store.campaigns.transition(campaign.key, from: .planning, to: .running) {
             // Its senders may all have finished before this: then the completion is ours to tell.
-            try await CampaignCompletion.completeIfFinished(store: store, writer: writer, logger: logger, campaign: campaign.id, app: campaign.app)
+            try await CampaignCompletion.completeIfFinished(store: store, writer: writer, logger: logger, campaign: campaign.key)
         }
         logger.notice("planner.planned", [
             "campaign.id": campaign.id, "app": campaign.app, "audience": String(audience), "tasks": String(tasks),
@@ -219,7 +219,7 @@ package struct CampaignPlanner: Sendable {
     /// wait, or end every device `cancelled`). What can no longer run (its app or saved
     /// segment is gone) ends with a `failed` event, its row `cancelled`.
     package func dispatch(_ row: CampaignRegistry.Row) async throws {
-        guard let definition = try await store.campaigns.definition(row.id),
+        guard let definition = try await store.campaigns.definition(row.key),
               let campaign = try? MessageCodec.decode(Campaign.self, from: Data(definition.utf8)) else {
             throw NotDelivered("the stored definition of scheduled campaign \(row.id)")
         }
@@ -229,20 +229,20 @@ package struct CampaignPlanner: Sendable {
             }
             let audience = try await resolve(campaign) { code, reason in Refusal(code: code, reason: reason, app: campaign.app, campaign: campaign.id) }
             let ranges = try await shardRanges(campaign, audience: audience)
-            try await store.campaigns.planned(campaign.id, audience: audience.count, shards: ranges.count)
-            if row.status == .scheduled { _ = try await store.campaigns.transition(campaign.id, from: .scheduled, to: .planning) }
+            try await store.campaigns.planned(campaign.key, audience: audience.count, shards: ranges.count)
+            if row.status == .scheduled { _ = try await store.campaigns.transition(campaign.key, from: .scheduled, to: .planning) }
             // A cancelled one's devices end at once, whatever its time was.
             let tickets = try await produceTasks(campaign, ranges, notBefore: row.status == .cancelled ? nil : campaign.options.sendAt)
             if let error = await ResultsWriter.firstFailure(tickets) { throw error }
-            if try await store.campaigns.transition(campaign.id, from: .planning, to: .running) {
-                try await CampaignCompletion.completeIfFinished(store: store, writer: writer, logger: logger, campaign: campaign.id, app: campaign.app)
+            if try await store.campaigns.transition(campaign.key, from: .planning, to: .running) {
+                try await CampaignCompletion.completeIfFinished(store: store, writer: writer, logger: logger, campaign: campaign.key)
             }
             logger.notice("planner.dispatched", [
                 "campaign.id": campaign.id, "audience": String(audience.count), "tasks": String(ranges.count),
                 "send_at": String(row.sendAt ?? 0), "ahead_ms": String((row.sendAt ?? 0) - clock.wallMillis),
             ])
         } catch let refusal as Refusal {
-            for status in [CampaignStatus.scheduled, .planning, .paused] where try await store.campaigns.transition(campaign.id, from: status, to: .cancelled) { break }
+            for status in [CampaignStatus.scheduled, .planning, .paused] where try await store.campaigns.transition(campaign.key, from: status, to: .cancelled) { break }
             let failed = try await writer.campaign(CampaignEvent(campaign: campaign.id, app: campaign.app, event: .failed, error: refusal.reason, at: epochMillis()))
             if let error = await ResultsWriter.firstFailure([failed]) { throw error }
             logger.error("planner.dispatch_failed", ["campaign.id": campaign.id, "error": refusal.code, "reason": refusal.reason])

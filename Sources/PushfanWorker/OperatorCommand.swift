@@ -24,7 +24,7 @@ package struct OperatorCommand: Sendable {
     /// Applies `action` to `campaign`. Throws when the store cannot be changed (nothing
     /// changed) or when the change is stored but the control record could not be produced
     /// (`NotDelivered`: senders still obey at their next look at the store).
-    package func run(_ action: ControlRecord.Action, campaign: String, now: Int64 = epochMillis()) async throws -> Answer {
+    package func run(_ action: ControlRecord.Action, campaign: CampaignKey, now: Int64 = epochMillis()) async throws -> Answer {
         guard let decision = try await store.campaigns.control(campaign, action, now: now) else { return .unknownCampaign }
         guard case .move = decision else { return .decided(decision) }
         let record = ControlRecord(campaign: campaign, action: action, at: now)
@@ -34,7 +34,7 @@ package struct OperatorCommand: Sendable {
         if action != .cancel, let row = try await store.campaigns.get(campaign) {
             let event: CampaignEvent.Event = action == .pause ? .paused : .resumed
             tickets.append(try await writer.campaign(try await CampaignTotals.running(
-                event, store, campaign: campaign, app: row.app, audience: row.audience,
+                event, store, campaign: campaign, audience: row.audience,
                 error: action == .pause ? CampaignControls.pausedReason : nil)))
         }
         if let failure = await ResultsWriter.firstFailure(tickets) {

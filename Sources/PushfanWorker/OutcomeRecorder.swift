@@ -34,7 +34,7 @@ struct OutcomeRecorder {
             outcome.variant = campaign.countedName(of: share)
             ledger.append(outcome)
             results.append(DeviceResult(
-                campaign: campaign.id, device: item.target.deviceID, outcome: DeviceOutcome(rawValue: state.rawValue) ?? .failed,
+                campaign: campaign.key, device: item.target.deviceID, outcome: DeviceOutcome(rawValue: state.rawValue) ?? .failed,
                 status: status, reason: reason, apnsID: apnsID, attempts: item.attempts, at: at, variant: campaign.variantID(of: share)))
         }
     }
@@ -46,10 +46,10 @@ struct OutcomeRecorder {
     /// offset may be stored.
     func record(_ finals: Finals) async throws -> DeliveryTicket? {
         guard !finals.ledger.isEmpty else { return nil }
-        try await untilStored { try await context.store.ledger.record(campaign: task.campaign, finals.ledger, now: context.clock.wallMillis) }
+        try await untilStored { try await context.store.ledger.record(campaign: task.campaignKey, finals.ledger, now: context.clock.wallMillis) }
         if !finals.marks.isEmpty { try await untilStored { try await context.store.devices.applyHygiene(app: task.app, finals.marks) } }
         let notReceived = finals.notReceived
-        if !notReceived.isEmpty { try await untilStored { try await context.store.frequency.forget(campaign: task.campaign, rowKeys: notReceived) } }
+        if !notReceived.isEmpty { try await untilStored { try await context.store.frequency.forget(campaign: task.campaignKey, rowKeys: notReceived) } }
         let ticket = try await context.writer.devices(finals.results)
         context.metrics.recorded(app: task.app, finals.results)
         return ticket
@@ -67,7 +67,7 @@ struct OutcomeRecorder {
             } catch let error as StoreError where error.isUnavailable {
                 let delay = backoff.next()
                 context.logger.warning("task.store_retry", [
-                    "campaign.id": task.campaign, "task.shard": String(task.shard), "error": error.description, "retry_in_ms": String(delay.milliseconds),
+                    "campaign.id": task.campaignKey.stored, "task.shard": String(task.shard), "error": error.description, "retry_in_ms": String(delay.milliseconds),
                 ])
                 try await context.clock.sleep(until: context.clock.now + delay)
             }

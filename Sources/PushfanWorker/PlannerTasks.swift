@@ -31,7 +31,7 @@ extension CampaignPlanner {
             known = max(1, (total + size - 1) / size)
         }
         _ = try await store.campaigns.record(
-            id: campaign.id, app: app, audience: 0, shards: known ?? CampaignRegistry.shardsNotYetKnown, definition: definition, status: .planning,
+            campaign.key, audience: 0, shards: known ?? CampaignRegistry.shardsNotYetKnown, definition: definition, status: .planning,
             sendAt: campaign.options.sendAt)
         let (found, finder) = AsyncStream.makeStream(of: ShardRange.self)
         async let walked = Task { [size, known] in
@@ -52,9 +52,9 @@ extension CampaignPlanner {
             index += 1
         }
         let shards = try await walked.count
-        if known == nil { try await store.campaigns.settleShards(campaign.id, shards: shards) }
+        if known == nil { try await store.campaigns.settleShards(campaign.key, shards: shards) }
         let audience = try await counted
-        try await store.campaigns.planned(campaign.id, audience: audience)
+        try await store.campaigns.planned(campaign.key, audience: audience)
         tickets.append(try await writer.campaign(CampaignEvent(
             campaign: campaign.id, app: app, event: .accepted, audience: audience, submission: submission, at: epochMillis())))
         return (audience, shards, tickets, firstTask ?? .now)

@@ -28,13 +28,13 @@ extension CampaignPlanner {
         let perWave = max(1, (devices + size - 1) / size)
         let parked = waves.enumerated().map { index, wave in
             CampaignWaves.Wave(
-                campaign: campaign.id, key: "zone-\(index)", sendAt: wave.sendAt ?? now, firstShard: index * perWave, shards: perWave,
+                campaign: campaign.key, key: "zone-\(index)", sendAt: wave.sendAt ?? now, firstShard: index * perWave, shards: perWave,
                 zones: wave.zones, skip: wave.skip ? LatePolicy.skippedReason : nil)
         }
         try await store.waves.park(parked)
         let first = waves.compactMap(\.sendAt).min()
         _ = try await store.campaigns.record(
-            id: campaign.id, app: campaign.app, audience: audience.count, shards: parked.count * perWave, definition: definition,
+            campaign.key, audience: audience.count, shards: parked.count * perWave, definition: definition,
             status: .scheduled, sendAt: first ?? now, parked: false, now: now)
         let accepted = try await writer.campaign(CampaignEvent(
             campaign: campaign.id, app: campaign.app, event: .accepted, audience: audience.count, submission: submission, at: epochMillis()))
@@ -63,14 +63,14 @@ extension CampaignPlanner {
         } else {
             ranges = try await waveRanges(campaign, count: wave.shards)
         }
-        if row.status == .scheduled { _ = try await store.campaigns.transition(campaign.id, from: .scheduled, to: .planning) }
+        if row.status == .scheduled { _ = try await store.campaigns.transition(campaign.key, from: .scheduled, to: .planning) }
         let tickets = try await produceTasks(
             campaign, ranges, first: wave.firstShard, of: max(row.shards, wave.firstShard + wave.shards), notBefore: notBefore,
             zones: wave.zones, skip: wave.skip, lane: wave.lane, rows: wave.rowKeys)
         if let error = await ResultsWriter.firstFailure(tickets) { throw error }
         try await store.waves.produced(wave, now: clock.wallMillis)
-        if try await store.campaigns.transition(campaign.id, from: .planning, to: .running) {
-            try await CampaignCompletion.completeIfFinished(store: store, writer: writer, logger: logger, campaign: campaign.id, app: campaign.app)
+        if try await store.campaigns.transition(campaign.key, from: .planning, to: .running) {
+            try await CampaignCompletion.completeIfFinished(store: store, writer: writer, logger: logger, campaign: campaign.key)
         }
         logger.info("planner.wave_dispatched", [
             "campaign.id": campaign.id, "wave": wave.key, "tasks": String(ranges.count), "send_at": String(wave.sendAt),

@@ -7,7 +7,6 @@ import PushfanStore
 /// outcomes, not only this one's). Progress is advisory: a lost event is replaced by the next.
 package final class ProgressReporter: Sendable {
     private struct Entry {
-        var app: String
         var last: ContinuousClock.Instant
         var busy: Bool
     }
@@ -16,7 +15,7 @@ package final class ProgressReporter: Sendable {
     private let writer: ResultsWriter
     private let interval: Duration
     private let logger: Logger
-    private let campaigns = Locked<[String: Entry]>([:])
+    private let campaigns = Locked<[CampaignKey: Entry]>([:])
 
     package init(store: DeviceStore, writer: ResultsWriter, interval: Duration, logger: Logger) {
         self.store = store
@@ -26,12 +25,12 @@ package final class ProgressReporter: Sendable {
     }
 
     /// Called after each round of outcomes; emits when the interval has passed.
-    package func touch(campaign: String, app: String) {
+    package func touch(campaign: CampaignKey) {
         let now = ContinuousClock.now
         let due = campaigns.withLock { campaigns -> Bool in
             guard var entry = campaigns[campaign] else {
                 // The first round only starts the clock: `accepted` was just announced.
-                campaigns[campaign] = Entry(app: app, last: now, busy: false)
+                campaigns[campaign] = Entry(last: now, busy: false)
                 return false
             }
             guard !entry.busy, now - entry.last >= interval else { return false }
@@ -41,21 +40,21 @@ package final class ProgressReporter: Sendable {
             return true
         }
         guard due else { return }
-        Task { await emit(campaign: campaign, app: app) }
+        Task { await emit(campaign: campaign) }
     }
 
-    package func forget(campaign: String) {
+    package func forget(campaign: CampaignKey) {
         _ = campaigns.withLock { $0.removeValue(forKey: campaign) }
     }
 
-    private func emit(campaign: String, app: String) async {
+    private func emit(campaign: CampaignKey) async {
         defer { campaigns.withLock { $0[campaign]?.busy = false } }
         do {
             // Nil once another worker has ended the campaign.
-            guard let event = try await CampaignTotals.progress(store, campaign: campaign, app: app) else { return }
+            guard let event = try await CampaignTotals.progress(store, campaign: campaign) else { return }
             _ = try await writer.campaign(event)
         } catch {
-            logger.info("progress.skipped", ["campaign.id": campaign, "error": "\(error)"])
+            logger.info("progress.skipped", ["campaign.id": campaign.stored, "error": "\(error)"])
         }
     }
 }

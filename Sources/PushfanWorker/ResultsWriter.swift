@@ -72,11 +72,11 @@ enum CampaignTotals {
     /// `completed` or `cancelled`, the last event: counted from the ledger itself (exact,
     /// once per campaign); the audience is their sum.
     static func final(
-        _ event: CampaignEvent.Event, _ store: DeviceStore, campaign: String, app: String, submission: CampaignEvent.Submission? = nil
+        _ event: CampaignEvent.Event, _ store: DeviceStore, campaign: CampaignKey, submission: CampaignEvent.Submission? = nil
     ) async throws(StoreError) -> CampaignEvent {
         let counts = DeviceOutcome.counts(fromLedger: try await store.ledger.outcomeCounts(campaign: campaign))
         var final = CampaignEvent(
-            campaign: campaign, app: app, event: event, audience: counts.values.reduce(0, +), outcomeCounts: counts, submission: submission,
+            campaign: campaign.id, app: campaign.app, event: event, audience: counts.values.reduce(0, +), outcomeCounts: counts, submission: submission,
             at: epochMillis())
         final.variants = try await variants(store, campaign)
         return final
@@ -86,10 +86,10 @@ enum CampaignTotals {
     /// read after the totals, in the same read as the audience: another worker changes it
     /// before it writes the last event, so a progress event built here never follows
     /// `completed` or `cancelled` (but for the moment between this read and the write).
-    static func progress(_ store: DeviceStore, campaign: String, app: String) async throws(StoreError) -> CampaignEvent? {
+    static func progress(_ store: DeviceStore, campaign: CampaignKey) async throws(StoreError) -> CampaignEvent? {
         let counts = DeviceOutcome.counts(fromLedger: try await store.ledger.progressCounts(campaign: campaign))
         guard let row = try await store.campaigns.get(campaign), row.status != .completed, row.status != .cancelled else { return nil }
-        var progress = CampaignEvent(campaign: campaign, app: app, event: .progress, audience: row.audience, outcomeCounts: counts, at: epochMillis())
+        var progress = CampaignEvent(campaign: campaign.id, app: campaign.app, event: .progress, audience: row.audience, outcomeCounts: counts, at: epochMillis())
         progress.variants = try await variants(store, campaign)
         return progress
     }
@@ -97,20 +97,20 @@ enum CampaignTotals {
     /// `progress`, `paused` or `resumed`: the running totals (constant cost however large the campaign)
     /// and the audience planned, read from the store unless given.
     static func running(
-        _ event: CampaignEvent.Event, _ store: DeviceStore, campaign: String, app: String, audience: Int? = nil, error: String? = nil,
+        _ event: CampaignEvent.Event, _ store: DeviceStore, campaign: CampaignKey, audience: Int? = nil, error: String? = nil,
         submission: CampaignEvent.Submission? = nil
     ) async throws(StoreError) -> CampaignEvent {
         let counts = DeviceOutcome.counts(fromLedger: try await store.ledger.progressCounts(campaign: campaign))
         let planned: Int?
         if let audience { planned = audience } else { planned = try await store.campaigns.get(campaign)?.audience }
         var running = CampaignEvent(
-            campaign: campaign, app: app, event: event, audience: planned, outcomeCounts: counts, error: error, submission: submission, at: epochMillis())
+            campaign: campaign.id, app: campaign.app, event: event, audience: planned, outcomeCounts: counts, error: error, submission: submission, at: epochMillis())
         running.variants = try await variants(store, campaign)
         return running
     }
 
     /// The per-variant running totals, as outcome counts.
-    private static func variants(_ store: DeviceStore, _ campaign: String) async throws(StoreError) -> [String: [String: Int]] {
+    private static func variants(_ store: DeviceStore, _ campaign: CampaignKey) async throws(StoreError) -> [String: [String: Int]] {
         try await store.ledger.variantCounts(campaign: campaign).mapValues { states in
             Dictionary(uniqueKeysWithValues: DeviceOutcome.counts(fromLedger: states).map { ($0.key.rawValue, $0.value) })
         }

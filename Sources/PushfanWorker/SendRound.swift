@@ -28,14 +28,14 @@ struct SendRound {
         guard !pending.isEmpty else { return }
         var finals = OutcomeRecorder.Finals(plan: plan)
         let now = context.clock.wallMillis
-        switch context.controls.current(task.campaign) {
+        switch context.controls.current(task.campaignKey) {
         case .paused?:
             // They wait, claimed, for the resume; the retry pass claims them again first.
             state.holdForResume(pending, now: context.clock.now)
             return
         case .cancelled?:
             try await end(pending, as: .cancelled, reason: Self.cancelledReason, state: &state)
-            context.controls.obeyed(task.campaign)
+            context.controls.obeyed(task.campaignKey)
             return
         default:
             break
@@ -75,10 +75,10 @@ struct SendRound {
             unsent = transmission.unsent
         }
         if failure == nil { try await flush(&finals, state: &state) }
-        context.progress.touch(campaign: task.campaign, app: task.app)
+        context.progress.touch(campaign: task.campaignKey)
         if !unsent.isEmpty {
             // Cancelled between batches (or recording failed): these were never sent; give them back.
-            try await context.store.ledger.release(campaign: task.campaign, owner: context.workerID, rowKeys: unsent.map(\.target.rowKey))
+            try await context.store.ledger.release(campaign: task.campaignKey, owner: context.workerID, rowKeys: unsent.map(\.target.rowKey))
         }
         if let failure { throw failure }
         if !unsent.isEmpty { throw CancellationError() }
@@ -97,7 +97,7 @@ struct SendRound {
         let now = context.clock.wallMillis
         for item in pending { finals.add(item, state: final, reason: reason, at: now) }
         try await flush(&finals, state: &state)
-        context.progress.touch(campaign: task.campaign, app: task.app)
+        context.progress.touch(campaign: task.campaignKey)
     }
 
     /// The requests to send; devices that end without one go to `finals`. Requests are
@@ -186,11 +186,11 @@ struct SendRound {
         var item = item
         item.attempts -= 1
         state.credentialFailures += 1
-        let verdict = context.pauses.pause(task.app, campaign: task.campaign, for: context.credentialsPause, reason: reason)
+        let verdict = context.pauses.pause(task.app, campaign: task.campaignKey, for: context.credentialsPause, reason: reason)
         // Advisory, like progress: it must never cost the answers in hand, so a store or
         // Kafka problem only skips it.
         if verdict.announce, let event = try? await CampaignTotals.running(
-            .paused, context.store, campaign: task.campaign, app: task.app,
+            .paused, context.store, campaign: task.campaignKey,
             error: "the app's APNs credentials fail (\(reason)); sends resume by themselves once they work") {
             _ = try? await context.writer.campaign(event)
         }

@@ -112,7 +112,7 @@ package struct ShardSender: Sendable {
                 if Task.isCancelled { return .handedBack }
                 let delay = backoff.next()
                 context.logger.warning("task.retry", [
-                    "campaign.id": task.campaign, "task.shard": String(task.shard), "error": "\(error)", "retry_in_ms": String(delay.milliseconds),
+                    "campaign.id": task.campaignKey.stored, "task.shard": String(task.shard), "error": "\(error)", "retry_in_ms": String(delay.milliseconds),
                 ])
                 do { try await context.clock.sleep(until: context.clock.now + delay) } catch { return .handedBack }
             }
@@ -120,7 +120,7 @@ package struct ShardSender: Sendable {
     }
 
     private func attempt() async throws -> TaskEnd {
-        let plan = try await context.catalog.plan(campaign: task.campaign)
+        let plan = try await context.catalog.plan(campaign: task.campaignKey)
         try await waitForSendAt()
         var state = TaskState()
         do {
@@ -129,7 +129,7 @@ package struct ShardSender: Sendable {
             return try await handBack(&state)
         }
         if let failure = await ResultsWriter.firstFailure(state.tickets) {
-            throw NotDelivered("results of \(task.campaign) shard \(task.shard)", cause: failure)
+            throw NotDelivered("results of \(task.campaignKey) shard \(task.shard)", cause: failure)
         }
         state.tickets = []
         try await CampaignCompletion(context: context, task: task).finish(plan: plan)
@@ -300,14 +300,14 @@ package struct ShardSender: Sendable {
     private func waitForSendAt() async throws {
         guard let notBefore = task.notBefore else { return }
         var waited = false
-        while context.clock.wallMillis < notBefore, try await context.controls.refresh(task.campaign) != .cancelled {
+        while context.clock.wallMillis < notBefore, try await context.controls.refresh(task.campaignKey) != .cancelled {
             let left = Duration.milliseconds(notBefore - context.clock.wallMillis)
             try await context.clock.sleep(until: context.clock.now + min(left, .milliseconds(200)))
             waited = true
         }
         guard waited || task.shard < task.lanes else { return }
         context.logger.info("task.scheduled_start", [
-            "campaign.id": task.campaign, "task.shard": String(task.shard), "task.lane": String(task.lane),
+            "campaign.id": task.campaignKey.stored, "task.shard": String(task.shard), "task.lane": String(task.lane),
             "late_ms": String(context.clock.wallMillis - notBefore),
         ])
     }
@@ -316,10 +316,10 @@ package struct ShardSender: Sendable {
     /// paused the task waits here, its devices still claimed; once it is cancelled every
     /// waiting retry is due now, so the next round ends it `cancelled` without a request.
     private func obeyControls(state: inout TaskState) async throws {
-        while try await context.controls.refresh(task.campaign) == .paused {
+        while try await context.controls.refresh(task.campaignKey) == .paused {
             try await context.clock.sleep(until: context.clock.now + .milliseconds(100))
         }
-        if context.controls.current(task.campaign) == .cancelled {
+        if context.controls.current(task.campaignKey) == .cancelled {
             let now = context.clock.now
             for index in state.retries.indices { state.retries[index].notBefore = now }
         }
@@ -331,7 +331,7 @@ package struct ShardSender: Sendable {
     private func claimAndSend(_ targets: [DeviceTarget], plan: CampaignPlan, state: inout TaskState) async throws {
         let now = context.clock.wallMillis
         let claim = try await context.store.ledger.claim(
-            campaign: task.campaign, targets: targets, owner: context.workerID, lease: context.lease, now: now,
+            campaign: task.campaignKey, targets: targets, owner: context.workerID, lease: context.lease, now: now,
             admitting: plan.capped ? admission(targets, plan: plan, now: now, state: &state) : nil)
         let round = SendRound(context: context, task: task, plan: plan)
         // The usual case: every device of the page is newly ours.
@@ -382,10 +382,10 @@ package struct ShardSender: Sendable {
             let keys = devices.map(\.rowKey)
             // The same page held again (its task re-run) is the same hold.
             let shard = try await context.store.waves.hold(
-                campaign: task.campaign, key: "quiet-\(task.shard)-\(keys[0])-\(until)", sendAt: until, lane: task.lane, rowKeys: keys)
-            try await context.store.ledger.release(campaign: task.campaign, owner: context.workerID, rowKeys: keys)
+                campaign: task.campaignKey, key: "quiet-\(task.shard)-\(keys[0])-\(until)", sendAt: until, lane: task.lane, rowKeys: keys)
+            try await context.store.ledger.release(campaign: task.campaignKey, owner: context.workerID, rowKeys: keys)
             context.logger.info("quiet.held", [
-                "campaign.id": task.campaign, "task.shard": String(task.shard), "devices": String(keys.count), "until": String(until), "hold.shard": String(shard),
+                "campaign.id": task.campaignKey.stored, "task.shard": String(task.shard), "devices": String(keys.count), "until": String(until), "hold.shard": String(shard),
             ])
         }
         if !split.expired.isEmpty {
@@ -400,11 +400,11 @@ package struct ShardSender: Sendable {
     private func reemitFinished(_ targets: [DeviceTarget], campaign: Campaign, state: inout TaskState) async throws -> Set<Int64> {
         guard let low = targets.map(\.rowKey).min(), let high = targets.map(\.rowKey).max() else { return [] }
         let wanted = Set(targets.map(\.rowKey))
-        let entries = try await context.store.ledger.finished(campaign: task.campaign, after: low - 1, through: high).filter { wanted.contains($0.rowKey) }
+        let entries = try await context.store.ledger.finished(campaign: task.campaignKey, after: low - 1, through: high).filter { wanted.contains($0.rowKey) }
         let now = context.clock.wallMillis
         let results = entries.map { entry in
             DeviceResult(
-                campaign: task.campaign, device: entry.deviceID, outcome: DeviceOutcome(rawValue: entry.state.rawValue) ?? .failed,
+                campaign: task.campaignKey, device: entry.deviceID, outcome: DeviceOutcome(rawValue: entry.state.rawValue) ?? .failed,
                 status: entry.status, reason: entry.reason, apnsID: entry.apnsID, attempts: entry.attempts, at: now,
                 variant: campaign.variantID(of: entry.deviceID))
         }
@@ -414,7 +414,7 @@ package struct ShardSender: Sendable {
 
     private func sendDueRetries(plan: CampaignPlan, state: inout TaskState, waitForAll: Bool) async throws {
         // Paused: the caller waits in `obeyControls`; claiming again now would only spin.
-        while !state.retries.isEmpty && context.controls.current(task.campaign) != .paused {
+        while !state.retries.isEmpty && context.controls.current(task.campaignKey) != .paused {
             let now = context.clock.now
             let due = state.retries.filter { $0.notBefore <= now }
             if due.isEmpty {
@@ -422,13 +422,13 @@ package struct ShardSender: Sendable {
                 let next = state.retries.map(\.notBefore).min() ?? now
                 try await context.clock.sleep(until: min(next, now + .seconds(1)))
                 // Held devices, or an operator's command, are the caller's to handle first.
-                if !state.held.isEmpty || context.controls.current(task.campaign)?.sends == false { return }
+                if !state.held.isEmpty || context.controls.current(task.campaignKey)?.sends == false { return }
                 continue
             }
             state.retries.removeAll { $0.notBefore <= now }
             // Claim again: renews the lease, and tells if another worker took a device over.
             let claim = try await context.store.ledger.claim(
-                campaign: task.campaign, targets: due.map(\.target), owner: context.workerID, lease: context.lease, now: context.clock.wallMillis)
+                campaign: task.campaignKey, targets: due.map(\.target), owner: context.workerID, lease: context.lease, now: context.clock.wallMillis)
             let owned = Set(claim.toSend.map(\.rowKey))
             try await SendRound(context: context, task: task, plan: plan).send(due.filter { owned.contains($0.target.rowKey) }, state: &state)
             if !waitForAll { return }
@@ -438,7 +438,7 @@ package struct ShardSender: Sendable {
     /// Gives back what this task holds and stops.
     private func handBack(_ state: inout TaskState) async throws -> TaskEnd {
         let keys = state.retries.map(\.target.rowKey)
-        try await context.store.ledger.release(campaign: task.campaign, owner: context.workerID, rowKeys: keys)
+        try await context.store.ledger.release(campaign: task.campaignKey, owner: context.workerID, rowKeys: keys)
         _ = await ResultsWriter.delivered(state.tickets)
         return .handedBack
     }

@@ -101,7 +101,7 @@ package final class TaskScheduler: Sendable {
             return state.schedule.finish(key, lane: task.kafkaKey, handedBack: end == .handedBack)
         }
         if end != .handedBack {
-            logger.info("task.finished", ["campaign.id": task.campaign, "task.shard": String(task.shard), "task.lane": task.kafkaKey])
+            logger.info("task.finished", ["campaign.id": task.campaignKey.stored, "task.shard": String(task.shard), "task.lane": task.kafkaKey])
         }
         if let next { store(next, for: key.partition) }
         pump()

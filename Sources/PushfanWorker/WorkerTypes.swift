@@ -24,14 +24,14 @@ package struct Backoff: Sendable, Equatable {
 package struct LaneKey: Sendable, Hashable, CustomStringConvertible {
     package enum Owner: Sendable, Hashable {
         case app(String)
-        case campaign(String)
+        case campaign(CampaignKey)
     }
 
     package let owner: Owner
     package let lane: Int
 
     package static func app(_ app: String, lane: Int) -> LaneKey { LaneKey(owner: .app(app), lane: lane) }
-    package static func campaign(_ campaign: String, lane: Int) -> LaneKey { LaneKey(owner: .campaign(campaign), lane: lane) }
+    package static func campaign(_ campaign: CampaignKey, lane: Int) -> LaneKey { LaneKey(owner: .campaign(campaign), lane: lane) }
 
     /// `<app>#<lane>` (the lane's Kafka key on the tasks topic) or `campaign:<id>#<lane>`,
     /// for logs.

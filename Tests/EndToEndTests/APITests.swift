@@ -360,7 +360,7 @@ struct APITests {
         #expect(bad.status == 400 && bad.body.contains(#""field":"Idempotency-Key""#))
         // One record on the campaigns topic, whatever the retries.
         let records = try await pipeline.readTopic(TopicNames.defaultCampaigns, timeout: .seconds(5), into: 0) { count, record in
-            if record.keyString == "shop-once-1" { count += 1 }
+            if record.keyString == "shop/shop-once-1" { count += 1 }
             return false
         }
         #expect(records == 1, "\(records) records of shop-once-1 on the campaigns topic")

@@ -24,10 +24,10 @@ import Testing
             try await CommandLineTool.run(TestBinaries.pushfan, ["audit", "--database", pipeline.database, "--sim-log", pipeline.directory + "/sim.ndjson"]
                 + extra + pipeline.kafkaArguments)
         }
-        let passed = try await audit(["--campaign", "aud-1"])
+        let passed = try await audit(["--campaign", "aud/aud-1"])
         #expect(passed.status == 0, "\(passed.output)\n\(passed.error)")
         let lines = passed.output.split(separator: "\n")
-        #expect(lines.first?.hasPrefix("campaign") == true && lines.contains { $0.hasPrefix("aud-1") && $0.contains("completed") && $0.contains("   3000 ") })
+        #expect(lines.first?.hasPrefix("campaign") == true && lines.contains { $0.hasPrefix("aud/aud-1") && $0.contains("completed") && $0.contains("   3000 ") })
         let summary = try #require(lines.last.flatMap { try? JSONDecoder().decode(JSONValue.self, from: Data($0.utf8)) })
         #expect(summary["violations"] == 0 && summary["campaigns"] == 1, "\(summary)")
         let report = try #require(summary["audit"]?.arrayValue?.first)
@@ -36,11 +36,15 @@ import Testing
 
         // A result for aud-7 that says failed, written straight onto the topic after the real
         // one: the topic now contradicts the ledger, and the audit says so.
-        let forged = #"aud-1/aud-7|{"v":1,"type":"device","campaign":"aud-1","device":"aud-7","outcome":"failed","reason":"forged","attempts":1,"at":1}"#
+        let forged = #"aud/aud-1/aud-7|{"v":1,"type":"device","app":"aud","campaign":"aud-1","device":"aud-7","outcome":"failed","reason":"forged","attempts":1,"at":1}"#
         try await pipeline.run(["produce", "--topic", TopicNames.defaultResults, "--key-delimiter", "|"] + pipeline.kafkaArguments, input: Data((forged + "\n").utf8))
         let failed = try await audit(["--all"])
         #expect(failed.status == 1, "\(failed.output)")
         #expect(failed.output.contains("✗ 1 results that contradict the ledger (outcome differs): aud-7"), "\(failed.output)")
-        #expect(try await audit(["--campaign", "nope"]).status == 2)
+        #expect(try await audit(["--campaign", "aud/nope"]).status == 2)
+        // The same id in another app is another campaign, which does not exist.
+        #expect(try await audit(["--campaign", "other/aud-1"]).status == 2)
+        let bare = try await audit(["--campaign", "aud-1"])
+        #expect(bare.status == 2 && bare.error.contains("--campaign: give the campaign as APP/ID"), "\(bare.error)")
     }
 }

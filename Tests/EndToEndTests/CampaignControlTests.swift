@@ -32,7 +32,7 @@ extension RealTimeTests {
         /// event (`completed` or `cancelled`) and a result for each of `audience` devices.
         static func outcomes(_ pipeline: Pipeline, of campaign: String, audience: Int) async throws -> (byDevice: [String: Set<DeviceOutcome>], events: [CampaignEvent]) {
             try await pipeline.readTopic(TopicNames.defaultResults, timeout: .seconds(180), into: ([String: Set<DeviceOutcome>](), [CampaignEvent]())) { state, record in
-                guard let decoded = try? MessageCodec.decode(ResultRecord.self, from: Data(record.value)), decoded.campaignID == campaign else { return false }
+                guard let decoded = try? MessageCodec.decode(ResultRecord.self, from: Data(record.value)), decoded.campaignKey.id == campaign else { return false }
                 switch decoded {
                 case .device(let device): state.0[device.device, default: []].insert(device.outcome)
                 case .campaign(let event): state.1.append(event)
@@ -58,7 +58,7 @@ extension RealTimeTests {
             let reached = await Pipeline.eventually(timeout: .seconds(90)) { pipeline.delivered(topic: "com.example.shop").count >= count * 3 / 10 }
             #expect(reached, "the campaign never reached 30%")
 
-            let answer = try await pipeline.run(["campaigns", "cancel", "stopme", "--database", pipeline.database] + pipeline.kafkaArguments)
+            let answer = try await pipeline.run(["campaigns", "cancel", "shop/stopme", "--database", pipeline.database] + pipeline.kafkaArguments)
             #expect(answer.output.contains("campaign stopme: running → cancelled"), "\(answer.output)")
             let record = try #require(try await Self.controlRecords(pipeline, count: 1).first)
             #expect(record.campaign == "stopme" && record.action == .cancel)
@@ -100,9 +100,9 @@ extension RealTimeTests {
                 let reached = await Pipeline.eventually(timeout: .seconds(60)) { pipeline.delivered(topic: "com.example.news").count >= count / 4 }
                 #expect(reached, "the campaign never reached 25%")
 
-                let paused = try await pipeline.run(["campaigns", "pause", "hold", "--database", pipeline.database] + pipeline.kafkaArguments)
+                let paused = try await pipeline.run(["campaigns", "pause", "news/hold", "--database", pipeline.database] + pipeline.kafkaArguments)
                 #expect(paused.output.contains("running → paused"), "\(paused.output)")
-                let again = try await pipeline.run(["campaigns", "pause", "hold", "--database", pipeline.database] + pipeline.kafkaArguments)
+                let again = try await pipeline.run(["campaigns", "pause", "news/hold", "--database", pipeline.database] + pipeline.kafkaArguments)
                 #expect(again.output.contains("already paused; nothing changed"), "\(again.output)")
                 if killWorkers {
                     try await Task.sleep(for: .seconds(2))
@@ -112,11 +112,11 @@ extension RealTimeTests {
                     await Self.waitForControlReaders(pipeline, ids.map { $0 + "2" })
                 }
                 try await Task.sleep(for: .seconds(killWorkers ? 3 : 5))
-                let status = try await pipeline.run(["campaigns", "status", "hold", "--database", pipeline.database])
+                let status = try await pipeline.run(["campaigns", "status", "news/hold", "--database", pipeline.database])
                 #expect(status.output.contains("campaign hold (app news): paused"), "\(status.output)")
                 let sentWhilePaused = pipeline.delivered(topic: "com.example.news").count
                 #expect(sentWhilePaused < count, "the pause came after the end")
-                try await pipeline.run(["campaigns", "resume", "hold", "--database", pipeline.database] + pipeline.kafkaArguments)
+                try await pipeline.run(["campaigns", "resume", "news/hold", "--database", pipeline.database] + pipeline.kafkaArguments)
 
                 let records = try await Self.controlRecords(pipeline, count: 2)
                 #expect(records.map(\.action) == [.pause, .resume])

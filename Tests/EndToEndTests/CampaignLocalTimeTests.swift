@@ -106,7 +106,7 @@ extension RealTimeTests {
                 let early = waves[(wave + 1)...].reduce(into: Set<String>()) { $0.formUnion($1) }.intersection(seen.keys)
                 #expect(early.isEmpty, "wave \(wave): \(early.count) devices of later waves were sent already")
                 if wave == 0 {
-                    let status = try await pipeline.run(["campaigns", "status", "clock-nine", "--database", pipeline.database]).output
+                    let status = try await pipeline.run(["campaigns", "status", "clock/clock-nine", "--database", pipeline.database]).output
                     #expect(status.contains("2 waves parked, the next at 2026-03-08T08:00:00Z"), "\(status)")
                 }
                 if wave < 2 { await Self.stopWorkers(pipeline, ids) }
@@ -144,11 +144,11 @@ extension RealTimeTests {
             // Next day: New York today at 13:00 UTC, Tokyo tomorrow 00:00 UTC, Berlin tomorrow 08:00 UTC.
             var status = ""
             for _ in 0..<100 where !status.contains("waves parked") {
-                status = (try? await pipeline.run(["campaigns", "status", "late-next", "--database", pipeline.database]).output) ?? ""
+                status = (try? await pipeline.run(["campaigns", "status", "late/late-next", "--database", pipeline.database]).output) ?? ""
                 try await Task.sleep(for: .milliseconds(200))
             }
             #expect(status.contains("late-next (app late): scheduled") && status.contains("3 waves parked, the next at 2026-03-08T13:00:00Z"), "\(status)")
-            let cancel = try await pipeline.run(["campaigns", "cancel", "late-next", "--database", pipeline.database] + pipeline.kafkaArguments)
+            let cancel = try await pipeline.run(["campaigns", "cancel", "late/late-next", "--database", pipeline.database] + pipeline.kafkaArguments)
             #expect(cancel.output.contains("scheduled → cancelled"), "\(cancel.output)")
             let cancelled = try await CampaignControlTests.outcomes(pipeline, of: "late-next", audience: 30)
             #expect(cancelled.byDevice.count == 30 && cancelled.byDevice.values.allSatisfy { $0 == [.cancelled] })

@@ -11,8 +11,9 @@ extension RealTimeTests {
     struct CampaignScheduleTests {
         static func nowMillis() -> Int64 { Int64(Date().timeIntervalSince1970 * 1000) }
 
+        /// `pushfan campaigns status` of campaign `id`, whose app is the id's first part.
         static func status(_ pipeline: Pipeline, _ id: String) async throws -> String {
-            try await CommandLineTool.run(TestBinaries.pushfan, ["campaigns", "status", id, "--database", pipeline.database]).output
+            try await CommandLineTool.run(TestBinaries.pushfan, ["campaigns", "status", "\(id.split(separator: "-")[0])/\(id)", "--database", pipeline.database]).output
         }
 
         /// Polls `pushfan campaigns status` until it shows `status`.
@@ -72,7 +73,7 @@ extension RealTimeTests {
 
             try await pipeline.submit(Pipeline.campaign("soon-later", app: "soon", options: #"{"send_at":\#(Self.nowMillis() + 3_600_000)}"#))
             #expect(try await Self.waitForStatus(pipeline, "soon-later", "scheduled"))
-            let cancel = try await pipeline.run(["campaigns", "cancel", "soon-later", "--database", pipeline.database] + pipeline.kafkaArguments)
+            let cancel = try await pipeline.run(["campaigns", "cancel", "soon/soon-later", "--database", pipeline.database] + pipeline.kafkaArguments)
             #expect(cancel.output.contains("scheduled → cancelled"), "\(cancel.output)")
             let cancelled = try await CampaignControlTests.outcomes(pipeline, of: "soon-later", audience: 500)
             #expect(cancelled.events.last?.event == .cancelled)

@@ -64,7 +64,7 @@ struct CampaignVariantsTests {
         #expect(completed.variants["long"]?["delivered"] == perVariant["long"])
         // Progress events counted per variant too, never more than the final counts.
         // The dashboard shows the same split, from the completed event.
-        let row = try await DashboardTests.waitForRow(api, "ab-1") { $0["status"] as? String == "completed" }
+        let row = try await DashboardTests.waitForRow(api, "ab/ab-1") { $0["status"] as? String == "completed" }
         let shown = (row["variants"] as? [String: [String: Int]] ?? [:]).mapValues { $0.values.reduce(0, +) }
         #expect(shown == perVariant, "dashboard \(shown) vs results \(perVariant)")
         let progress = results.events.filter { $0.event == .progress && !$0.variants.isEmpty }

@@ -28,7 +28,7 @@ struct DashboardTests {
         (state["campaigns"] as? [[String: Any]])?.first { $0["id"] as? String == campaign }
     }
 
-    /// Waits until the dashboard's row of `campaign` satisfies `predicate`.
+    /// Waits until the dashboard's row of `campaign` (`<app>/<id>`, as the dashboard names it) satisfies `predicate`.
     static func waitForRow(_ api: APITests.Server, _ campaign: String, timeout: Duration = .seconds(90), _ predicate: ([String: Any]) -> Bool) async throws -> [String: Any] {
         let deadline = ContinuousClock.now + timeout
         var last: [String: Any]?
@@ -77,18 +77,18 @@ struct DashboardTests {
         defer { api.process.signal(SIGTERM) }
         try pipeline.startWorker("d1")
         try await pipeline.submit(Pipeline.campaign("dash-1", app: "dash"))
-        _ = try await Self.waitForRow(api, "dash-1") { ($0["done"] as? Int ?? 0) > 0 && $0["status"] as? String == "running" }
+        _ = try await Self.waitForRow(api, "dash/dash-1") { ($0["done"] as? Int ?? 0) > 0 && $0["status"] as? String == "running" }
 
-        let first = try #require(Self.domRow(try await Self.dumpDOM(api, directory: pipeline.directory), "dash-1"))
+        let first = try #require(Self.domRow(try await Self.dumpDOM(api, directory: pipeline.directory), "dash/dash-1"))
         try await Task.sleep(for: .seconds(3))
         let dom = try await Self.dumpDOM(api, directory: pipeline.directory)
-        let second = try #require(Self.domRow(dom, "dash-1"))
+        let second = try #require(Self.domRow(dom, "dash/dash-1"))
         #expect(first["status"] == "running" && second["status"] == "running", "\(first) \(second)")
         #expect(first["audience"] == "16000" && second["audience"] == "16000")
         let (before, after) = (Int(first["done"] ?? "") ?? -1, Int(second["done"] ?? "") ?? -1)
         #expect(before > 0 && after > before && after < 16_000, "progress moved: \(before) then \(after)")
         // What the script drew: the title of the chosen campaign's charts and the app's row.
-        #expect(dom.contains("Send rate of dash-1") && dom.contains(#"data-app="dash""#))
+        #expect(dom.contains("Send rate of dash/dash-1") && dom.contains(#"data-app="dash""#))
         #expect(dom.contains(#"<canvas id="rate-chart""#))
 
         let picture = pipeline.directory + "/dashboard.png"
@@ -104,7 +104,8 @@ struct DashboardTests {
         #expect(try await api.call("GET", "/dashboard/state", secret: api.application).status == 401)
         #expect(try await api.call("GET", "/dashboard/state", secret: "wrong-token-wrong-token", app: "admin").status == 401)
         let bearer = try await api.call("GET", "/dashboard/state", headers: ["Authorization: Bearer \(Self.adminToken)"])
-        #expect(bearer.status == 200 && bearer.body.contains(#""id":"dash-1""#))
+        // The snapshot's JSON escapes `/` (it is also inlined into the page, where `</` must not appear).
+        #expect(bearer.status == 200 && bearer.body.contains(#""id":"dash\/dash-1""#))
         // The page may not be framed, runs only its own scripts and never sends its address on.
         let page = try await api.call("GET", "/dashboard", headers: ["Authorization: Bearer \(Self.adminToken)"])
         #expect(page.headers["x-frame-options"] == "DENY" && page.headers["referrer-policy"] == "no-referrer" && page.headers["x-content-type-options"] == "nosniff")
@@ -127,17 +128,17 @@ struct DashboardTests {
         defer { api.process.signal(SIGTERM) }
         try pipeline.startWorker("l1")
         try await pipeline.submit(Pipeline.campaign("live-1", app: "live"))
-        _ = try await Self.waitForRow(api, "live-1") { ($0["done"] as? Int ?? 0) > 0 }
+        _ = try await Self.waitForRow(api, "live/live-1") { ($0["done"] as? Int ?? 0) > 0 }
 
         // During the campaign: several snapshots, each one line of JSON, progress rising.
-        let during = try await CommandLineTool.run("curl", ["-sN", "--max-time", "4", "-u", "admin:\(Self.adminToken)", api.url + "/dashboard/events?campaign=live-1"])
+        let during = try await CommandLineTool.run("curl", ["-sN", "--max-time", "4", "-u", "admin:\(Self.adminToken)", api.url + "/dashboard/events?campaign=live/live-1"])
         let snapshots = during.output.split(separator: "\n").filter { $0.hasPrefix("data: ") }.compactMap { line in
             try? JSONSerialization.jsonObject(with: Data(line.dropFirst(6).utf8)) as? [String: Any]
         }
         #expect(during.output.hasPrefix("retry: 2000\n\nevent: snapshot\ndata: "), "\(during.output.prefix(200))")
-        let done = snapshots.compactMap { Self.row($0, "live-1")?["done"] as? Int }
+        let done = snapshots.compactMap { Self.row($0, "live/live-1")?["done"] as? Int }
         #expect(done.count >= 3 && done.last! > done.first!, "progress in the stream: \(done)")
-        #expect(snapshots.last.flatMap { ($0["selected"] as? [String: Any])?["name"] as? String } == "live-1")
+        #expect(snapshots.last.flatMap { ($0["selected"] as? [String: Any])?["name"] as? String } == "live/live-1")
         // While it runs, the campaign is one of the few whose id is a metrics label.
         let running = try await api.call("GET", "/metrics").body
         #expect(running.contains(#"pushfan_campaign_audience_devices{campaign="live-1",app="live"} 15000"#), "\(running.suffix(1500))")
@@ -182,7 +183,7 @@ struct DashboardTests {
         var api = try await Self.startAPI(pipeline)
         try pipeline.startWorker("t1")
         try await pipeline.submit(Pipeline.campaign("tally-1", app: "tally"))
-        _ = try await Self.waitForRow(api, "tally-1") { ($0["done"] as? Int ?? 0) > 600 }
+        _ = try await Self.waitForRow(api, "tally/tally-1") { ($0["done"] as? Int ?? 0) > 600 }
         api.process.signal(SIGKILL)
         _ = await api.process.waitForExit(timeout: .seconds(10))
         try await Task.sleep(for: .seconds(2))
@@ -190,10 +191,10 @@ struct DashboardTests {
         defer { api.process.signal(SIGTERM) }
 
         // Settled: completed, and two reads a second apart agree.
-        var row = try await Self.waitForRow(api, "tally-1") { $0["status"] as? String == "completed" }
+        var row = try await Self.waitForRow(api, "tally/tally-1") { $0["status"] as? String == "completed" }
         while true {
             try await Task.sleep(for: .seconds(1))
-            let again = try #require(Self.row(try await Self.state(api), "tally-1"))
+            let again = try #require(Self.row(try await Self.state(api), "tally/tally-1"))
             if NSDictionary(dictionary: again).isEqual(to: row) { break }
             row = again
         }

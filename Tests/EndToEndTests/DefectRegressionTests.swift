@@ -168,10 +168,10 @@ struct DefectRegressionTests {
         #expect(conflict.status == 1, "\(conflict.output)")
         #expect(conflict.error.contains("campaign id reused is already taken by a different campaign (completed)"), "\(conflict.error)")
         let letters = try await deadLetters(pipeline) { $0.contains { $0.error == "conflicting_campaign" } }
-        #expect(letters.contains { $0.key == "reused" && $0.error == "conflicting_campaign" })
+        #expect(letters.contains { $0.key == "shop/reused" && $0.error == "conflicting_campaign" })
         // After the refusal the campaign's true state is told again, so the latest event is right.
         let events = try await pipeline.readTopic(TopicNames.defaultResults, timeout: .seconds(30), into: [CampaignEvent]()) { events, record in
-            if case .campaign(let event)? = try? MessageCodec.decode(ResultRecord.self, from: Data(record.value)), event.campaign == "reused" {
+            if case .campaign(let event)? = try? MessageCodec.decode(ResultRecord.self, from: Data(record.value)), event.campaign == "reused", event.app == "shop" {
                 events.append(event)
             }
             guard let refusal = events.lastIndex(where: { $0.event == .failed }) else { return false }
@@ -183,6 +183,16 @@ struct DefectRegressionTests {
         #expect(restated.event == .completed && restated.count(of: .delivered) == 300 && restated.submission == nil)
         #expect(Set(pipeline.delivered(topic: "com.example.shop").compactMap { $0["token"] as? String }).count == 300)
         #expect(pipeline.delivered(topic: "com.example.shop").count == 300)
+        // Campaign ids are named within their app: another app's "reused" is its own campaign,
+        // planned and sent, and shop's stays as it was.
+        try await pipeline.addApp("news", topic: "com.example.news", rate: 10_000, devices: 100)
+        let news = try await wait(try write(Pipeline.campaign("reused", app: "news"), in: pipeline, name: "news.json"))
+        #expect(news.status == 0 && news.output.contains("campaign reused (app news): completed"), "\(news.output) \(news.error)")
+        #expect(pipeline.delivered(topic: "com.example.news").count == 100)
+        let shopStatus = try await pushfan(["campaigns", "status", "shop/reused", "--database", pipeline.database])
+        #expect(shopStatus.output.contains("campaign reused (app shop): completed") && shopStatus.output.contains("audience 300"), "\(shopStatus.output)")
+        let newsStatus = try await pushfan(["campaigns", "status", "news/reused", "--database", pipeline.database])
+        #expect(newsStatus.output.contains("campaign reused (app news): completed") && newsStatus.output.contains("audience 100"), "\(newsStatus.output)")
 
         let late = try write(Pipeline.campaign("late", app: "shop", options: #"{"expiration":1000000000}"#), in: pipeline, name: "late.json")
         let refused = try await pushfan(["submit", late] + pipeline.kafkaArguments)

@@ -197,7 +197,7 @@ final class Pipeline: @unchecked Sendable {
     /// for every device of its audience has been read, or `timeout` passes.
     func results(of campaign: String, timeout: Duration = .seconds(120)) async throws -> CampaignResults {
         try await readTopic(TopicNames.defaultResults, timeout: timeout, into: CampaignResults()) { results, record in
-            guard let decoded = try? MessageCodec.decode(ResultRecord.self, from: Data(record.value)), decoded.campaignID == campaign else { return false }
+            guard let decoded = try? MessageCodec.decode(ResultRecord.self, from: Data(record.value)), decoded.campaignKey.id == campaign else { return false }
             switch decoded {
             case .device(let device):
                 results.devices[device.device] = device

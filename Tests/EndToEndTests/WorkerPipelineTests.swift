@@ -73,7 +73,7 @@ struct WorkerPipelineTests {
         #expect(results.completed?.finished == count)
         #expect(Set(results.devices.keys) == Set((0..<count).map { "live-\($0)" }))
         let audit = try await pipeline.run(
-            ["audit", "--database", pipeline.database, "--sim-log", pipeline.directory + "/sim.ndjson", "--campaign", "pipelined"] + pipeline.kafkaArguments)
+            ["audit", "--database", pipeline.database, "--sim-log", pipeline.directory + "/sim.ndjson", "--campaign", "live/pipelined"] + pipeline.kafkaArguments)
         let summary = try #require(audit.output.split(separator: "\n").last.flatMap { try? JSONDecoder().decode(JSONValue.self, from: Data($0.utf8)) })
         #expect(summary["violations"] == 0, "\(audit.output)")
         // An outcome is recorded as soon as its batch is answered, so the devices a crash
@@ -170,7 +170,7 @@ struct WorkerPipelineTests {
         let letters = allLetters.filter { $0.topic == TopicNames.defaultCampaigns }
         let taskLetters = allLetters.filter { $0.topic == TopicNames.defaultTasks }
         #expect(taskLetters.map(\.error) == ["not_json", "unknown_campaign"], "\(taskLetters.map(\.reason))")
-        #expect(taskLetters.last?.reason == "campaign never-planned is not in the store")
+        #expect(taskLetters.last?.reason == "campaign never-planned of app shop is not in the store")
         #expect(letters.map(\.error) == ["not_json", "wrong_schema", "unknown_app", "payload_too_large"], "\(letters.map(\.reason))")
         // The original bytes are kept exactly.
         #expect(letters.compactMap { $0.originalBytes().map { String(decoding: $0, as: UTF8.self) } } == poison)
@@ -179,7 +179,7 @@ struct WorkerPipelineTests {
         let tokens = pipeline.delivered(topic: "com.example.shop").compactMap { $0["token"] as? String }
         #expect(tokens.count == 600 && Set(tokens).count == 600)
         // `pushfan results tail` prints them readably: 600 devices and the campaign's events.
-        let tail = try await pipeline.run(["results", "tail", "--campaign", "twice", "--idle-exit", "3"] + pipeline.kafkaArguments).output
+        let tail = try await pipeline.run(["results", "tail", "--campaign", "shop/twice", "--idle-exit", "3"] + pipeline.kafkaArguments).output
         let lines = tail.split(separator: "\n")
         #expect(lines.filter { $0.contains("  twice  shop-") && $0.contains("  delivered  200  attempts=1  apns-id=") }.count >= 600, "\(lines.prefix(3))")
         #expect(lines.contains { $0.contains("[campaign accepted]  audience=600") })

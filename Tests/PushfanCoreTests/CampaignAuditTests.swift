@@ -6,7 +6,7 @@ import Testing
 /// kind of violation is found and named.
 @Suite struct CampaignAuditTests {
     static func result(_ device: String, _ outcome: DeviceOutcome) -> DeviceResult {
-        DeviceResult(campaign: "c", device: device, outcome: outcome, attempts: outcome == .skipped ? 0 : 1, at: 1)
+        DeviceResult(campaign: CampaignKey(app: "shop", id: "c"), device: device, outcome: outcome, attempts: outcome == .skipped ? 0 : 1, at: 1)
     }
 
     static let clean = CampaignAudit(

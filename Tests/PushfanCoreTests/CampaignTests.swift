@@ -215,7 +215,7 @@ struct CampaignTests {
         let data = try Data(contentsOf: MessageCodecTests.exampleURL)
         let campaign = try MessageCodec.decode(Campaign.self, from: data)
         #expect(campaign.id == "spring-sale-2026")
-        #expect(campaign.kafkaKey == "spring-sale-2026")
+        #expect(campaign.kafkaKey == "shop-ios/spring-sale-2026")
         #expect(campaign.app == "shop-ios")
         #expect(campaign.notification.pushType == .alert)
         #expect(campaign.notification.aps?["mutable-content"] == .int(1))

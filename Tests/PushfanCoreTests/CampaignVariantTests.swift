@@ -138,14 +138,14 @@ import Testing
 
     @Test("device results carry their variant, written and read in the canonical form")
     func resultsCarryTheVariant() throws {
-        let result = DeviceResult(campaign: "c", device: "d", outcome: .delivered, status: 200, attempts: 1, at: 5, variant: "b")
+        let result = DeviceResult(campaign: CampaignKey(app: "shop", id: "c"), device: "d", outcome: .delivered, status: 200, attempts: 1, at: 5, variant: "b")
         #expect(result.encodedJSON() == Array(MessageCodec.encode(ResultRecord.device(result))))
         #expect(String(decoding: result.encodedJSON(), as: UTF8.self).hasSuffix(#","v":1,"variant":"b"}"#))
         #expect(result.encodedJSON().withUnsafeBytes { DeviceResult(canonicalJSON: $0) } == result)
         #expect(try MessageCodec.decode(ResultRecord.self, from: result.encodedJSON()) == .device(result))
         // Found by the records fuzzer: a 19-digit number (any Int64 the writer prints) was
         // refused by the fast reader, which sent such results down the slow path.
-        let late = DeviceResult(campaign: "c", device: "d", outcome: .delivered, attempts: 0, at: 1_773_993_177_399_612_345)
+        let late = DeviceResult(campaign: CampaignKey(app: "shop", id: "c"), device: "d", outcome: .delivered, attempts: 0, at: 1_773_993_177_399_612_345)
         #expect(late.encodedJSON().withUnsafeBytes { DeviceResult(canonicalJSON: $0) } == late)
         let tooLarge = Array(#"{"apns_id":null,"at":9223372036854775808,"#.utf8)
         #expect(tooLarge.withUnsafeBytes { DeviceResult(canonicalJSON: $0) } == nil, "past Int64: left to the decoder")

@@ -6,7 +6,7 @@ import Testing
 /// The dashboard's counting and what it shows, as pure functions of the records.
 @Suite struct DashboardSnapshotTests {
     static func device(_ campaign: String, _ index: Int, _ outcome: DeviceOutcome, reason: String? = nil, at: Int64) -> ResultRecord {
-        .device(DeviceResult(campaign: campaign, device: "d\(index)", outcome: outcome, reason: reason, attempts: 1, at: at))
+        .device(DeviceResult(campaign: CampaignKey(app: "shop", id: campaign), device: "d\(index)", outcome: outcome, reason: reason, attempts: 1, at: at))
     }
 
     static func event(_ campaign: String, _ event: CampaignEvent.Event, audience: Int? = nil, counts: [String: Int] = [:], at: Int64, submission: Bool = false) -> ResultRecord {
@@ -23,7 +23,8 @@ import Testing
         var second = CampaignTally()
         second.apply(Self.device("c1", 3, .delivered, at: 2_900))
         second.apply(Self.device("c1", 4, .invalidToken, reason: "BadDeviceToken", at: 3_000))
-        #expect(second.app == nil && second.event == nil)
+        // A device result names its app too (ids are named within their app).
+        #expect(second.app == "shop" && second.event == nil)
 
         var merged = first
         merged.merge(second)

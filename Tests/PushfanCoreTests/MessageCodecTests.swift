@@ -169,10 +169,10 @@ struct MessageCodecTests {
     }
 
     @Test(arguments: [
-        ResultRecord.device(.init(campaign: "c1", device: "d1", outcome: .delivered, status: 200,
+        ResultRecord.device(.init(campaign: CampaignKey(app: "shop", id: "c1"), device: "d1", outcome: .delivered, status: 200,
                                   apnsID: "6a1e5c2e-8a61-4b1c-9a8e-2f4c3f1f7d10", attempts: 1, at: 1_764_489_600_123)),
-        .device(.init(campaign: "c1", device: "d2", outcome: .invalidToken, status: 410, reason: "Unregistered", attempts: 1, at: 1_764_489_600_124)),
-        .device(.init(campaign: "c1", device: "d3", outcome: .skipped, reason: "dry_run", attempts: 0, at: 1_764_489_600_125)),
+        .device(.init(campaign: CampaignKey(app: "shop", id: "c1"), device: "d2", outcome: .invalidToken, status: 410, reason: "Unregistered", attempts: 1, at: 1_764_489_600_124)),
+        .device(.init(campaign: CampaignKey(app: "shop", id: "c1"), device: "d3", outcome: .skipped, reason: "dry_run", attempts: 0, at: 1_764_489_600_125)),
         .campaign(.init(campaign: "c1", app: "shop-ios", event: .accepted, audience: 100_000, at: 1_764_489_600_000)),
         .campaign(.init(campaign: "c1", app: "shop-ios", event: .progress, audience: 100_000,
                         outcomeCounts: [.delivered: 10, .invalidToken: 2], at: 1_764_489_601_000)),
@@ -185,10 +185,10 @@ struct MessageCodecTests {
 
     @Test(arguments: ControlRecord.Action.allCases)
     func controlRoundTrip(_ action: ControlRecord.Action) throws {
-        let control = ControlRecord(campaign: "spring-sale-2026", action: action, at: 1_764_489_600_000)
+        let control = ControlRecord(campaign: CampaignKey(app: "shop", id: "spring-sale-2026"), action: action, at: 1_764_489_600_000)
         let decoded = try MessageCodec.decode(ControlRecord.self, from: MessageCodec.encode(control))
         #expect(decoded == control)
-        #expect(decoded.kafkaKey == "spring-sale-2026")
+        #expect(decoded.kafkaKey == "shop/spring-sale-2026")
     }
 
     @Test func deadLetterRoundTrip() throws {

@@ -59,7 +59,7 @@ struct TaskRecordTests {
 @Suite("ResultRecord")
 struct ResultRecordTests {
     static let device: JSONValue = [
-        "v": 1, "type": "device", "campaign": "c", "device": "d", "outcome": "delivered", "status": 200,
+        "v": 1, "type": "device", "app": "shop", "campaign": "c", "device": "d", "outcome": "delivered", "status": 200,
         "reason": nil, "apns_id": "6a1e5c2e-8a61-4b1c-9a8e-2f4c3f1f7d10", "attempts": 1, "at": 1_764_489_600_123,
     ]
     static let campaign: JSONValue = [
@@ -76,8 +76,8 @@ struct ResultRecordTests {
         #expect(result.outcome == .delivered)
         #expect(result.status == 200)
         #expect(result.reason == nil)
-        #expect(record.kafkaKey == "c/d")
-        #expect(record.campaignID == "c")
+        #expect(record.kafkaKey == "shop/c/d")
+        #expect(record.campaignKey == CampaignKey(app: "shop", id: "c"))
     }
 
     @Test func decodesACampaignEvent() throws {
@@ -91,11 +91,11 @@ struct ResultRecordTests {
         #expect(event.count(of: .invalidToken) == 1)
         #expect(event.count(of: .failed) == 0)
         #expect(event.finished == 11)
-        #expect(record.kafkaKey == "c")
+        #expect(record.kafkaKey == "shop-ios/c")
     }
 
     @Test func deviceOutcomeWritesTypeAndNulls() {
-        let record = ResultRecord.device(.init(campaign: "c", device: "d", outcome: .failed, attempts: 5, at: 1))
+        let record = ResultRecord.device(.init(campaign: CampaignKey(app: "shop", id: "c"), device: "d", outcome: .failed, attempts: 5, at: 1))
         let text = String(decoding: MessageCodec.encode(record), as: UTF8.self)
         #expect(text.contains("\"type\":\"device\""))
         #expect(text.contains("\"outcome\":\"failed\""))
@@ -107,12 +107,12 @@ struct ResultRecordTests {
     /// Device results as senders write them: every optional set and unset, a reason that
     /// needs escapes last.
     static let deviceResults = [
-        DeviceResult(campaign: "c", device: "d", outcome: .failed, attempts: 5, at: 1),
+        DeviceResult(campaign: CampaignKey(app: "shop", id: "c"), device: "d", outcome: .failed, attempts: 5, at: 1),
         DeviceResult(
-            campaign: "spring-sale:2026", device: "device-00000042", outcome: .delivered, status: 200,
+            campaign: CampaignKey(app: "shop", id: "spring-sale:2026"), device: "device-00000042", outcome: .delivered, status: 200,
             apnsID: "6f0c5b0e-9a2b-4c1e-8d7f-0a1b2c3d4e5f", attempts: 1, at: 1_796_045_682_511),
-        DeviceResult(campaign: "c", device: "d", outcome: .invalidToken, status: 410, reason: "Unregistered", attempts: 2, at: 3),
-        DeviceResult(campaign: "c", device: "d", outcome: .rejected, reason: "quote \" backslash \\ tab \t é ✓", attempts: 0, at: 0),
+        DeviceResult(campaign: CampaignKey(app: "shop", id: "c"), device: "d", outcome: .invalidToken, status: 410, reason: "Unregistered", attempts: 2, at: 3),
+        DeviceResult(campaign: CampaignKey(app: "shop", id: "c"), device: "d", outcome: .rejected, reason: "quote \" backslash \\ tab \t é ✓", attempts: 0, at: 0),
     ]
 
     @Test("the sender's direct encoding of a device result is byte for byte MessageCodec's")
@@ -126,7 +126,7 @@ struct ResultRecordTests {
     @Test("the canonical reader reads back what the sender writes, and leaves every other spelling to the decoder")
     func deviceResultCanonicalReading() throws {
         func canonical(_ bytes: [UInt8]) -> DeviceResult? { bytes.withUnsafeBytes { DeviceResult(canonicalJSON: $0) } }
-        let plain = Array(Self.deviceResults.dropLast()) + [DeviceResult(campaign: "c", device: "d", outcome: .rejected, reason: "é ✓ accents", attempts: 0, at: 0)]
+        let plain = Array(Self.deviceResults.dropLast()) + [DeviceResult(campaign: CampaignKey(app: "shop", id: "c"), device: "d", outcome: .rejected, reason: "é ✓ accents", attempts: 0, at: 0)]
         for result in plain { #expect(canonical(result.encodedJSON()) == result) }
 
         // Escapes, other key orders, whitespace, other versions or types, invalid values: nil,
@@ -166,6 +166,8 @@ struct ResultRecordTests {
         RejectCase("negative attempts", value: device.setting("attempts", -1), code: "invalid_field", field: "attempts", mentions: "negative"),
         RejectCase("missing device", value: device.setting("device", nil), code: "wrong_schema", field: "device", mentions: "missing"),
         RejectCase("device with a slash", value: device.setting("device", "a/b"), code: "invalid_field", field: "device", mentions: "characters of"),
+        // Campaign ids are named within their app: a result without its app names no campaign.
+        RejectCase("missing app", value: device.setting("app", nil), code: "wrong_schema", field: "app", mentions: "missing"),
         RejectCase("unknown event", value: campaign.setting("event", "started"), code: "invalid_field", field: "event",
                    mentions: "expected one of: accepted, progress, completed, failed"),
         RejectCase("count for an unknown outcome", value: campaign.setting("counts.sent", 3), code: "invalid_field", field: "counts.sent",
@@ -185,12 +187,12 @@ struct ResultRecordTests {
 
 @Suite("ControlRecord")
 struct ControlRecordTests {
-    static let base: JSONValue = ["v": 1, "campaign": "spring-sale-2026", "action": "cancel", "at": 1_764_489_600_000]
+    static let base: JSONValue = ["v": 1, "app": "shop", "campaign": "spring-sale-2026", "action": "cancel", "at": 1_764_489_600_000]
 
     @Test func decodesTheDocumentedForm() throws {
         let control = try #require(decodeOrRecord(ControlRecord.self, Array(Self.base.jsonText.utf8)))
-        #expect(control == ControlRecord(campaign: "spring-sale-2026", action: .cancel, at: 1_764_489_600_000))
-        #expect(control.kafkaKey == "spring-sale-2026")
+        #expect(control == ControlRecord(campaign: CampaignKey(app: "shop", id: "spring-sale-2026"), action: .cancel, at: 1_764_489_600_000))
+        #expect(control.kafkaKey == "shop/spring-sale-2026")
     }
 
     static let rejects: [RejectCase] = [
@@ -198,6 +200,10 @@ struct ControlRecordTests {
                    mentions: "unknown action \"stop\"; expected one of: cancel, pause, resume"),
         RejectCase("action as a number", value: base.setting("action", 1), code: "wrong_schema", field: "action", mentions: "expected a string"),
         RejectCase("at in seconds", value: base.setting("at", 1_764_489_600), code: "invalid_field", field: "at", mentions: "looks like seconds"),
+        // Written before campaign ids were named within their app: which app's campaign it
+        // stops cannot be told, so it is refused, never applied to a guess.
+        RejectCase("no app", value: base.setting("app", nil), code: "wrong_schema", field: "app", mentions: "missing"),
+        RejectCase("app with a slash", value: base.setting("app", "a/b"), code: "invalid_field", field: "app", mentions: "characters of"),
         RejectCase("missing campaign", value: base.setting("campaign", nil), code: "wrong_schema", field: "campaign", mentions: "missing"),
     ]
 

@@ -2,6 +2,9 @@ import Foundation
 import PushfanCore
 import Testing
 
+/// A campaign of app shop-ios, as the store names it.
+private func shop(_ id: String) -> CampaignKey { CampaignKey(app: "shop-ios", id: id) }
+
 @testable import PushfanStore
 
 /// Operators' commands on the campaign row, on both backends: the row moves once, a repeat
@@ -10,34 +13,34 @@ import Testing
     @Test(arguments: Backend.enabled)
     func commandsMoveTheRowOnce(_ backend: Backend) async throws {
         let store = try await backend.openFresh()
-        #expect(try await store.campaigns.record(id: "p1", app: "shop-ios", audience: 10, shards: 1, status: .planning))
-        #expect(try await store.campaigns.record(id: "r1", app: "shop-ios", audience: 10, shards: 1, status: .running))
+        #expect(try await store.campaigns.record(CampaignKey(app: "shop-ios", id: "p1"), audience: 10, shards: 1, status: .planning))
+        #expect(try await store.campaigns.record(CampaignKey(app: "shop-ios", id: "r1"), audience: 10, shards: 1, status: .running))
 
         // Cancel while planning, then again.
-        #expect(try await store.campaigns.control("p1", .cancel) == .move(from: .planning, to: .cancelled))
-        #expect(try await store.campaigns.control("p1", .cancel) == .already(.cancelled))
-        #expect(try await store.campaigns.control("p1", .resume) == .refused(reason: "campaign p1 was cancelled; it cannot be resumed"))
-        #expect(try await store.campaigns.get("p1")?.status == .cancelled)
+        #expect(try await store.campaigns.control(shop("p1"), .cancel) == .move(from: .planning, to: .cancelled))
+        #expect(try await store.campaigns.control(shop("p1"), .cancel) == .already(.cancelled))
+        #expect(try await store.campaigns.control(shop("p1"), .resume) == .refused(reason: "campaign p1 was cancelled; it cannot be resumed"))
+        #expect(try await store.campaigns.get(shop("p1"))?.status == .cancelled)
         // The planner's own step no longer applies to it.
-        #expect(try await !store.campaigns.transition("p1", from: .planning, to: .running))
+        #expect(try await !store.campaigns.transition(shop("p1"), from: .planning, to: .running))
 
         // Pause and resume a running one.
-        #expect(try await store.campaigns.control("r1", .pause) == .move(from: .running, to: .paused))
-        #expect(try await store.campaigns.statuses(["r1", "p1", "unknown"]) == ["r1": .paused, "p1": .cancelled])
-        #expect(try await store.campaigns.control("r1", .resume) == .move(from: .paused, to: .running))
-        #expect(try await store.campaigns.control("r1", .resume) == .already(.running))
+        #expect(try await store.campaigns.control(shop("r1"), .pause) == .move(from: .running, to: .paused))
+        #expect(try await store.campaigns.statuses([shop("r1"), shop("p1"), shop("unknown"), CampaignKey(app: "other", id: "r1")]) == [shop("r1"): .paused, shop("p1"): .cancelled])
+        #expect(try await store.campaigns.control(shop("r1"), .resume) == .move(from: .paused, to: .running))
+        #expect(try await store.campaigns.control(shop("r1"), .resume) == .already(.running))
 
-        #expect(try await store.campaigns.control("nope", .cancel) == nil)
+        #expect(try await store.campaigns.control(shop("nope"), .cancel) == nil)
         #expect(try await store.campaigns.list(limit: 10).map(\.id).sorted() == ["p1", "r1"])
     }
 
     @Test(arguments: Backend.enabled)
     func racingCommandsLeaveOneWinner(_ backend: Backend) async throws {
         let store = try await backend.openFresh()
-        #expect(try await store.campaigns.record(id: "c1", app: "shop-ios", audience: 10, shards: 1, status: .running))
+        #expect(try await store.campaigns.record(CampaignKey(app: "shop-ios", id: "c1"), audience: 10, shards: 1, status: .running))
         // Eight workers apply the same cancel record at once: one moves it, the others see it done.
         let decisions = try await withThrowingTaskGroup(of: ControlDecision?.self) { group in
-            for _ in 0..<8 { group.addTask { try await store.campaigns.control("c1", .cancel) } }
+            for _ in 0..<8 { group.addTask { try await store.campaigns.control(shop("c1"), .cancel) } }
             return try await group.reduce(into: [ControlDecision?]()) { $0.append($1) }
         }
         #expect(decisions.filter { $0 == .move(from: .running, to: .cancelled) }.count == 1)
@@ -48,29 +51,29 @@ import Testing
     func parkedCampaignsAreDispatchedOnceWhenDue(_ backend: Backend) async throws {
         let store = try await backend.openFresh()
         let now: Int64 = 1_800_000_000_000
-        #expect(try await store.campaigns.record(id: "soon", app: "a", audience: 5, shards: 0, status: .scheduled, sendAt: now + 5_000, now: now))
-        #expect(try await store.campaigns.record(id: "later", app: "a", audience: 5, shards: 0, status: .scheduled, sendAt: now + 3_600_000, now: now))
-        #expect(try await store.campaigns.record(id: "now", app: "a", audience: 5, shards: 1, status: .planning, sendAt: now - 1_000, now: now))
-        #expect(try await store.campaigns.get("soon")?.parked == true)
-        #expect(try await store.campaigns.get("now")?.parked == false)
+        #expect(try await store.campaigns.record(CampaignKey(app: "a", id: "soon"), audience: 5, shards: 0, status: .scheduled, sendAt: now + 5_000, now: now))
+        #expect(try await store.campaigns.record(CampaignKey(app: "a", id: "later"), audience: 5, shards: 0, status: .scheduled, sendAt: now + 3_600_000, now: now))
+        #expect(try await store.campaigns.record(CampaignKey(app: "a", id: "now"), audience: 5, shards: 1, status: .planning, sendAt: now - 1_000, now: now))
+        #expect(try await store.campaigns.get(CampaignKey(app: "a", id: "soon"))?.parked == true)
+        #expect(try await store.campaigns.get(CampaignKey(app: "a", id: "now"))?.parked == false)
 
         // Due within the lead: only "soon"; a cancelled parked one is due at once.
         #expect(try await store.campaigns.dispatchable(now: now, lead: .seconds(10), staleAfter: .seconds(60)).map(\.id) == ["soon"])
-        #expect(try await store.campaigns.control("later", .cancel) == .move(from: .scheduled, to: .cancelled))
+        #expect(try await store.campaigns.control(CampaignKey(app: "a", id: "later"), .cancel) == .move(from: .scheduled, to: .cancelled))
         #expect(try await store.campaigns.dispatchable(now: now, lead: .seconds(10), staleAfter: .seconds(60)).map(\.id) == ["soon", "later"])
 
         // One claim wins; afterwards it is no longer listed.
-        #expect(try await store.campaigns.claimDispatch("soon", staleAfter: .seconds(60), now: now))
-        #expect(try await !store.campaigns.claimDispatch("soon", staleAfter: .seconds(60), now: now))
-        #expect(try await store.campaigns.transition("soon", from: .scheduled, to: .planning, now: now))
+        #expect(try await store.campaigns.claimDispatch(CampaignKey(app: "a", id: "soon"), staleAfter: .seconds(60), now: now))
+        #expect(try await !store.campaigns.claimDispatch(CampaignKey(app: "a", id: "soon"), staleAfter: .seconds(60), now: now))
+        #expect(try await store.campaigns.transition(CampaignKey(app: "a", id: "soon"), from: .scheduled, to: .planning, now: now))
         #expect(try await store.campaigns.dispatchable(now: now + 1_000, lead: .seconds(10), staleAfter: .seconds(60)).map(\.id) == ["later"])
         // Its dispatcher died mid-way: a minute later it is taken again.
         #expect(try await store.campaigns.dispatchable(now: now + 61_000, lead: .seconds(10), staleAfter: .seconds(60)).map(\.id).contains("soon"))
-        #expect(try await store.campaigns.claimDispatch("soon", staleAfter: .seconds(60), now: now + 61_000))
+        #expect(try await store.campaigns.claimDispatch(CampaignKey(app: "a", id: "soon"), staleAfter: .seconds(60), now: now + 61_000))
 
         // A parked campaign paused and resumed goes back to waiting for its time.
-        #expect(try await store.campaigns.record(id: "held", app: "a", audience: 5, shards: 0, status: .scheduled, sendAt: now + 3_600_000, now: now))
-        #expect(try await store.campaigns.control("held", .pause) == .move(from: .scheduled, to: .paused))
-        #expect(try await store.campaigns.control("held", .resume) == .move(from: .paused, to: .scheduled))
+        #expect(try await store.campaigns.record(CampaignKey(app: "a", id: "held"), audience: 5, shards: 0, status: .scheduled, sendAt: now + 3_600_000, now: now))
+        #expect(try await store.campaigns.control(CampaignKey(app: "a", id: "held"), .pause) == .move(from: .scheduled, to: .paused))
+        #expect(try await store.campaigns.control(CampaignKey(app: "a", id: "held"), .resume) == .move(from: .paused, to: .scheduled))
     }
 }

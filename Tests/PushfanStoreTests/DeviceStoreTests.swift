@@ -2,6 +2,9 @@ import Foundation
 import PushfanCore
 import PushfanTestSupport
 import Testing
+
+/// A campaign of app shop-ios, as the store names it.
+private func shop(_ id: String) -> CampaignKey { CampaignKey(app: "shop-ios", id: id) }
 @testable import PushfanStore
 
 /// The shared suite: every test runs on SQLite and on PostgreSQL.
@@ -463,23 +466,23 @@ struct DeviceStoreTests {
         try await store.addTestApp()
         _ = try await store.devices.importDevices(app: "shop-ios", try Synthetic.devices(count: 30, now: now).map { try Validation.device($0.registration) })
         let targets = try await store.audience.page(app: "shop-ios", segment: nil, shard: ShardRange(after: nil, through: nil), cursor: nil, limit: 30)
-        #expect(try await store.campaigns.record(id: "ab", app: "shop-ios", audience: 30, shards: 1))
-        _ = try await store.ledger.claim(campaign: "ab", targets: targets, owner: "w", now: now)
+        #expect(try await store.campaigns.record(CampaignKey(app: "shop-ios", id: "ab"), audience: 30, shards: 1))
+        _ = try await store.ledger.claim(campaign: shop("ab"), targets: targets, owner: "w", now: now)
         func outcome(_ index: Int) -> LedgerOutcome {
             var outcome = LedgerOutcome(rowKey: targets[index].rowKey, state: index % 3 == 0 ? .invalidToken : index < 20 ? .delivered : .skipped)
             outcome.variant = index < 10 ? "a" : index < 20 ? "b" : "holdout"
             return outcome
         }
-        #expect(try await store.ledger.record(campaign: "ab", (0..<30).map(outcome)) == 30)
+        #expect(try await store.ledger.record(campaign: shop("ab"), (0..<30).map(outcome)) == 30)
         // The same outcomes again (a page re-processed after a crash) change nothing.
-        #expect(try await store.ledger.record(campaign: "ab", (0..<30).map(outcome)) == 0)
-        let variants = try await store.ledger.variantCounts(campaign: "ab")
+        #expect(try await store.ledger.record(campaign: shop("ab"), (0..<30).map(outcome)) == 0)
+        let variants = try await store.ledger.variantCounts(campaign: shop("ab"))
         #expect(variants == [
             "a": [.invalidToken: 4, .delivered: 6], "b": [.invalidToken: 3, .delivered: 7], "holdout": [.invalidToken: 3, .skipped: 7],
         ])
-        let total = try await store.ledger.progressCounts(campaign: "ab")
+        let total = try await store.ledger.progressCounts(campaign: shop("ab"))
         #expect(total == [.invalidToken: 10, .delivered: 13, .skipped: 7])
-        #expect(try await store.ledger.variantCounts(campaign: "other").isEmpty)
+        #expect(try await store.ledger.variantCounts(campaign: shop("other")).isEmpty)
     }
 
     @Test(arguments: Backend.enabled)
@@ -489,35 +492,35 @@ struct DeviceStoreTests {
         try await store.addTestApp()
         _ = try await store.devices.importDevices(app: "shop-ios", try Synthetic.devices(count: 200, now: now).map { try Validation.device($0.registration) })
         let targets = try await store.audience.page(app: "shop-ios", segment: nil, shard: ShardRange(after: nil, through: nil), cursor: nil, limit: 200)
-        #expect(try await store.campaigns.record(id: "c1", app: "shop-ios", audience: 200, shards: 1))
-        #expect(try await !store.campaigns.record(id: "c1", app: "shop-ios", audience: 200, shards: 1))
+        #expect(try await store.campaigns.record(CampaignKey(app: "shop-ios", id: "c1"), audience: 200, shards: 1))
+        #expect(try await !store.campaigns.record(CampaignKey(app: "shop-ios", id: "c1"), audience: 200, shards: 1))
 
         // Two processes (two connections) claim the same page at once: each device has one owner.
         let other = try await DeviceStore.open(url, logger: quietLogger)
-        async let a = store.ledger.claim(campaign: "c1", targets: targets, owner: "worker-a", now: now)
-        async let b = other.ledger.claim(campaign: "c1", targets: targets, owner: "worker-b", now: now)
+        async let a = store.ledger.claim(campaign: shop("c1"), targets: targets, owner: "worker-a", now: now)
+        async let b = other.ledger.claim(campaign: shop("c1"), targets: targets, owner: "worker-b", now: now)
         let (claimA, claimB) = try await (a, b)
         #expect(claimA.toSend.count + claimB.toSend.count == 200)
         #expect(Set(claimA.toSend.map(\.rowKey)).isDisjoint(with: claimB.toSend.map(\.rowKey)))
 
         // Outcomes for half; the first final outcome wins.
         let half = Array((claimA.toSend.isEmpty ? claimB.toSend : claimA.toSend).prefix(100))
-        let recorded = try await store.ledger.record(campaign: "c1", half.map { LedgerOutcome(rowKey: $0.rowKey, state: .delivered, apnsID: "id-\($0.rowKey)") })
+        let recorded = try await store.ledger.record(campaign: shop("c1"), half.map { LedgerOutcome(rowKey: $0.rowKey, state: .delivered, apnsID: "id-\($0.rowKey)") })
         #expect(recorded == half.count)
-        #expect(try await store.ledger.record(campaign: "c1", half.map { LedgerOutcome(rowKey: $0.rowKey, state: .failed) }) == 0)
+        #expect(try await store.ledger.record(campaign: shop("c1"), half.map { LedgerOutcome(rowKey: $0.rowKey, state: .failed) }) == 0)
 
         // Re-processing the page after a crash: finished devices are not claimed again; the rest
         // are held by the other owner until its lease runs out, then taken over.
-        let again = try await store.ledger.claim(campaign: "c1", targets: targets, owner: "worker-c", now: now + 1_000)
+        let again = try await store.ledger.claim(campaign: shop("c1"), targets: targets, owner: "worker-c", now: now + 1_000)
         #expect(again.alreadyFinal == half.count)
         #expect(again.toSend.count + again.heldElsewhere == 200 - half.count)
-        let takeover = try await store.ledger.claim(campaign: "c1", targets: targets, owner: "worker-c", now: now + 120_000)
+        let takeover = try await store.ledger.claim(campaign: shop("c1"), targets: targets, owner: "worker-c", now: now + 120_000)
         #expect(takeover.toSend.count == 200 - half.count)
         #expect(takeover.alreadyFinal == half.count)
-        #expect(try await store.ledger.unfinished(campaign: "c1").count == 200 - half.count)
-        let counts = try await store.ledger.outcomeCounts(campaign: "c1")
+        #expect(try await store.ledger.unfinished(campaign: shop("c1")).count == 200 - half.count)
+        let counts = try await store.ledger.outcomeCounts(campaign: shop("c1"))
         #expect(counts[.delivered] == half.count && counts[.claimed] == 200 - half.count)
-        let finished = try await store.ledger.finished(campaign: "c1", after: nil, limit: 1000)
+        let finished = try await store.ledger.finished(campaign: shop("c1"), after: nil, limit: 1000)
         #expect(finished.count == half.count && finished.allSatisfy { $0.state == .delivered && $0.apnsID == "id-\($0.rowKey)" })
     }
 
@@ -528,10 +531,10 @@ struct DeviceStoreTests {
         let other = try await DeviceStore.open(url, logger: quietLogger)
         try await store.addTestApp()
         for round in 0..<20 {
-            _ = try await store.campaigns.record(id: "race-\(round)", app: "shop-ios", audience: 2, shards: 2)
+            _ = try await store.campaigns.record(CampaignKey(app: "shop-ios", id: "race-\(round)"), audience: 2, shards: 2)
             // Two workers finish the campaign's two shards at the same moment.
-            async let first = store.campaigns.finishTask(campaign: "race-\(round)", shard: 0)
-            async let second = other.campaigns.finishTask(campaign: "race-\(round)", shard: 1)
+            async let first = store.campaigns.finishTask(campaign: shop("race-\(round)"), shard: 0)
+            async let second = other.campaigns.finishTask(campaign: shop("race-\(round)"), shard: 1)
             let counts = try await [first, second].map(\.finished)
             #expect(counts.max() == 2, "round \(round): both finishers saw \(counts)")
         }
@@ -559,52 +562,52 @@ struct DeviceStoreTests {
         let targets = try await store.audience.page(app: "shop-ios", segment: nil, shard: ShardRange(after: nil, through: nil), cursor: nil, limit: 50)
 
         // The campaign row keeps the definition; its status changes for exactly one caller.
-        #expect(try await store.campaigns.record(id: "c2", app: "shop-ios", audience: 50, shards: 2, definition: CampaignDefinition(record: #"{"v":1}"#), status: .planning))
-        #expect(try await store.campaigns.definition("c2") == #"{"v":1}"#)
-        #expect(try await store.campaigns.definition("nope") == nil)
-        #expect(try await store.campaigns.transition("c2", from: .planning, to: .running))
-        #expect(try await !store.campaigns.transition("c2", from: .planning, to: .running))
-        #expect(try await store.campaigns.get("c2")?.status == .running)
+        #expect(try await store.campaigns.record(CampaignKey(app: "shop-ios", id: "c2"), audience: 50, shards: 2, definition: CampaignDefinition(record: #"{"v":1}"#), status: .planning))
+        #expect(try await store.campaigns.definition(shop("c2")) == #"{"v":1}"#)
+        #expect(try await store.campaigns.definition(shop("nope")) == nil)
+        #expect(try await store.campaigns.transition(shop("c2"), from: .planning, to: .running))
+        #expect(try await !store.campaigns.transition(shop("c2"), from: .planning, to: .running))
+        #expect(try await store.campaigns.get(shop("c2"))?.status == .running)
         // A step the lifecycle does not allow never reaches the database.
         await #expect(throws: StoreError.invalidInput("a campaign cannot go from completed to running")) {
-            _ = try await store.campaigns.transition("c2", from: .completed, to: .running)
+            _ = try await store.campaigns.transition(shop("c2"), from: .completed, to: .running)
         }
 
         // Finished shards count once each, however often a task is re-processed.
-        #expect(try await store.campaigns.finishTask(campaign: "c2", shard: 0) == (1, 2))
-        #expect(try await store.campaigns.finishTask(campaign: "c2", shard: 0) == (1, 2))
-        #expect(try await store.campaigns.finishTask(campaign: "c2", shard: 1) == (2, 2))
+        #expect(try await store.campaigns.finishTask(campaign: shop("c2"), shard: 0) == (1, 2))
+        #expect(try await store.campaigns.finishTask(campaign: shop("c2"), shard: 0) == (1, 2))
+        #expect(try await store.campaigns.finishTask(campaign: shop("c2"), shard: 1) == (2, 2))
 
         // Shards the planner is still finding: no finisher reaches the count until it settles,
         // holds added meanwhile included.
-        #expect(try await store.campaigns.record(id: "c3", app: "shop-ios", audience: 0, shards: CampaignRegistry.shardsNotYetKnown, status: .planning))
-        #expect(try await store.campaigns.finishTask(campaign: "c3", shard: 0).shards == CampaignRegistry.shardsNotYetKnown)
-        _ = try await store.waves.hold(campaign: "c3", key: "quiet-0-1-1", sendAt: 1, lane: 0, rowKeys: [1])
-        try await store.campaigns.settleShards("c3", shards: 2)
-        try await store.campaigns.settleShards("c3", shards: 2)
-        #expect(try await store.campaigns.get("c3")?.shards == 3)
+        #expect(try await store.campaigns.record(CampaignKey(app: "shop-ios", id: "c3"), audience: 0, shards: CampaignRegistry.shardsNotYetKnown, status: .planning))
+        #expect(try await store.campaigns.finishTask(campaign: shop("c3"), shard: 0).shards == CampaignRegistry.shardsNotYetKnown)
+        _ = try await store.waves.hold(campaign: shop("c3"), key: "quiet-0-1-1", sendAt: 1, lane: 0, rowKeys: [1])
+        try await store.campaigns.settleShards(shop("c3"), shards: 2)
+        try await store.campaigns.settleShards(shop("c3"), shards: 2)
+        #expect(try await store.campaigns.get(shop("c3"))?.shards == 3)
 
         // A released claim is taken over at once, without waiting for its lease.
-        let claim = try await store.ledger.claim(campaign: "c2", targets: targets, owner: "worker-a", lease: .seconds(600), now: now)
+        let claim = try await store.ledger.claim(campaign: shop("c2"), targets: targets, owner: "worker-a", lease: .seconds(600), now: now)
         #expect(claim.toSend.count == 50)
         let keys = targets.map(\.rowKey)
-        try await store.ledger.release(campaign: "c2", owner: "worker-b", rowKeys: keys)  // not b's: no effect
-        #expect(try await store.ledger.claim(campaign: "c2", targets: targets, owner: "worker-b", now: now + 1).heldElsewhere == 50)
-        try await store.ledger.release(campaign: "c2", owner: "worker-a", rowKeys: Array(keys.prefix(20)))
-        let takeover = try await store.ledger.claim(campaign: "c2", targets: targets, owner: "worker-b", now: now + 2)
+        try await store.ledger.release(campaign: shop("c2"), owner: "worker-b", rowKeys: keys)  // not b's: no effect
+        #expect(try await store.ledger.claim(campaign: shop("c2"), targets: targets, owner: "worker-b", now: now + 1).heldElsewhere == 50)
+        try await store.ledger.release(campaign: shop("c2"), owner: "worker-a", rowKeys: Array(keys.prefix(20)))
+        let takeover = try await store.ledger.claim(campaign: shop("c2"), targets: targets, owner: "worker-b", now: now + 2)
         #expect(takeover.toSend.map(\.rowKey) == Array(keys.prefix(20)))
         #expect(takeover.heldElsewhere == 30)
 
         // Final entries of a row-key range, for re-emitting results.
-        try await store.ledger.record(campaign: "c2", keys.prefix(10).map { LedgerOutcome(rowKey: $0, state: .invalidToken, attempts: 2, status: 410, reason: "Unregistered") })
-        let range = try await store.ledger.finished(campaign: "c2", after: keys[4], through: keys[20])
+        try await store.ledger.record(campaign: shop("c2"), keys.prefix(10).map { LedgerOutcome(rowKey: $0, state: .invalidToken, attempts: 2, status: 410, reason: "Unregistered") })
+        let range = try await store.ledger.finished(campaign: shop("c2"), after: keys[4], through: keys[20])
         #expect(range.map(\.rowKey) == Array(keys[5..<10]))
         #expect(range.allSatisfy { $0.state == .invalidToken && $0.status == 410 && $0.reason == "Unregistered" && $0.attempts == 2 })
 
         // Running totals count each device once, whatever is recorded again.
-        try await store.ledger.record(campaign: "c2", keys.prefix(12).map { LedgerOutcome(rowKey: $0, state: .delivered) })
-        #expect(try await store.ledger.progressCounts(campaign: "c2") == [.invalidToken: 10, .delivered: 2])
-        let counted = try await store.ledger.outcomeCounts(campaign: "c2")
+        try await store.ledger.record(campaign: shop("c2"), keys.prefix(12).map { LedgerOutcome(rowKey: $0, state: .delivered) })
+        #expect(try await store.ledger.progressCounts(campaign: shop("c2")) == [.invalidToken: 10, .delivered: 2])
+        let counted = try await store.ledger.outcomeCounts(campaign: shop("c2"))
         #expect(counted[.invalidToken] == 10 && counted[.delivered] == 2)
 
         // An explicit audience: only active devices of this app, sorted.

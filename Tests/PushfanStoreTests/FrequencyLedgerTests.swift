@@ -28,11 +28,11 @@ import Testing
     /// Admits as a sender does: claims the devices for `campaign` with them as candidates
     /// (`DeliveryLedger.claim(admitting:)`); returns those the caps hold back.
     static func admit(
-        _ store: DeviceStore, campaign: String, _ devices: [FrequencyLedger.Candidate], caps: FrequencyCaps, now: Int64
+        _ store: DeviceStore, campaign id: String, _ devices: [FrequencyLedger.Candidate], caps: FrequencyCaps, now: Int64
     ) async throws -> Set<Int64> {
         let targets = devices.map { DeviceTarget(rowKey: $0.rowKey, deviceID: "d-\($0.rowKey)", token: "t", environment: .production, locale: nil) }
         let admission = FrequencyLedger.Admission(app: "capped", caps: caps, candidates: Dictionary(devices.map { ($0.rowKey, $0.zone) }) { first, _ in first })
-        return try await store.ledger.claim(campaign: campaign, targets: targets, owner: "sender", now: now, admitting: admission).capped
+        return try await store.ledger.claim(campaign: CampaignKey(app: "capped", id: id), targets: targets, owner: "sender", now: now, admitting: admission).capped
     }
 
     /// Milliseconds of a wall-clock reading in `zone`.
@@ -55,11 +55,11 @@ import Testing
         #expect(try await Self.admit(store, campaign: "c2", Array(devices.prefix(2)), caps: caps, now: now + 2_000).isEmpty)
         let third = try await Self.admit(store, campaign: "c3", devices, caps: caps, now: now + 3_000)
         #expect(third == Set(keys.prefix(2)), "two pushes today already")
-        #expect(try await store.frequency.pushes(rowKey: keys[2]).map(\.campaign) == ["c1", "c3"])
-        #expect(try await store.frequency.pushes(rowKey: keys[0]).map(\.campaign) == ["c1", "c2"], "the held-back push is not counted")
+        #expect(try await store.frequency.pushes(rowKey: keys[2]).map(\.campaign.id) == ["c1", "c3"])
+        #expect(try await store.frequency.pushes(rowKey: keys[0]).map(\.campaign.id) == ["c1", "c2"], "the held-back push is not counted")
 
         // A device that did not receive c2 after all gives its push back: c3 fits now.
-        try await store.frequency.forget(campaign: "c2", rowKeys: [keys[0]])
+        try await store.frequency.forget(campaign: CampaignKey(app: "capped", id: "c2"), rowKeys: [keys[0]])
         #expect(try await Self.admit(store, campaign: "c3", [devices[0]], caps: caps, now: now + 4_000).isEmpty)
     }
 
@@ -90,7 +90,7 @@ import Testing
         #expect(try await Self.admit(store, campaign: "old", [device], caps: caps, now: then).isEmpty)
         let now = then + 40 * 86_400_000
         #expect(try await Self.admit(store, campaign: "new", [device], caps: caps, now: now).isEmpty)
-        #expect(try await store.frequency.pushes(rowKey: keys[0]).map(\.campaign) == ["new"])
+        #expect(try await store.frequency.pushes(rowKey: keys[0]).map(\.campaign.id) == ["new"])
     }
 
     @Test("admitters of one device for many campaigns at once take turns: exactly the cap gets through", arguments: Backend.enabled)

@@ -23,7 +23,7 @@ import Testing
         // Every id the store takes is one a result record can carry.
         let good = "Device_1.a:b-" + String(repeating: "z", count: 115)
         _ = try await store.devices.register(app: "shop-ios", DeviceRegistration(deviceID: good, token: Synthetic.token(2)))
-        let result = DeviceResult(campaign: "c", device: good, outcome: .delivered, attempts: 1, at: 1_773_993_600_000)
+        let result = DeviceResult(campaign: CampaignKey(app: "shop", id: "c"), device: good, outcome: .delivered, attempts: 1, at: 1_773_993_600_000)
         #expect(try MessageCodec.decode(ResultRecord.self, from: result.encodedJSON()) == .device(result))
     }
 

@@ -2,6 +2,9 @@ import Foundation
 import PushfanCore
 import Testing
 
+/// A campaign of app a, as the store names it.
+private func inA(_ id: String) -> CampaignKey { CampaignKey(app: "a", id: id) }
+
 @testable import PushfanStore
 
 /// What local-time campaigns and quiet hours keep in the store, on both backends: devices'
@@ -84,12 +87,12 @@ import Testing
     func wavesAreDispatchedOnceAndHoldsAddOneShard(_ backend: Backend) async throws {
         let store = try await backend.openFresh()
         let now: Int64 = 1_800_000_000_000
-        #expect(try await store.campaigns.record(id: "c1", app: "a", audience: 9, shards: 4, status: .scheduled, sendAt: now + 5_000, parked: false, now: now))
+        #expect(try await store.campaigns.record(CampaignKey(app: "a", id: "c1"), audience: 9, shards: 4, status: .scheduled, sendAt: now + 5_000, parked: false, now: now))
         // Not parked itself: its waves are.
-        #expect(try await store.campaigns.get("c1")?.parked == false)
+        #expect(try await store.campaigns.get(inA("c1"))?.parked == false)
         #expect(try await store.campaigns.dispatchable(now: now, lead: .seconds(10), staleAfter: .seconds(60)).isEmpty)
-        let soon = CampaignWaves.Wave(campaign: "c1", key: "zone-0", sendAt: now + 5_000, firstShard: 0, shards: 2, zones: ["", "Europe/Berlin"])
-        let later = CampaignWaves.Wave(campaign: "c1", key: "zone-1", sendAt: now + 3_600_000, firstShard: 2, shards: 2, zones: ["Asia/Tokyo"], skip: "local_time_passed")
+        let soon = CampaignWaves.Wave(campaign: inA("c1"), key: "zone-0", sendAt: now + 5_000, firstShard: 0, shards: 2, zones: ["", "Europe/Berlin"])
+        let later = CampaignWaves.Wave(campaign: inA("c1"), key: "zone-1", sendAt: now + 3_600_000, firstShard: 2, shards: 2, zones: ["Asia/Tokyo"], skip: "local_time_passed")
         try await store.waves.park([soon, later])
         try await store.waves.park([soon])
         #expect(try await store.waves.due(now: now, lead: .seconds(10), staleAfter: .seconds(60)) == [soon])
@@ -100,25 +103,25 @@ import Testing
         #expect(try await store.waves.due(now: now + 61_000, lead: .seconds(10), staleAfter: .seconds(60)) == [soon])
         try await store.waves.produced(soon, now: now + 61_000)
         #expect(try await store.waves.due(now: now + 61_000, lead: .seconds(10), staleAfter: .seconds(60)).isEmpty)
-        let parked = try await store.waves.parked(campaign: "c1")
+        let parked = try await store.waves.parked(campaign: inA("c1"))
         #expect(parked.count == 1 && parked.next == now + 3_600_000)
 
         // A cancelled campaign's waves are due at once.
-        #expect(try await store.campaigns.control("c1", .cancel) == .move(from: .scheduled, to: .cancelled))
+        #expect(try await store.campaigns.control(inA("c1"), .cancel) == .move(from: .scheduled, to: .cancelled))
         #expect(try await store.waves.due(now: now, lead: .seconds(10), staleAfter: .seconds(60)) == [later])
 
         // A quiet-hours hold is one more shard, once, however often it is asked for.
-        #expect(try await store.campaigns.record(id: "c2", app: "a", audience: 9, shards: 3, status: .running, now: now))
-        let first = try await store.waves.hold(campaign: "c2", key: "quiet-0-7-\(now + 60_000)", sendAt: now + 60_000, lane: 1, rowKeys: [7, 8])
-        let again = try await store.waves.hold(campaign: "c2", key: "quiet-0-7-\(now + 60_000)", sendAt: now + 60_000, lane: 1, rowKeys: [7, 8])
-        let second = try await store.waves.hold(campaign: "c2", key: "quiet-1-9-\(now + 90_000)", sendAt: now + 90_000, lane: 0, rowKeys: [9])
+        #expect(try await store.campaigns.record(CampaignKey(app: "a", id: "c2"), audience: 9, shards: 3, status: .running, now: now))
+        let first = try await store.waves.hold(campaign: inA("c2"), key: "quiet-0-7-\(now + 60_000)", sendAt: now + 60_000, lane: 1, rowKeys: [7, 8])
+        let again = try await store.waves.hold(campaign: inA("c2"), key: "quiet-0-7-\(now + 60_000)", sendAt: now + 60_000, lane: 1, rowKeys: [7, 8])
+        let second = try await store.waves.hold(campaign: inA("c2"), key: "quiet-1-9-\(now + 90_000)", sendAt: now + 90_000, lane: 0, rowKeys: [9])
         #expect(first == 3 && again == 3 && second == 4)
-        #expect(try await store.campaigns.get("c2")?.shards == 5)
-        let held = try await store.waves.due(now: now + 95_000, lead: .seconds(10), staleAfter: .seconds(60)).filter { $0.campaign == "c2" }
+        #expect(try await store.campaigns.get(inA("c2"))?.shards == 5)
+        let held = try await store.waves.due(now: now + 95_000, lead: .seconds(10), staleAfter: .seconds(60)).filter { $0.campaign == inA("c2") }
         #expect(held.map(\.rowKeys) == [[7, 8], [9]])
         #expect(held.map(\.lane) == [1, 0])
-        await #expect(throws: StoreError.notFound("campaign c3")) {
-            _ = try await store.waves.hold(campaign: "c3", key: "quiet-0-1-1", sendAt: now, lane: 0, rowKeys: [1])
+        await #expect(throws: StoreError.notFound("campaign a/c3")) {
+            _ = try await store.waves.hold(campaign: inA("c3"), key: "quiet-0-1-1", sendAt: now, lane: 0, rowKeys: [1])
         }
     }
 }

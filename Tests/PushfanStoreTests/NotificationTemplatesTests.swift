@@ -33,8 +33,8 @@ import Testing
 
         // A campaign keeps the template it was planned with beside its record.
         let definition = CampaignDefinition(record: #"{"v":1}"#, template: NotificationTemplates.document(changed))
-        #expect(try await store.campaigns.record(id: "c1", app: "shop", audience: 1, shards: 1, definition: definition, status: .planning))
-        #expect(try await store.campaigns.stored("c1") == definition)
+        #expect(try await store.campaigns.record(CampaignKey(app: "shop", id: "c1"), audience: 1, shards: 1, definition: definition, status: .planning))
+        #expect(try await store.campaigns.stored(CampaignKey(app: "shop", id: "c1")) == definition)
         #expect(try NotificationTemplates.read(try #require(definition.template), name: "order") == changed)
     }
 }

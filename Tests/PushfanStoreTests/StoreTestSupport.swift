@@ -133,11 +133,11 @@ extension Sequence {
 
 /// Ledger reads only the tests make: what is still claimed, and every final entry.
 extension DeliveryLedger {
-    func unfinished(campaign: String, limit: Int = 1000) async throws -> [LedgerEntry] {
+    func unfinished(campaign: CampaignKey, limit: Int = 1000) async throws -> [LedgerEntry] {
         try await entries("SELECT row_key, device_id, state, attempts, apns_id, status, reason FROM deliveries WHERE campaign = \(campaign) AND state = 'claimed' ORDER BY row_key LIMIT \(limit)")
     }
 
-    func finished(campaign: String, after cursor: Int64?, limit: Int = 1000) async throws -> [LedgerEntry] {
+    func finished(campaign: CampaignKey, after cursor: Int64?, limit: Int = 1000) async throws -> [LedgerEntry] {
         try await entries("""
             SELECT row_key, device_id, state, attempts, apns_id, status, reason FROM deliveries
             WHERE campaign = \(campaign) AND state <> 'claimed' AND row_key > \(cursor ?? Int64.min) ORDER BY row_key LIMIT \(limit)

@@ -2,6 +2,9 @@ import Foundation
 import PushfanCore
 import Testing
 
+/// A campaign of app shop-ios, as the store names it.
+private func shop(_ id: String) -> CampaignKey { CampaignKey(app: "shop-ios", id: id) }
+
 @testable import PushfanStore
 
 /// The evidence `pushfan devices repair-tokens` reads, on both backends: an invalid device
@@ -24,15 +27,15 @@ import Testing
         }
         for index in tokens.indices { try await register(index, seenAt: now) }
         let targets = try await store.audience.page(app: "shop-ios", segment: nil, shard: ShardRange(after: nil, through: nil), cursor: nil, limit: 10)
-        #expect(try await store.campaigns.record(id: "calls", app: "shop-ios", audience: 4, shards: 1, definition: CampaignDefinition(record: Self.voip), now: now))
-        _ = try await store.ledger.claim(campaign: "calls", targets: targets, owner: "w", now: now + 1_000)
+        #expect(try await store.campaigns.record(CampaignKey(app: "shop-ios", id: "calls"), audience: 4, shards: 1, definition: CampaignDefinition(record: Self.voip), now: now))
+        _ = try await store.ledger.claim(campaign: shop("calls"), targets: targets, owner: "w", now: now + 1_000)
         let outcomes = [
             LedgerOutcome(rowKey: targets[0].rowKey, state: .invalidToken, status: 400, reason: "DeviceTokenNotForTopic"),
             LedgerOutcome(rowKey: targets[1].rowKey, state: .invalidToken, status: 400, reason: "DeviceTokenNotForTopic"),
             LedgerOutcome(rowKey: targets[2].rowKey, state: .delivered, status: 200),
             LedgerOutcome(rowKey: targets[3].rowKey, state: .invalidToken, status: 400, reason: "DeviceTokenNotForTopic"),
         ]
-        #expect(try await store.ledger.record(campaign: "calls", outcomes, now: now + 2_000) == 4)
+        #expect(try await store.ledger.record(campaign: shop("calls"), outcomes, now: now + 2_000) == 4)
         for index in [0, 1, 3] {
             #expect(try await store.devices.invalidate(app: "shop-ios", environment: .production, token: tokens[index], reason: "DeviceTokenNotForTopic", now: now + 2_000))
         }

@@ -41,13 +41,14 @@ struct CampaignControlsTests {
         }
 
         func stored(_ id: String) async throws -> CampaignStatus? {
-            try await store.campaigns.get(id)?.status
+            try await store.campaigns.get(CampaignKey(app: "shop", id: id))?.status
         }
 
         /// A campaign in `status` that this worker has read, as a sending task does.
         func campaign(_ id: String, _ status: CampaignStatus) async throws {
-            #expect(try await store.campaigns.record(id: id, app: "shop", audience: 10, shards: 1, status: status))
-            #expect(try await controls.refresh(id) == status)
+            let key = CampaignKey(app: "shop", id: id)
+            #expect(try await store.campaigns.record(key, audience: 10, shards: 1, status: status))
+            #expect(try await controls.refresh(key) == status)
         }
 
         /// `sqlite3` holding the store's write lock until `release`.
@@ -69,8 +70,11 @@ struct CampaignControlsTests {
 
     static var nowMillis: Int64 { Int64(Date().timeIntervalSince1970 * 1_000) }
 
+    /// The campaign the tests command: "c" of app "shop".
+    static let c = CampaignKey(app: "shop", id: "c")
+
     static func record(_ action: ControlRecord.Action) -> ControlRecord {
-        ControlRecord(campaign: "c", action: action, at: nowMillis)
+        ControlRecord(campaign: c, action: action, at: nowMillis)
     }
 
     static func eventually(_ condition: () async throws -> Bool) async rethrows -> Bool {
@@ -87,20 +91,20 @@ struct CampaignControlsTests {
         for action in [ControlRecord.Action.cancel, .pause] {
             let fixture = try await Fixture(refreshInterval: .zero)
             try await fixture.campaign("c", .running)
-            #expect(fixture.controls.statusStopping(batchOf: "c") == nil, "a running campaign's batch may start")
+            #expect(fixture.controls.statusStopping(batchOf: Self.c) == nil, "a running campaign's batch may start")
 
             let locker = try await fixture.lock()
             fixture.controls.read(Self.record(action))
             let expected = action.target()
-            #expect(await Self.eventually { fixture.controls.statusStopping(batchOf: "c") == expected }, "\(action) did not stop the batches")
+            #expect(await Self.eventually { fixture.controls.statusStopping(batchOf: Self.c) == expected }, "\(action) did not stop the batches")
             // A task's refresh reads the store (readable beside the lock), which still says
             // running, so the write has not landed: what the record said stands.
             #expect(try await fixture.stored("c") == .running)
-            #expect(try await fixture.controls.refresh("c") == expected)
+            #expect(try await fixture.controls.refresh(Self.c) == expected)
 
             await fixture.release(locker)
             #expect(try await Self.eventually { try await fixture.stored("c") == expected }, "the store never recorded \(action)")
-            #expect(fixture.controls.statusStopping(batchOf: "c") == expected)
+            #expect(fixture.controls.statusStopping(batchOf: Self.c) == expected)
             await fixture.finish()
         }
     }
@@ -117,12 +121,12 @@ struct CampaignControlsTests {
         #expect(fixture.logged.withLock { $0.first { $0.contains("control.store_unavailable") } ?? "" }.contains("retry_in_ms="))
         // The store still says running; this worker keeps to the record.
         #expect(try await fixture.stored("c") == .running)
-        #expect(try await fixture.controls.refresh("c") == .cancelled)
-        #expect(fixture.controls.statusStopping(batchOf: "c") == .cancelled)
+        #expect(try await fixture.controls.refresh(Self.c) == .cancelled)
+        #expect(fixture.controls.statusStopping(batchOf: Self.c) == .cancelled)
 
         await fixture.release(locker)
         #expect(try await Self.eventually { try await fixture.stored("c") == .cancelled }, "the cancel never reached the store")
-        #expect(try await fixture.controls.refresh("c") == .cancelled)
+        #expect(try await fixture.controls.refresh(Self.c) == .cancelled)
         await fixture.finish()
     }
 
@@ -132,16 +136,16 @@ struct CampaignControlsTests {
         try await fixture.campaign("c", .running)
         fixture.controls.read(Self.record(.pause))
         #expect(try await Self.eventually { try await fixture.stored("c") == .paused })
-        #expect(fixture.controls.statusStopping(batchOf: "c") == .paused)
+        #expect(fixture.controls.statusStopping(batchOf: Self.c) == .paused)
 
         let locker = try await fixture.lock()
         fixture.controls.read(Self.record(.resume))
         try await Task.sleep(for: .milliseconds(500))
         #expect(try await fixture.stored("c") == .paused, "the store answered through a held lock: the test proves nothing")
-        #expect(fixture.controls.statusStopping(batchOf: "c") == .paused, "resumed before the store said so")
+        #expect(fixture.controls.statusStopping(batchOf: Self.c) == .paused, "resumed before the store said so")
 
         await fixture.release(locker)
-        #expect(await Self.eventually { fixture.controls.statusStopping(batchOf: "c") == nil }, "never resumed")
+        #expect(await Self.eventually { fixture.controls.statusStopping(batchOf: Self.c) == nil }, "never resumed")
         #expect(try await fixture.stored("c") == .running)
         await fixture.finish()
     }
@@ -151,10 +155,10 @@ struct CampaignControlsTests {
         let fixture = try await Fixture()
         try await fixture.campaign("c", .running)
         // Another worker or the API cancelled it; this worker has not read that record yet.
-        #expect(try await fixture.store.campaigns.control("c", .cancel) == .move(from: .running, to: .cancelled))
+        #expect(try await fixture.store.campaigns.control(Self.c, .cancel) == .move(from: .running, to: .cancelled))
         fixture.controls.read(Self.record(.pause))
         await fixture.finish()
-        #expect(fixture.controls.current("c") == .cancelled)
-        #expect(fixture.controls.statusStopping(batchOf: "c") == .cancelled)
+        #expect(fixture.controls.current(Self.c) == .cancelled)
+        #expect(fixture.controls.statusStopping(batchOf: Self.c) == .cancelled)
     }
 }

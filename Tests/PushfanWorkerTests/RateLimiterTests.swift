@@ -76,11 +76,11 @@ struct RateLimiterTests {
         #expect(lanes.bucket(.app("shop", lane: 0), rate: 1_000) === first)
         #expect(lanes.bucket(.app("shop", lane: 1), rate: 1_000) !== first)
         // A campaign named like an app has buckets of its own.
-        #expect(lanes.bucket(.campaign("shop", lane: 0), rate: 1_000) !== first)
+        #expect(lanes.bucket(.campaign(CampaignKey(app: "shop", id: "shop"), lane: 0), rate: 1_000) !== first)
         _ = lanes.bucket(.app("shop", lane: 0), rate: 200)
         #expect(first.capacity == 10)
         #expect(LaneKey.app("shop", lane: 2).description == "shop#2")
-        #expect(LaneKey.campaign("spring", lane: 2).description == "campaign:spring#2")
+        #expect(LaneKey.campaign(CampaignKey(app: "shop", id: "spring"), lane: 2).description == "campaign:shop/spring#2")
     }
 
     @Test("the worker's backoff doubles up to its longest wait")

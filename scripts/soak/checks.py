@@ -20,7 +20,8 @@ def campaign_ends(campaigns, statuses):
 
 def audit_findings(audit_line, campaigns):
     """The audit's JSON line: each campaign audited, and no violation in any."""
-    rows = {row["campaign"]: row for row in audit_line["audit"]}
+    # The audit names a campaign <app>/<id>; the workload's ids are unique across its apps.
+    rows = {row["campaign"].split("/", 1)[-1]: row for row in audit_line["audit"]}
     violations = [f"{row['campaign']}: {v}" for row in rows.values() for v in row["violations"]]
     violations += [f"{c.id}: not audited" for c in campaigns if c.id not in rows]
     return violations, rows

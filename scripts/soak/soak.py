@@ -172,7 +172,8 @@ def statuses_in_store(stack):
         rows = stack.postgres.psql("SELECT id, status FROM campaigns", url=stack.database)
     except subprocess.SubprocessError:
         return {}
-    return dict(line.split("|", 1) for line in rows.splitlines() if "|" in line)
+    # The store names a campaign <app>/<id>; the workload's ids are unique across its apps.
+    return {key.split("/", 1)[-1]: status for key, status in (line.split("|", 1) for line in rows.splitlines() if "|" in line)}
 
 
 def wait_for_ends(stack, campaigns, timeout):

@@ -121,7 +121,7 @@ class Workload:
         return None  # down, 404 before the planner has read it, 503 while the store restarts
 
     def _cli_control(self, campaign, action):
-        done = subprocess.run([self.stack.pushfan, "campaigns", action, campaign.id, "--database", self.stack.database,
+        done = subprocess.run([self.stack.pushfan, "campaigns", action, f"{campaign.app}/{campaign.id}", "--database", self.stack.database,
                                "--brokers", self.stack.kafka.brokers, "--log-level", "error"],
                               capture_output=True, text=True, timeout=120)
         if done.returncode == 0:

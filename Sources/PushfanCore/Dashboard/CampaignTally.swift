@@ -48,6 +48,7 @@ package struct CampaignTally: Codable, Sendable, Equatable {
     package mutating func apply(_ record: ResultRecord) {
         switch record {
         case .device(let result):
+            app = result.app
             outcomes[result.outcome.rawValue, default: 0] += 1
             if let reason = result.reason { reasons["\(result.outcome.rawValue)/\(reason)", default: 0] += 1 }
             perSecond[result.at / 1000, default: 0] += 1

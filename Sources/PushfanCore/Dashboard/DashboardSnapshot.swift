@@ -13,6 +13,7 @@ package struct DashboardSnapshot: Codable, Sendable, Equatable {
     package var deadLetters: [DeadLetter]
 
     package struct CampaignRow: Codable, Sendable, Equatable {
+        /// The campaign's `<app>/<id>` (`CampaignKey.stored`): ids are named within their app.
         package var id: String
         package var app: String?
         /// `running`, `paused`, `completed`, `cancelled`, `failed`, or `sending` while only
@@ -85,7 +86,7 @@ package struct DashboardSnapshot: Codable, Sendable, Equatable {
     /// its last batch is answered, so rates end this long before now.
     package static let settleSeconds: Int64 = 2
 
-    /// Builds the snapshot at `now` (milliseconds) from merged tallies by campaign id, the
+    /// Builds the snapshot at `now` (milliseconds) from merged tallies by `<app>/<id>`, the
     /// apps' limits, the recent dead letters and the chosen campaign (nil: the most recently
     /// active). Rates end `settleSeconds` before the second `now` falls in.
     package static func build(

@@ -55,8 +55,11 @@ package struct Campaign: VersionedMessage, Hashable {
         self.submittedAt = submittedAt
     }
 
-    /// The Kafka key of the record: the campaign id.
-    package var kafkaKey: String { id }
+    /// The campaign's name across the system: its id within its app.
+    package var key: CampaignKey { CampaignKey(app: app, id: id) }
+
+    /// The Kafka key of the record: `<app>/<id>`.
+    package var kafkaKey: String { key.stored }
 
     /// The `apns-collapse-id` to send: `options.collapseID`, else the campaign
     /// id. APNs allows 64 bytes; an id longer than that is shortened to its

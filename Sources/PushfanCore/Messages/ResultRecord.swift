@@ -13,7 +13,7 @@ package enum ResultRecord: VersionedMessage, Hashable {
 
     package static let currentVersion = 1
 
-    /// `<campaign>/<device>` for a device outcome, `<campaign>` for an event.
+    /// `<app>/<campaign>/<device>` for a device outcome, `<app>/<campaign>` for an event.
     package var kafkaKey: String {
         switch self {
         case .device(let result): return result.kafkaKey
@@ -21,11 +21,11 @@ package enum ResultRecord: VersionedMessage, Hashable {
         }
     }
 
-    /// The campaign id the record belongs to.
-    package var campaignID: String {
+    /// The campaign the record belongs to.
+    package var campaignKey: CampaignKey {
         switch self {
-        case .device(let result): return result.campaign
-        case .campaign(let event): return event.campaign
+        case .device(let result): return result.campaignKey
+        case .campaign(let event): return event.campaignKey
         }
     }
 
@@ -88,9 +88,11 @@ package enum DeviceOutcome: String, Codable, Sendable, CaseIterable {
     }
 }
 
-/// A device's final outcome. Kafka key `<campaign>/<device>`.
+/// A device's final outcome. Kafka key `<app>/<campaign>/<device>`.
 package struct DeviceResult: Codable, Sendable, Hashable {
-    /// Campaign id.
+    /// App key.
+    package var app: String
+    /// Campaign id (within `app`).
     package var campaign: String
     /// Device id.
     package var device: String
@@ -110,11 +112,12 @@ package struct DeviceResult: Codable, Sendable, Hashable {
     package var variant: String?
 
     package init(
-        campaign: String, device: String, outcome: DeviceOutcome, status: Int? = nil,
+        campaign: CampaignKey, device: String, outcome: DeviceOutcome, status: Int? = nil,
         reason: String? = nil, apnsID: String? = nil, attempts: Int, at: Int64, variant: String? = nil
     ) {
         self.variant = variant
-        self.campaign = campaign
+        self.app = campaign.app
+        self.campaign = campaign.id
         self.device = device
         self.outcome = outcome
         self.status = status
@@ -124,15 +127,19 @@ package struct DeviceResult: Codable, Sendable, Hashable {
         self.at = at
     }
 
-    /// `<campaign>/<device>`. Neither id can contain `/`.
-    package var kafkaKey: String { "\(campaign)/\(device)" }
+    /// The campaign's name across the system.
+    package var campaignKey: CampaignKey { CampaignKey(app: app, id: campaign) }
+
+    /// `<app>/<campaign>/<device>`. No id can contain `/`.
+    package var kafkaKey: String { "\(app)/\(campaign)/\(device)" }
 
     private enum CodingKeys: String, CodingKey {
-        case v, type, campaign, device, outcome, status, reason, apnsID = "apns_id", attempts, at, variant
+        case v, type, app, campaign, device, outcome, status, reason, apnsID = "apns_id", attempts, at, variant
     }
 
     package init(from decoder: any Decoder) throws {
         let container = try decoder.container(keyedBy: CodingKeys.self)
+        app = try container.field(.app)
         campaign = try container.field(.campaign)
         device = try container.field(.device)
         outcome = try container.field(.outcome)
@@ -150,6 +157,7 @@ package struct DeviceResult: Codable, Sendable, Hashable {
         var container = encoder.container(keyedBy: CodingKeys.self)
         try container.encode(ResultRecord.currentVersion, forKey: .v)
         try container.encode(ResultRecord.Kind.device, forKey: .type)
+        try container.encode(app, forKey: .app)
         try container.encode(campaign, forKey: .campaign)
         try container.encode(device, forKey: .device)
         try container.encode(outcome, forKey: .outcome)
@@ -166,7 +174,7 @@ package struct DeviceResult: Codable, Sendable, Hashable {
     /// device, and the generic encoder took a sixth of a worker's CPU.
     package func encodedJSON() -> [UInt8] {
         var out: [UInt8] = []
-        out.reserveCapacity(160 + campaign.utf8.count + device.utf8.count)
+        out.reserveCapacity(170 + app.utf8.count + campaign.utf8.count + device.utf8.count)
         func text(_ value: String?) {
             if let value { APNsJSONWriter.writeString(value, into: &out) } else { out.append(contentsOf: "null".utf8) }
         }
@@ -174,6 +182,7 @@ package struct DeviceResult: Codable, Sendable, Hashable {
             if let value { out.append(contentsOf: String(value).utf8) } else { out.append(contentsOf: "null".utf8) }
         }
         out.append(contentsOf: #"{"apns_id":"#.utf8); text(apnsID)
+        out.append(contentsOf: #","app":"#.utf8); text(app)
         out.append(contentsOf: #","at":"#.utf8); number(at)
         out.append(contentsOf: #","attempts":"#.utf8); number(Int64(attempts))
         out.append(contentsOf: #","campaign":"#.utf8); text(campaign)
@@ -196,6 +205,7 @@ package struct DeviceResult: Codable, Sendable, Hashable {
     package init?(canonicalJSON bytes: UnsafeRawBufferPointer) {
         var reader = CanonicalReader(bytes: bytes)
         guard reader.literal(#"{"apns_id":"#), let apnsID = reader.optionalString(),
+              reader.literal(#","app":"#), let app = reader.optionalString() ?? nil,
               reader.literal(#","at":"#), let at = reader.integer(),
               reader.literal(#","attempts":"#), let attempts = reader.integer(),
               reader.literal(#","campaign":"#), let campaign = reader.optionalString() ?? nil,
@@ -212,12 +222,13 @@ package struct DeviceResult: Codable, Sendable, Hashable {
         }
         guard reader.literal("}"), reader.atEnd, let attemptCount = Int(exactly: attempts) else { return nil }
         self.init(
-            campaign: campaign, device: device, outcome: outcome, status: status.flatMap { Int(exactly: $0) }, reason: reason, apnsID: apnsID,
+            campaign: CampaignKey(app: app, id: campaign), device: device, outcome: outcome, status: status.flatMap { Int(exactly: $0) }, reason: reason, apnsID: apnsID,
             attempts: attemptCount, at: at, variant: variant)
         guard (try? validate()) != nil else { return nil }
     }
 
     package func validate() throws(MessageDecodingError) {
+        try Rules.identifier(app, field: "app")
         try Rules.identifier(campaign, field: "campaign")
         try Rules.identifier(device, field: "device")
         if let variant { try Rules.identifier(variant, field: "variant") }
@@ -229,7 +240,7 @@ package struct DeviceResult: Codable, Sendable, Hashable {
     }
 }
 
-/// A step in a campaign's life. Kafka key `<campaign>`, so the latest event per
+/// A step in a campaign's life. Kafka key `<app>/<campaign>`, so the latest event per
 /// campaign is its current state.
 package struct CampaignEvent: Codable, Sendable, Hashable {
     package enum Event: String, Codable, Sendable, CaseIterable {
@@ -319,8 +330,11 @@ package struct CampaignEvent: Codable, Sendable, Hashable {
     /// Sum of all outcome counts: devices finished so far.
     package var finished: Int { counts.values.reduce(0, +) }
 
-    /// `<campaign>`.
-    package var kafkaKey: String { campaign }
+    /// The campaign's name across the system.
+    package var campaignKey: CampaignKey { CampaignKey(app: app, id: campaign) }
+
+    /// `<app>/<campaign>`.
+    package var kafkaKey: String { campaignKey.stored }
 
     private enum CodingKeys: String, CodingKey {
         case v, type, campaign, app, event, audience, counts, error, submission, at, variants

@@ -9,10 +9,12 @@
 package struct TaskRecord: VersionedMessage, Hashable {
     package static let currentVersion = 1
 
-    /// Campaign id.
+    /// Campaign id (within `app`).
     package var campaign: String
     /// App key.
     package var app: String
+    /// The campaign's name across the system.
+    package var campaignKey: CampaignKey { CampaignKey(app: app, id: campaign) }
     /// This shard's number, `0 ..< shards`.
     package var shard: Int
     /// How many shards the campaign had, as far as the planner knew when it made this task:

@@ -30,7 +30,7 @@ struct PostgresBackend: SQLBackend {
 
     /// Under READ COMMITTED two tasks finishing at once would each miss the other's row and
     /// neither would see the campaign complete: the campaign row makes them take turns.
-    func lockCampaign(_ connection: any SQLConnection, _ campaign: String) throws(StoreError) {
+    func lockCampaign(_ connection: any SQLConnection, _ campaign: CampaignKey) throws(StoreError) {
         try connection.execute("SELECT 1 FROM campaigns WHERE id = \(campaign) FOR UPDATE")
     }
 
@@ -40,7 +40,7 @@ struct PostgresBackend: SQLBackend {
         try connection.execute("SELECT row_key FROM devices WHERE app = \(app) AND row_key" + isIn(rowKeys, type: "bigint") + " ORDER BY row_key FOR UPDATE")
     }
 
-    func claimRows(campaign: String, _ targets: ArraySlice<DeviceTarget>, owner: String, leaseUntil: Int64, now: Int64) -> SQLStatement {
+    func claimRows(campaign: CampaignKey, _ targets: ArraySlice<DeviceTarget>, owner: String, leaseUntil: Int64, now: Int64) -> SQLStatement {
         """
          SELECT \(campaign), u.r, u.d, 'claimed', 0, \(owner), \(leaseUntil), \(now)
         FROM unnest(\(PostgresArray.literal(targets.map { String($0.rowKey) }))::bigint[], \(PostgresArray.literal(targets.map(\.deviceID)))::text[]) AS u(r, d)

@@ -22,12 +22,12 @@ struct SQLiteBackend: SQLBackend {
     }
 
     /// SQLite transactions take the write lock when they begin: finishers already take turns.
-    func lockCampaign(_ connection: any SQLConnection, _ campaign: String) throws(StoreError) {}
+    func lockCampaign(_ connection: any SQLConnection, _ campaign: CampaignKey) throws(StoreError) {}
 
     /// The write transaction is already one at a time.
     func lockDevices(_ connection: any SQLConnection, app: String, _ rowKeys: [SQLValue]) throws(StoreError) {}
 
-    func claimRows(campaign: String, _ targets: ArraySlice<DeviceTarget>, owner: String, leaseUntil: Int64, now: Int64) -> SQLStatement {
+    func claimRows(campaign: CampaignKey, _ targets: ArraySlice<DeviceTarget>, owner: String, leaseUntil: Int64, now: Int64) -> SQLStatement {
         var rows: SQLStatement = " VALUES "
         for (index, target) in targets.enumerated() {
             if index > 0 { rows.append(",") }
