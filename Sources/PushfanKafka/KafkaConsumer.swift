@@ -209,8 +209,13 @@ package final class KafkaConsumer: Sendable {
             if code != 0 {
                 logger.warning("kafka.consumer_close", ["kafka.code": String(cString: rd_kafka_err2name(rd_kafka_resp_err_t(rawValue: code)))])
             }
-            await BlockingWork.run { rd_kafka_destroy(handle.raw) }
-            context.release()
+            if Self.destroyWouldAbort(handle.raw, context: context.takeUnretainedValue()) {
+                // The consumer has left its group; its handle and threads go with the process.
+                logger.info("kafka.consumer_destroy_skipped", ["reason": "librdkafka before 2.3.0 aborts destroying a cooperative-sticky consumer never assigned (librdkafka #4312)"])
+            } else {
+                await BlockingWork.run { rd_kafka_destroy(handle.raw) }
+                context.release()
+            }
             outcome.continuation.yield(true)
         }
         let bound = Task {
@@ -293,6 +298,21 @@ package final class KafkaConsumer: Sendable {
         }
     }
 
+    /// librdkafka before 2.3.0 asserts in `rd_kafka_destroy` when a cooperative-sticky
+    /// consumer never received an assignment (its assignor state is made by the first one;
+    /// librdkafka #4312, fixed by #4381): a worker stopped while its first join was still
+    /// under way died with SIGABRT instead of exiting. Debian 12 ships 2.0.2.
+    private static func destroyWouldAbort(_ client: OpaquePointer, context: ClientContext) -> Bool {
+        guard abortsDestroyingUnassignedCooperative, !context.assignedOnce.withLock({ $0 }) else { return false }
+        var size = 64
+        var value = [CChar](repeating: 0, count: size)
+        guard let conf = rd_kafka_conf(client), rd_kafka_conf_get(conf, "partition.assignment.strategy", &value, &size) == RD_KAFKA_CONF_OK else { return false }
+        return String(decoding: value.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self).contains("cooperative-sticky")
+    }
+
+    /// Whether the linked librdkafka has that bug (before 2.3.0).
+    package static var abortsDestroyingUnassignedCooperative: Bool { rd_kafka_version() < 0x0203_00ff }
+
     /// Runs on the poll thread (or in close) when the group coordinator moves partitions.
     private static func rebalance(
         client: OpaquePointer, code: rd_kafka_resp_err_t, partitions: UnsafeMutablePointer<rd_kafka_topic_partition_list_t>?,
@@ -303,6 +323,7 @@ package final class KafkaConsumer: Sendable {
         let events = context.consumerEvents
         switch code {
         case RD_KAFKA_RESP_ERR__ASSIGN_PARTITIONS:
+            context.assignedOnce.withLock { $0 = true }
             if let partitions, let handler = context.assignHandler.withLock({ $0 }) {
                 let starts = handler(changed)
                 for index in 0..<Int(partitions.pointee.cnt) {

@@ -21,6 +21,8 @@ final class ClientContext: Sendable {
     /// Called on the poll thread when partitions are assigned, for the offsets to start
     /// them at; see `KafkaConsumer.onAssign`.
     let assignHandler = Locked<(@Sendable ([TopicPartition]) -> [TopicPartition: Int64])?>(nil)
+    /// The group has handed this consumer an assignment (possibly empty) at least once.
+    let assignedOnce = Locked(false)
     /// Consumer lag per topic and partition from librdkafka's last statistics (consumers).
     let consumerLag = Locked<[String: [Int32: Int64]]>([:])
 

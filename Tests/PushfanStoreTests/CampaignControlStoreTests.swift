@@ -2,10 +2,10 @@ import Foundation
 import PushfanCore
 import Testing
 
+@testable import PushfanStore
+
 /// A campaign of app shop-ios, as the store names it.
 private func shop(_ id: String) -> CampaignKey { CampaignKey(app: "shop-ios", id: id) }
-
-@testable import PushfanStore
 
 /// Operators' commands on the campaign row, on both backends: the row moves once, a repeat
 /// changes nothing, an unknown campaign is told apart, and senders read many statuses at once.

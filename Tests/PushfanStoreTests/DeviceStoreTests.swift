@@ -2,10 +2,10 @@ import Foundation
 import PushfanCore
 import PushfanTestSupport
 import Testing
+@testable import PushfanStore
 
 /// A campaign of app shop-ios, as the store names it.
 private func shop(_ id: String) -> CampaignKey { CampaignKey(app: "shop-ios", id: id) }
-@testable import PushfanStore
 
 /// The shared suite: every test runs on SQLite and on PostgreSQL.
 @Suite(.timeLimit(.minutes(5)))
@@ -22,6 +22,38 @@ struct DeviceStoreTests {
         let second = try await DeviceStore.open(url, logger: quietLogger)
         #expect(try await second.migrate() == [])
         #expect(try await second.apps.get("shop-ios") != nil)
+    }
+
+    @Test("migration 17 moves every campaign row of a database written before it into its app's names", arguments: Backend.enabled)
+    func campaignRowsMoveIntoTheirApps(_ backend: Backend) async throws {
+        let store = try await backend.openFresh()
+        try await store.addTestApp()
+        _ = try await store.devices.importDevices(app: "shop-ios", try Synthetic.devices(count: 20, now: now).map { try Validation.device($0.registration) })
+        let targets = try await store.audience.page(app: "shop-ios", segment: nil, shard: ShardRange(after: nil, through: nil), cursor: nil, limit: 20)
+        #expect(try await store.campaigns.record(shop("old"), audience: 20, shards: 2))
+        _ = try await store.ledger.claim(campaign: shop("old"), targets: targets, owner: "w", now: now)
+        #expect(try await store.ledger.record(campaign: shop("old"), targets.prefix(5).map { LedgerOutcome(rowKey: $0.rowKey, state: .delivered) }) == 5)
+        _ = try await store.campaigns.finishTask(campaign: shop("old"), shard: 0)
+        // Back to the shape before migration 17: every campaign column held the bare id.
+        let tables = ["deliveries", "campaign_tasks", "campaign_counts", "campaigns"]
+        try await store.ledger.executor.run { connection throws(StoreError) in
+            for table in tables {
+                let column = table == "campaigns" ? "id" : "campaign"
+                try connection.execute("UPDATE \(raw: table) SET \(raw: column) = substr(\(raw: column), 10)")
+            }
+            try connection.execute("DELETE FROM schema_migrations WHERE version = 17")
+        }
+        #expect(try await store.campaigns.get(shop("old")) == nil)
+        #expect(try await store.migrate() == [17])
+        let row = try #require(try await store.campaigns.get(shop("old")))
+        #expect(row.id == "old" && row.app == "shop-ios" && row.audience == 20)
+        #expect(try await store.ledger.progressCounts(campaign: shop("old")) == [.delivered: 5])
+        #expect(try await store.ledger.outcomeCounts(campaign: shop("old")) == [.delivered: 5, .claimed: 15])
+        #expect(try await store.campaigns.finishedTasks(shop("old")) == 1)
+        // Another app's campaign of the same id is another campaign.
+        try await store.addTestApp("news")
+        #expect(try await store.campaigns.record(CampaignKey(app: "news", id: "old"), audience: 1, shards: 1))
+        #expect(try await store.campaigns.get(shop("old"))?.audience == 20)
     }
 
     @Test(arguments: Backend.enabled)

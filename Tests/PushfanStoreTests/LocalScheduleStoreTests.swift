@@ -2,10 +2,10 @@ import Foundation
 import PushfanCore
 import Testing
 
+@testable import PushfanStore
+
 /// A campaign of app a, as the store names it.
 private func inA(_ id: String) -> CampaignKey { CampaignKey(app: "a", id: id) }
-
-@testable import PushfanStore
 
 /// What local-time campaigns and quiet hours keep in the store, on both backends: devices'
 /// quiet hours from every way in, an app's default zone, pages of one zone wave, and parked

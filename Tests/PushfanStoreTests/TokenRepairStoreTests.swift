@@ -2,10 +2,10 @@ import Foundation
 import PushfanCore
 import Testing
 
+@testable import PushfanStore
+
 /// A campaign of app shop-ios, as the store names it.
 private func shop(_ id: String) -> CampaignKey { CampaignKey(app: "shop-ios", id: id) }
-
-@testable import PushfanStore
 
 /// The evidence `pushfan devices repair-tokens` reads, on both backends: an invalid device
 /// with each campaign whose token rejection came after its last registration, and the
