@@ -20,7 +20,10 @@ package final class KafkaConsumer: Sendable {
 
     package init(configuration: KafkaConsumerConfiguration, logger: Logger) throws(KafkaError) {
         let channel = ConsumerEventChannel(capacity: configuration.bufferCapacity)
-        let context = ClientContext(logger: logger, consumerEvents: channel)
+        let strategy = configuration.rdkafkaProperties.last { $0.0 == "partition.assignment.strategy" }?.1
+        let context = ClientContext(
+            logger: logger, consumerEvents: channel,
+            cooperative: strategy?.trimmingCharacters(in: .whitespaces) == "cooperative-sticky")
         (handle, self.context) = try makeRDKafkaClient(
             type: RD_KAFKA_CONSUMER, properties: configuration.rdkafkaProperties, context: context
         ) { conf in
@@ -209,7 +212,7 @@ package final class KafkaConsumer: Sendable {
             if code != 0 {
                 logger.warning("kafka.consumer_close", ["kafka.code": String(cString: rd_kafka_err2name(rd_kafka_resp_err_t(rawValue: code)))])
             }
-            if Self.destroyWouldAbort(handle.raw, context: context.takeUnretainedValue()) {
+            if Self.destroyWouldAbort(context: context.takeUnretainedValue()) {
                 // The consumer has left its group; its handle and threads go with the process.
                 logger.info("kafka.consumer_destroy_skipped", ["reason": "librdkafka before 2.3.0 aborts destroying a cooperative-sticky consumer never assigned (librdkafka #4312)"])
             } else {
@@ -302,12 +305,8 @@ package final class KafkaConsumer: Sendable {
     /// consumer never received an assignment (its assignor state is made by the first one;
     /// librdkafka #4312, fixed by #4381): a worker stopped while its first join was still
     /// under way died with SIGABRT instead of exiting. Debian 12 ships 2.0.2.
-    private static func destroyWouldAbort(_ client: OpaquePointer, context: ClientContext) -> Bool {
-        guard abortsDestroyingUnassignedCooperative, !context.assignedOnce.withLock({ $0 }) else { return false }
-        var size = 64
-        var value = [CChar](repeating: 0, count: size)
-        guard let conf = rd_kafka_conf(client), rd_kafka_conf_get(conf, "partition.assignment.strategy", &value, &size) == RD_KAFKA_CONF_OK else { return false }
-        return String(decoding: value.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self).contains("cooperative-sticky")
+    private static func destroyWouldAbort(context: ClientContext) -> Bool {
+        abortsDestroyingUnassignedCooperative && context.cooperative && !context.assignedOnce.withLock { $0 }
     }
 
     /// Whether the linked librdkafka has that bug (before 2.3.0).
@@ -318,7 +317,8 @@ package final class KafkaConsumer: Sendable {
         client: OpaquePointer, code: rd_kafka_resp_err_t, partitions: UnsafeMutablePointer<rd_kafka_topic_partition_list_t>?,
         context: ClientContext
     ) {
-        let cooperative = String(cString: rd_kafka_rebalance_protocol(client)) == "COOPERATIVE"
+        // NULL before the consumer has joined or once it is closing: the configured protocol.
+        let cooperative = rd_kafka_rebalance_protocol(client).map { String(cString: $0) == "COOPERATIVE" } ?? context.cooperative
         let changed = partitions.map(KafkaConsumer.partitions(of:)) ?? []
         let events = context.consumerEvents
         switch code {

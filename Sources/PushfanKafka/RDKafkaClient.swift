@@ -26,9 +26,14 @@ final class ClientContext: Sendable {
     /// Consumer lag per topic and partition from librdkafka's last statistics (consumers).
     let consumerLag = Locked<[String: [Int32: Int64]]>([:])
 
-    init(logger: Logger, consumerEvents: ConsumerEventChannel? = nil) {
+    /// The consumer was configured for the cooperative rebalance protocol
+    /// (`partition.assignment.strategy` cooperative-sticky).
+    let cooperative: Bool
+
+    init(logger: Logger, consumerEvents: ConsumerEventChannel? = nil, cooperative: Bool = false) {
         self.logger = logger
         self.consumerEvents = consumerEvents
+        self.cooperative = cooperative
     }
 
     static func from(_ opaque: UnsafeMutableRawPointer?) -> ClientContext? {

@@ -88,7 +88,7 @@ struct KafkaInteropTests {
         let lines = read.out.split(separator: "\n")
         #expect(lines.count == 1, "expected one record, kcat read: \(read.out)")
         let parts = try #require(lines.first?.split(separator: "\t", maxSplits: 1))
-        #expect(parts.first == "spring-sale-2026")
+        #expect(parts.first == "shop-ios/spring-sale-2026")
         let campaign = try MessageCodec.decode(Campaign.self, from: Data(parts[1].utf8))
         #expect(campaign.id == "spring-sale-2026")
     }
