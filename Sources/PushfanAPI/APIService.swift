@@ -89,6 +89,7 @@ package final class APIService: Sendable {
         DeviceRoutes.add(to: &router, store: store, logger: logger)
         CampaignRoutes.add(to: &router, store: store, writer: writer)
         NotificareRoutes.add(to: &router, store: store)
+        TokenRoutes.add(to: &router, store: store)
         SegmentRoutes.add(to: &router, store: store)
         TemplateRoutes.add(to: &router, store: store)
         AdminRoutes.add(to: &router, store: store, credentialFiles: credentialFiles)

@@ -27,8 +27,8 @@ enum AdminRoutes {
         })
         router.add("POST", "/v1/admin/keys", Route(roles: [], admin: true) { call in
             let body = try APIService.jsonObject(call.request)
-            let role = try KeyRole(name: try text(body, "role"), app: try optionalText(body, "app"))
-            let (key, token) = try await store.adminKeys.add(name: try text(body, "name"), role: role)
+            let role = try KeyRole(name: try BodyFields.text(body, "role"), app: try BodyFields.optionalText(body, "app"))
+            let (key, token) = try await store.adminKeys.add(name: try BodyFields.text(body, "name"), role: role)
             guard case .object(var answer) = key.json else { return .json(500, [:]) }
             answer["key"] = .string(token)
             return .json(201, .object(answer), headers: ["Location": "/v1/admin/keys/\(key.id)"])
@@ -45,14 +45,14 @@ enum AdminRoutes {
         })
         router.add("POST", "/v1/admin/apps", Route(roles: [], admin: true) { call in
             let body = try APIService.jsonObject(call.request)
-            let app = try text(body, "app")
-            let rate = try number(body, "rate") ?? 1000
+            let app = try BodyFields.text(body, "app")
+            let rate = try BodyFields.number(body, "rate") ?? 1000
             var registration = AppRegistration(
-                app: app, topic: try text(body, "topic"), credentials: try credentials(credentialFiles, body),
-                environment: try APNsEnvironment(parsing: try optionalText(body, "environment") ?? "production"), ratePerSecond: rate,
-                timeZone: try optionalText(body, "time_zone"))
+                app: app, topic: try BodyFields.text(body, "topic"), credentials: try credentials(credentialFiles, body),
+                environment: try APNsEnvironment(parsing: try BodyFields.optionalText(body, "environment") ?? "production"), ratePerSecond: rate,
+                timeZone: try BodyFields.optionalText(body, "time_zone"))
             registration.timeZone = registration.timeZone.flatMap { $0.isEmpty ? nil : $0 }
-            registration.defaultCategory = try optionalText(body, "default_category")
+            registration.defaultCategory = try BodyFields.optionalText(body, "default_category")
             registration.frequencyCaps = try frequencyCaps(body, key: "frequency_caps", required: false)
             let secrets = try await store.apps.add(registration)
             return .json(201, ["app": .string(app), "master_secret": .string(secrets.master), "application_secret": .string(secrets.application)],
@@ -63,7 +63,7 @@ enum AdminRoutes {
             return .json(200, json(app))
         })
         router.add("PUT", "/v1/admin/apps/{app}/rate", Route(roles: [], admin: true) { call in
-            guard let rate = try number(try APIService.jsonObject(call.request), "rate") else {
+            guard let rate = try BodyFields.number(try APIService.jsonObject(call.request), "rate") else {
                 throw APIError(400, "invalid_input", "rate: required, sends per second", field: "rate")
             }
             try await store.apps.setRate(app: call.parameter("app"), ratePerSecond: rate)
@@ -74,7 +74,7 @@ enum AdminRoutes {
             guard body.keys.contains("category") else {
                 throw APIError(400, "invalid_input", "category: required, the category name or null to remove it", field: "category")
             }
-            let category = try optionalText(body, "category")
+            let category = try BodyFields.optionalText(body, "category")
             try await store.apps.setDefaultCategory(app: call.parameter("app"), category: category)
             return .json(200, ["app": .string(call.parameter("app")), "default_category": category.map { .string($0) } ?? .null])
         })
@@ -93,7 +93,7 @@ enum AdminRoutes {
                 throw APIError.notFound("no route \(call.request.method) \(call.request.path): the secrets are master and application")
             }
             let body = call.request.body.isEmpty ? [:] : try APIService.jsonObject(call.request)
-            let grace = try number(body, "grace_s") ?? 86_400
+            let grace = try BodyFields.number(body, "grace_s") ?? 86_400
             guard (0...(30 * 86_400)).contains(grace) else { throw APIError(400, "invalid_input", "grace_s: 0 to 2592000 seconds", field: "grace_s") }
             let secret = try await store.apps.rotate(app: call.parameter("app"), role, grace: .seconds(grace))
             return .json(200, ["app": .string(call.parameter("app")), "which": .string(role.rawValue), "secret": .string(secret), "old_valid_s": .int(Int64(grace))])
@@ -104,15 +104,15 @@ enum AdminRoutes {
     /// loaded now so a wrong file fails here and not at a campaign's first send.
     private static func credentials(_ files: CredentialFiles, _ body: [String: JSONValue]) throws -> APNsCredentialsReference {
         let reference: APNsCredentialsReference
-        if let team = try optionalText(body, "team_id") {
-            for (field, value) in [("team_id", team), ("key_id", try text(body, "key_id"))] where !ProviderSigningKey.hasAppleIDShape(value) {
+        if let team = try BodyFields.optionalText(body, "team_id") {
+            for (field, value) in [("team_id", team), ("key_id", try BodyFields.text(body, "key_id"))] where !ProviderSigningKey.hasAppleIDShape(value) {
                 throw APIError(400, "invalid_input", "\(field): Apple's 10-character id of A-Z and 0-9, got \(value.debugDescription)", field: field)
             }
-            reference = .token(teamID: team, keyID: try text(body, "key_id"), keyFile: try files.path(try text(body, "key_file"), field: "key_file"))
-        } else if let certificate = try optionalText(body, "cert") {
+            reference = .token(teamID: team, keyID: try BodyFields.text(body, "key_id"), keyFile: try files.path(try BodyFields.text(body, "key_file"), field: "key_file"))
+        } else if let certificate = try BodyFields.optionalText(body, "cert") {
             reference = .certificate(
                 certificateFile: try files.path(certificate, field: "cert"),
-                keyFile: try optionalText(body, "cert_key").map { given throws(APIError) in try files.path(given, field: "cert_key") })
+                keyFile: try BodyFields.optionalText(body, "cert_key").map { given throws(APIError) in try files.path(given, field: "cert_key") })
         } else {
             throw APIError(400, "invalid_input", "give team_id, key_id and key_file (token auth) or cert and cert_key (certificate auth)", field: "team_id")
         }
@@ -120,27 +120,6 @@ enum AdminRoutes {
             throw APIError(422, "invalid_credentials", "the credentials cannot be used: \(error)")
         }
         return reference
-    }
-
-    private static func optionalText(_ body: [String: JSONValue], _ field: String) throws -> String? {
-        switch body[field] {
-        case nil, .null?: return nil
-        case .string(let value)?: return value
-        default: throw APIError(400, "invalid_input", "\(field): expected a string", field: field)
-        }
-    }
-
-    private static func text(_ body: [String: JSONValue], _ field: String) throws -> String {
-        guard let value = try optionalText(body, field), !value.isEmpty else { throw APIError(400, "invalid_input", "\(field): required", field: field) }
-        return value
-    }
-
-    private static func number(_ body: [String: JSONValue], _ field: String) throws -> Int? {
-        switch body[field] {
-        case nil, .null?: return nil
-        case .int(let value)?: return Int(value)
-        default: throw APIError(400, "invalid_input", "\(field): expected a whole number", field: field)
-        }
     }
 
     /// Member `key`: rules as `pushes/window` texts (`["3/1d", "1/1h"]`); empty (or, when not

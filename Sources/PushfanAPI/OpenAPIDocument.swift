@@ -280,6 +280,119 @@ enum OpenAPIDocument {
     ],
     "type": "object"
    },
+   "KindToken": {
+    "properties": {
+     "activity_id": {
+      "type": "string"
+     },
+     "attributes_type": {
+      "type": "string"
+     },
+     "created": {
+      "type": "integer"
+     },
+     "environment": {
+      "enum": [
+       "production",
+       "sandbox"
+      ],
+      "type": "string"
+     },
+     "expires_at": {
+      "type": [
+       "integer",
+       "null"
+      ]
+     },
+     "invalid_reason": {
+      "type": [
+       "string",
+       "null"
+      ]
+     },
+     "kind": {
+      "type": "string"
+     },
+     "last_seen": {
+      "type": "integer"
+     },
+     "status": {
+      "description": "active, invalid (APNs refused it) or retired (its Live Activity ended)",
+      "enum": [
+       "active",
+       "invalid",
+       "retired"
+      ],
+      "type": "string"
+     },
+     "token": {
+      "type": "string"
+     }
+    },
+    "required": [
+     "kind",
+     "token",
+     "environment",
+     "status",
+     "created",
+     "last_seen"
+    ],
+    "type": "object"
+   },
+   "KindTokenInput": {
+    "additionalProperties": false,
+    "description": "a token of one kind; attributes_type only for liveactivity_start (required there), activity_id only for liveactivity_update (required there)",
+    "properties": {
+     "activity_id": {
+      "description": "liveactivity_update: the activity the token updates",
+      "type": "string"
+     },
+     "attributes_type": {
+      "description": "liveactivity_start: the ActivityAttributes type the token starts",
+      "type": "string"
+     },
+     "environment": {
+      "description": "default: the device's",
+      "enum": [
+       "production",
+       "sandbox"
+      ],
+      "type": "string"
+     },
+     "expires_at": {
+      "description": "ms since the epoch after which it is not sent to (a Live Activity's end)",
+      "minimum": 100000000000,
+      "type": "integer"
+     },
+     "token": {
+      "description": "hex, as APNs issued it",
+      "type": "string"
+     }
+    },
+    "required": [
+     "token"
+    ],
+    "type": "object"
+   },
+   "KindTokenRegistered": {
+    "properties": {
+     "created": {
+      "type": "boolean"
+     },
+     "device": {
+      "type": "string"
+     },
+     "kind": {
+      "type": "string"
+     }
+    },
+    "required": [
+     "device",
+     "kind",
+     "created"
+    ],
+    "type": "object"
+   },
    "Message": {
     "properties": {
      "message": {
@@ -1716,6 +1829,147 @@ enum OpenAPIDocument {
     "security": [],
     "summary": "The process answers"
    }
+  },
+  "/live-activity": {
+   "post": {
+    "requestBody": {
+     "content": {
+      "application/json": {
+       "schema": {
+        "properties": {
+         "activity": {
+          "description": "the id the app chose for the activity",
+          "type": "string"
+         },
+         "deviceID": {
+          "type": "string"
+         },
+         "token": {
+          "description": "the activity's update token, hex",
+          "type": "string"
+         },
+         "topics": {
+          "items": {
+           "type": "string"
+          },
+          "type": "array"
+         }
+        },
+        "required": [
+         "activity",
+         "token",
+         "deviceID"
+        ],
+        "type": "object"
+       }
+      }
+     },
+     "required": true
+    },
+    "responses": {
+     "200": {
+      "content": {
+       "application/json": {
+        "schema": {
+         "$ref": "#/components/schemas/Message"
+        }
+       }
+      },
+      "description": "done"
+     },
+     "400": {
+      "$ref": "#/components/responses/Invalid"
+     },
+     "401": {
+      "$ref": "#/components/responses/Unauthorized"
+     },
+     "403": {
+      "$ref": "#/components/responses/Forbidden"
+     },
+     "404": {
+      "content": {
+       "application/json": {
+        "schema": {
+         "$ref": "#/components/schemas/Error"
+        }
+       }
+      },
+      "description": "no such device"
+     },
+     "415": {
+      "$ref": "#/components/responses/Unsupported"
+     },
+     "429": {
+      "$ref": "#/components/responses/Throttled"
+     },
+     "503": {
+      "$ref": "#/components/responses/Unavailable"
+     }
+    },
+    "security": [
+     {
+      "appSecret": []
+     }
+    ],
+    "summary": "Notificare SDK: a Live Activity's update token, kept under the activity's id"
+   }
+  },
+  "/live-activity/{activity}/{device}": {
+   "delete": {
+    "responses": {
+     "200": {
+      "content": {
+       "application/json": {
+        "schema": {
+         "$ref": "#/components/schemas/Message"
+        }
+       }
+      },
+      "description": "done"
+     },
+     "400": {
+      "$ref": "#/components/responses/Invalid"
+     },
+     "401": {
+      "$ref": "#/components/responses/Unauthorized"
+     },
+     "403": {
+      "$ref": "#/components/responses/Forbidden"
+     },
+     "429": {
+      "$ref": "#/components/responses/Throttled"
+     },
+     "503": {
+      "$ref": "#/components/responses/Unavailable"
+     }
+    },
+    "security": [
+     {
+      "appSecret": []
+     }
+    ],
+    "summary": "Notificare SDK: a Live Activity ended (its token is removed; an unknown one is not an error)"
+   },
+   "parameters": [
+    {
+     "in": "path",
+     "name": "activity",
+     "required": true,
+     "schema": {
+      "minLength": 1,
+      "type": "string"
+     }
+    },
+    {
+     "in": "path",
+     "name": "device",
+     "required": true,
+     "schema": {
+      "minLength": 1,
+      "type": "string"
+     }
+    }
+   ]
   },
   "/metrics": {
    "get": {
@@ -3783,6 +4037,256 @@ enum OpenAPIDocument {
      }
     ],
     "summary": "Add a tag"
+   }
+  },
+  "/v1/apps/{app}/devices/{device}/tokens": {
+   "get": {
+    "responses": {
+     "200": {
+      "content": {
+       "application/json": {
+        "schema": {
+         "properties": {
+          "device": {
+           "type": "string"
+          },
+          "tokens": {
+           "items": {
+            "$ref": "#/components/schemas/KindToken"
+           },
+           "type": "array"
+          }
+         },
+         "required": [
+          "device",
+          "tokens"
+         ],
+         "type": "object"
+        }
+       }
+      },
+      "description": "the device's tokens of other kinds"
+     },
+     "400": {
+      "$ref": "#/components/responses/Invalid"
+     },
+     "401": {
+      "$ref": "#/components/responses/Unauthorized"
+     },
+     "403": {
+      "$ref": "#/components/responses/Forbidden"
+     },
+     "404": {
+      "content": {
+       "application/json": {
+        "schema": {
+         "$ref": "#/components/schemas/Error"
+        }
+       }
+      },
+      "description": "no such device"
+     },
+     "429": {
+      "$ref": "#/components/responses/Throttled"
+     },
+     "503": {
+      "$ref": "#/components/responses/Unavailable"
+     }
+    },
+    "security": [
+     {
+      "masterSecret": []
+     }
+    ],
+    "summary": "A device's tokens of other kinds than alert, with their state"
+   },
+   "parameters": [
+    {
+     "in": "path",
+     "name": "app",
+     "required": true,
+     "schema": {
+      "minLength": 1,
+      "type": "string"
+     }
+    },
+    {
+     "in": "path",
+     "name": "device",
+     "required": true,
+     "schema": {
+      "minLength": 1,
+      "type": "string"
+     }
+    }
+   ]
+  },
+  "/v1/apps/{app}/devices/{device}/tokens/{kind}": {
+   "delete": {
+    "parameters": [
+     {
+      "description": "liveactivity_start: which attributes type's token",
+      "in": "query",
+      "name": "attributes_type",
+      "required": false,
+      "schema": {
+       "type": "string"
+      }
+     },
+     {
+      "description": "liveactivity_update: which activity's token",
+      "in": "query",
+      "name": "activity_id",
+      "required": false,
+      "schema": {
+       "type": "string"
+      }
+     }
+    ],
+    "responses": {
+     "204": {
+      "description": "removed"
+     },
+     "400": {
+      "$ref": "#/components/responses/Invalid"
+     },
+     "401": {
+      "$ref": "#/components/responses/Unauthorized"
+     },
+     "403": {
+      "$ref": "#/components/responses/Forbidden"
+     },
+     "404": {
+      "content": {
+       "application/json": {
+        "schema": {
+         "$ref": "#/components/schemas/Error"
+        }
+       }
+      },
+      "description": "no such device or token"
+     },
+     "429": {
+      "$ref": "#/components/responses/Throttled"
+     },
+     "503": {
+      "$ref": "#/components/responses/Unavailable"
+     }
+    },
+    "security": [
+     {
+      "appSecret": []
+     }
+    ],
+    "summary": "Remove a device's token of one kind"
+   },
+   "parameters": [
+    {
+     "in": "path",
+     "name": "app",
+     "required": true,
+     "schema": {
+      "minLength": 1,
+      "type": "string"
+     }
+    },
+    {
+     "in": "path",
+     "name": "device",
+     "required": true,
+     "schema": {
+      "minLength": 1,
+      "type": "string"
+     }
+    },
+    {
+     "description": "the token's kind (alert is the device's own token)",
+     "in": "path",
+     "name": "kind",
+     "required": true,
+     "schema": {
+      "enum": [
+       "voip",
+       "liveactivity_start",
+       "liveactivity_update",
+       "widgets",
+       "controls",
+       "complication",
+       "fileprovider",
+       "location",
+       "pushtotalk"
+      ],
+      "type": "string"
+     }
+    }
+   ],
+   "put": {
+    "requestBody": {
+     "content": {
+      "application/json": {
+       "schema": {
+        "$ref": "#/components/schemas/KindTokenInput"
+       }
+      }
+     },
+     "required": true
+    },
+    "responses": {
+     "200": {
+      "content": {
+       "application/json": {
+        "schema": {
+         "$ref": "#/components/schemas/KindTokenRegistered"
+        }
+       }
+      },
+      "description": "replaced"
+     },
+     "201": {
+      "content": {
+       "application/json": {
+        "schema": {
+         "$ref": "#/components/schemas/KindTokenRegistered"
+        }
+       }
+      },
+      "description": "registered"
+     },
+     "400": {
+      "$ref": "#/components/responses/Invalid"
+     },
+     "401": {
+      "$ref": "#/components/responses/Unauthorized"
+     },
+     "403": {
+      "$ref": "#/components/responses/Forbidden"
+     },
+     "404": {
+      "content": {
+       "application/json": {
+        "schema": {
+         "$ref": "#/components/schemas/Error"
+        }
+       }
+      },
+      "description": "no such device"
+     },
+     "415": {
+      "$ref": "#/components/responses/Unsupported"
+     },
+     "429": {
+      "$ref": "#/components/responses/Throttled"
+     },
+     "503": {
+      "$ref": "#/components/responses/Unavailable"
+     }
+    },
+    "security": [
+     {
+      "appSecret": []
+     }
+    ],
+    "summary": "Register or replace a device's token of another kind than alert (VoIP, Live Activity, widgets…)"
    }
   },
   "/v1/apps/{app}/segments": {

@@ -46,6 +46,7 @@ package enum PushfanMain {
         DevicesUnregisterCommand.self,
         DevicesRepairTokensCommand.self,
         DevicesListCommand.self,
+        DevicesShowCommand.self,
         DevicesImportCommand.self,
         DevicesExpandCommand.self,
         SegmentsCountCommand.self,

@@ -33,10 +33,12 @@ package struct AudienceReader: Sendable {
         }
     }
 
-    /// Active devices of the app matching the segment (all active devices for nil).
-    package func count(app: String, segment: SegmentExpression?, now: Int64 = DeviceStore.now()) async throws(StoreError) -> Int {
+    /// Active devices of the app matching the segment (all active devices for nil); for a
+    /// push to another kind of token, every registered device (`eligible`).
+    package func count(app: String, segment: SegmentExpression?, tokens: TokenSelection? = nil, now: Int64 = DeviceStore.now()) async throws(StoreError) -> Int {
         try await executor.run { connection throws(StoreError) in
-            let count: Int64?? = try connection.queryOne("SELECT COUNT(*) FROM devices d WHERE d.app = \(app) AND d.status = 'active'" + Self.filter(segment, now: now)) { $0.int(0) }
+            let count: Int64?? = try connection.queryOne(
+                "SELECT COUNT(*) FROM devices d WHERE d.app = \(app) AND \(raw: Self.eligible(tokens))" + Self.filter(segment, now: now)) { $0.int(0) }
             return Int((count ?? nil) ?? 0)
         }
     }
@@ -114,21 +116,23 @@ package struct AudienceReader: Sendable {
     /// shard's lower bound), in row-key order. Pass the last row key as the next cursor.
     /// `zones`: only devices in these time zones (`""`: devices without one); nil: all.
     /// `traits`: also each device's versions and attributes (for personalised texts).
+    /// `tokens`: each device's token of that kind in place of its alert token ("" when it
+    /// has none, so the sender can say so).
     package func page(
         app: String, segment: SegmentExpression?, shard: ShardRange, cursor: Int64?, limit: Int, zones: [String]? = nil,
-        traits: Bool = false, now: Int64 = DeviceStore.now()
+        traits: Bool = false, tokens: TokenSelection? = nil, now: Int64 = DeviceStore.now()
     ) async throws(StoreError) -> [DeviceTarget] {
         let lower = max(cursor ?? Int64.min, shard.after ?? Int64.min)
         let backend = executor.backend
         let targets = try await executor.run { connection throws(StoreError) in
-            var statement: SQLStatement = Self.columns(traits: traits) + """
-                 WHERE d.app = \(app) AND d.status = 'active' AND d.row_key > \(lower)
+            var statement: SQLStatement = Self.columns(traits: traits, tokens: tokens, now: now) + """
+                 WHERE d.app = \(app) AND \(raw: Self.eligible(tokens)) AND d.row_key > \(lower)
                 """
             if let through = shard.through { statement = statement + " AND d.row_key <= \(through)" }
             statement = statement + Self.filter(segment, now: now) + Self.zoneFilter(zones, backend) + " ORDER BY d.row_key LIMIT \(limit)"
             var targets: [DeviceTarget] = []
             targets.reserveCapacity(limit)
-            try connection.query(statement) { row throws(StoreError) in targets.append(Self.target(row, traits: traits)) }
+            try connection.query(statement) { row throws(StoreError) in targets.append(Self.target(row, traits: traits, tokens: tokens)) }
             return targets
         }
         executor.audienceRowsRead.wrappingAdd(targets.count, ordering: .relaxed)
@@ -138,16 +142,18 @@ package struct AudienceReader: Sendable {
     /// The app's active devices among these row keys (a page of an explicit audience), in
     /// row-key order: read by key, so a list of a thousand ids costs a thousand rows however
     /// many devices the app has.
-    package func devices(app: String, rowKeys: [Int64], zones: [String]? = nil, traits: Bool = false) async throws(StoreError) -> [DeviceTarget] {
+    package func devices(
+        app: String, rowKeys: [Int64], zones: [String]? = nil, traits: Bool = false, tokens: TokenSelection? = nil, now: Int64 = DeviceStore.now()
+    ) async throws(StoreError) -> [DeviceTarget] {
         var targets: [DeviceTarget] = []
         let backend = executor.backend
         for chunk in StoreExecutor.chunks(rowKeys) {
             let keys = Array(chunk)
             targets += try await executor.run { connection throws(StoreError) in
                 try connection.queryAll(
-                    Self.columns(traits: traits) + " WHERE d.app = \(app) AND d.status = 'active' AND d.row_key"
+                    Self.columns(traits: traits, tokens: tokens, now: now) + " WHERE d.app = \(app) AND \(raw: Self.eligible(tokens)) AND d.row_key"
                         + backend.isIn(keys.map { .integer($0) }, type: "bigint") + Self.zoneFilter(zones, backend) + " ORDER BY d.row_key"
-                ) { row in Self.target(row, traits: traits) }
+                ) { row in Self.target(row, traits: traits, tokens: tokens) }
             }
         }
         executor.audienceRowsRead.wrappingAdd(targets.count, ordering: .relaxed)
@@ -193,16 +199,32 @@ package struct AudienceReader: Sendable {
         return " AND COALESCE(d.timezone, '')" + backend.isIn(zones.map { .text($0) }, type: "text")
     }
 
-    private static func columns(traits: Bool) -> SQLStatement {
-        let extra = traits ? ", d.app_version, d.os_version, d.attributes" : ""
-        return "SELECT d.row_key, d.device_id, d.token, d.environment, d.locale, d.timezone, d.quiet_start, d.quiet_end\(raw: extra) FROM devices d"
+    /// Which devices a campaign reaches: active ones for alert pushes; for another kind, every
+    /// registered one, since an alert token APNs refused says nothing of the device's VoIP or
+    /// Live Activity token (those without one end `no_token_for_push_type`).
+    private static func eligible(_ tokens: TokenSelection?) -> String {
+        tokens.map { $0.kind != .alert } == true ? "d.status <> 'unregistered'" : "d.status = 'active'"
     }
 
-    private static func target(_ row: any SQLRow, traits: Bool) -> DeviceTarget {
+    private static func columns(traits: Bool, tokens: TokenSelection?, now: Int64) -> SQLStatement {
+        let extra = traits ? ", d.app_version, d.os_version, d.attributes" : ""
+        guard let tokens, tokens.kind != .alert else {
+            return "SELECT d.row_key, d.device_id, d.token, d.environment, d.locale, d.timezone, d.quiet_start, d.quiet_end\(raw: extra) FROM devices d"
+        }
+        // The device's one active, unexpired token of the kind and scope, if any.
+        return """
+            SELECT d.row_key, d.device_id, t.token, t.environment, d.locale, d.timezone, d.quiet_start, d.quiet_end\(raw: extra) FROM devices d
+            LEFT JOIN device_tokens t ON t.row_key = d.row_key AND t.kind = \(tokens.kind.rawValue) AND t.scope = \(tokens.scope)
+                AND t.status = 'active' AND (t.expires_at IS NULL OR t.expires_at > \(now))
+            """
+    }
+
+    private static func target(_ row: any SQLRow, traits: Bool, tokens: TokenSelection?) -> DeviceTarget {
         var target = DeviceTarget(
             rowKey: row.int(0) ?? 0, deviceID: row.text(1) ?? "", token: row.text(2) ?? "",
             environment: row.text(3, equals: "sandbox") ? .sandbox : .production, locale: row.text(4), timezone: row.text(5),
             quietHours: DeviceDirectory.quietHours(row, start: 6))
+        target.tokenKind = tokens?.kind ?? .alert
         if traits {
             target.traits = DeviceTraits(appVersion: row.text(8), osVersion: row.text(9), attributes: DeviceDirectory.attributes(row.text(10)))
         }

@@ -120,8 +120,8 @@ package struct DeviceDirectory: Sendable {
         let checked = normalized
         return try await executor.run { connection throws(StoreError) in
             try connection.transaction { () throws(StoreError) -> Int in
-                var invalidated = 0
-                for (mark, token) in checked {
+                var invalidated = try DeviceTokens.mark(connection, app: app, checked, now: now)
+                for (mark, token) in checked where mark.tokenKind == .alert {
                     let at: Int64
                     if case .unregistered(let timestamp) = mark.kind { at = timestamp } else { at = now }
                     var update: SQLStatement = """
@@ -198,6 +198,12 @@ package struct DeviceDirectory: Sendable {
         try await executor.run { connection throws(StoreError) in
             var devices: [String: String] = [:]
             try connection.query("SELECT token, device_id FROM devices WHERE app = \(app)") { row throws(StoreError) in
+                devices[row.text(0) ?? ""] = row.text(1) ?? ""
+            }
+            // Tokens of other kinds (VoIP, Live Activity…) belong to their devices too.
+            try connection.query(
+                "SELECT t.token, d.device_id FROM device_tokens t JOIN devices d ON d.row_key = t.row_key WHERE t.app = \(app)"
+            ) { row throws(StoreError) in
                 devices[row.text(0) ?? ""] = row.text(1) ?? ""
             }
             return devices

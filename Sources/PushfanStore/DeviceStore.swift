@@ -19,6 +19,7 @@ import PushfanCore
 /// - `operatorLog`: the append-only record of operator calls (`OperatorLog`)
 /// - `adminKeys`: scoped keys for operators and tools (`AdminKeys`)
 /// - `dashboard`: the live dashboard's tallies and their results-topic offsets (`DashboardTallies`)
+/// - `tokens`: devices' tokens of other kinds than alert: VoIP, Live Activity… (`DeviceTokens`)
 ///
 /// Every call runs on the store's own serial queues, never on Swift's cooperative pool,
 /// because SQLite and libpq calls block. Dialect differences live in `SQLiteBackend` and
@@ -41,6 +42,7 @@ package final class DeviceStore: Sendable {
     package let operatorLog: OperatorLog
     package let adminKeys: AdminKeys
     package let dashboard: DashboardTallies
+    package let tokens: DeviceTokens
 
     /// Opens `sqlite:PATH` or a `postgres://` / `postgresql://` URL and applies migrations.
     package static func open(_ url: String, logger: Logger) async throws(StoreError) -> DeviceStore {
@@ -89,6 +91,7 @@ package final class DeviceStore: Sendable {
         operatorLog = OperatorLog(executor: executor)
         adminKeys = AdminKeys(executor: executor)
         dashboard = DashboardTallies(executor: executor)
+        tokens = DeviceTokens(executor: executor)
     }
 
     static func now() -> Int64 { Int64(Date().timeIntervalSince1970 * 1000) }

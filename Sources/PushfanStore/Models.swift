@@ -142,9 +142,11 @@ package struct DeviceRecord: Sendable, Equatable {
 package struct DeviceTarget: Sendable, Equatable {
     package let rowKey: Int64
     package let deviceID: String
-    /// The device's registered token, which is its alert-kind token (the app's
-    /// remote-notification token); `token(for:)` is what a push is addressed to.
+    /// The device's token of `tokenKind` ("" when it has none): its alert token, unless the
+    /// page was read for another kind (`AudienceReader.page(tokens:)`). `token(for:)` is
+    /// what a push is addressed to.
     package let token: String
+    /// The environment of that token.
     package let environment: APNsEnvironment
     package let locale: String?
     /// Its IANA zone (nil: the app's default) and do-not-disturb window, for quiet hours.
@@ -152,6 +154,8 @@ package struct DeviceTarget: Sendable, Equatable {
     package var quietHours: QuietHours? = nil
     /// What personalised texts read beyond the above; read only for such campaigns.
     package var traits: DeviceTraits? = nil
+    /// Which kind of token `token` is.
+    package var tokenKind: APNsTokenKind = .alert
 }
 
 /// A device's versions and attributes, for the placeholders of personalised texts.
@@ -166,12 +170,11 @@ package struct DeviceTraits: Sendable, Equatable {
 }
 
 extension DeviceTarget {
-    /// The token a push of `kind` goes to, nil when the device has none of that kind. The
-    /// store holds alert tokens only, so any other kind finds none: such a push is never
-    /// sent to the alert token (APNs would answer `DeviceTokenNotForTopic`, and the alert
-    /// token would be invalidated for it).
+    /// The token a push of `kind` goes to, nil when the device has none of that kind: a push
+    /// is never sent to another kind's token (APNs would answer `DeviceTokenNotForTopic`, and
+    /// that token would be invalidated for it).
     package func token(for kind: APNsTokenKind) -> String? {
-        kind == .alert ? token : nil
+        kind == tokenKind && !token.isEmpty ? token : nil
     }
 
     /// What this device's placeholders read.
@@ -257,12 +260,21 @@ package struct TokenMark: Sendable, Equatable {
     package let kind: Kind
     /// APNs' reason, kept as the device's invalidation reason.
     package let reason: String
+    /// Which of the device's tokens was sent: an alert token's verdict is the device row's,
+    /// any other kind's only that token's (`DeviceTokens`).
+    package let tokenKind: APNsTokenKind
 
-    package init(environment: APNsEnvironment, token: String, kind: Kind, reason: String) {
+    package init(environment: APNsEnvironment, token: String, kind: Kind, reason: String, tokenKind: APNsTokenKind = .alert) {
         self.environment = environment
         self.token = token
         self.kind = kind
         self.reason = reason
+        self.tokenKind = tokenKind
+    }
+
+    /// APNs said the token is no longer active (410), rather than never valid for the topic.
+    package var isUnregistered: Bool {
+        if case .unregistered = kind { true } else { false }
     }
 }
 

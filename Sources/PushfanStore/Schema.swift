@@ -293,7 +293,21 @@ enum Schema {
         Migration(
             version: 17, summary: "campaign ids named within their app: every campaign column holds <app>/<id>",
             sqlite: campaignsWithinApps, postgres: campaignsWithinApps),
+        Migration(
+            version: 18, summary: "devices' tokens of other kinds than alert (VoIP, Live Activity, widgets…), each with its own state",
+            sqlite: deviceTokens, postgres: deviceTokens),
     ]
+
+    /// Migration 18, the same on both databases. A device's alert token stays its row's own.
+    private static let deviceTokens = """
+        CREATE TABLE device_tokens (
+            app TEXT NOT NULL, row_key BIGINT NOT NULL, kind TEXT NOT NULL, scope TEXT NOT NULL,
+            token TEXT NOT NULL, environment TEXT NOT NULL, created_at BIGINT NOT NULL, last_seen_at BIGINT NOT NULL,
+            expires_at BIGINT, status TEXT NOT NULL, invalid_reason TEXT, invalid_at BIGINT,
+            PRIMARY KEY (row_key, kind, scope)
+        );
+        CREATE INDEX device_tokens_by_token ON device_tokens (app, kind, environment, token);
+        """
 
     /// Migration 17, the same on both databases. Ids were unique across apps until now, so
     /// each row's app is its campaign's; the campaigns row moves last, after every table

@@ -29,6 +29,16 @@ package struct CampaignPlan: Sendable {
     }
 }
 
+extension Campaign {
+    /// The tokens its pages carry in place of the alert token: nil for alert and background
+    /// pushes; for other push types, each device's token of that kind (none yet names a Live
+    /// Activity's attributes type or activity, so such pushes find no token).
+    var tokenSelection: TokenSelection? {
+        let kind = notification.tokenKind
+        return kind == .alert ? nil : TokenSelection(kind: kind)
+    }
+}
+
 /// Why a task cannot run yet or at all.
 package enum CatalogError: Error, CustomStringConvertible, Sendable {
     /// The task names a campaign the store does not have (a task from another deployment).

@@ -21,7 +21,7 @@ extension CampaignPlanner {
         _ campaign: Campaign, segment: SegmentExpression, definition: CampaignDefinition, submission: CampaignEvent.Submission
     ) async throws -> (audience: Int, tasks: Int, tickets: [DeliveryTicket], firstTask: ContinuousClock.Instant) {
         let (store, app) = (store, campaign.app)
-        async let counted = store.audience.count(app: app, segment: segment)
+        async let counted = store.audience.count(app: app, segment: segment, tokens: campaign.tokenSelection)
         let full = settings.shardSize * 4 * settings.lanes
         var size = settings.shardSize
         var known: Int?
@@ -107,7 +107,7 @@ extension CampaignPlanner {
 
     func resolve(_ campaign: Campaign, refuse: (String, String) -> Refusal) async throws -> Audience {
         if let segment = try await segment(of: campaign, refuse: refuse) {
-            return Audience(segment: segment, count: try await store.audience.count(app: campaign.app, segment: segment))
+            return Audience(segment: segment, count: try await store.audience.count(app: campaign.app, segment: segment, tokens: campaign.tokenSelection))
         }
         guard case .devices(let ids) = campaign.audience else { return Audience(count: 0) }
         let keys = try await store.audience.rowKeys(app: campaign.app, deviceIDs: ids)

@@ -208,9 +208,11 @@ struct SendRound {
     private static func mark(_ target: DeviceTarget, _ hygiene: DeliveryDecider.TokenHygiene, reason: String) -> TokenMark {
         switch hygiene {
         case .unregistered(let timestamp):
-            TokenMark(environment: target.environment, token: target.token, kind: .unregistered(at: timestamp.map { epochMillis($0) } ?? epochMillis()), reason: reason)
+            TokenMark(
+                environment: target.environment, token: target.token, kind: .unregistered(at: timestamp.map { epochMillis($0) } ?? epochMillis()), reason: reason,
+                tokenKind: target.tokenKind)
         case .invalidate:
-            TokenMark(environment: target.environment, token: target.token, kind: .invalid, reason: reason)
+            TokenMark(environment: target.environment, token: target.token, kind: .invalid, reason: reason, tokenKind: target.tokenKind)
         }
     }
 }

@@ -23,6 +23,8 @@ struct ShardPages {
     private let zones: [String]?
     /// A personalised campaign's pages carry each device's versions and attributes.
     private let traits: Bool
+    /// A push to another kind of token: each device's token of that kind.
+    private let tokens: TokenSelection?
     private var next: Task<[DeviceTarget], any Error>?
     /// Explicit audience: where the next page starts in `rowKeys`.
     private var listedOffset = 0
@@ -34,6 +36,7 @@ struct ShardPages {
         let shard = ShardRange(after: task.after, through: task.through)
         zones = task.zones
         traits = plan.personalised
+        tokens = plan.campaign.tokenSelection
         if let rows = task.rows {
             // A quiet-hours hold: exactly its devices.
             source = .listed(rowKeys: ArraySlice(rows.sorted()))
@@ -67,14 +70,14 @@ struct ShardPages {
     func cancel() { next?.cancel() }
 
     private func read(after cursor: Int64?) -> Task<[DeviceTarget], any Error> {
-        let (store, app, limit, zones, traits) = (self.store, self.app, pageSize, self.zones, self.traits)
+        let (store, app, limit, zones, traits, tokens) = (self.store, self.app, pageSize, self.zones, self.traits, self.tokens)
         switch source {
         case .range(let segment, let shard):
-            return Task { try await store.audience.page(app: app, segment: segment, shard: shard, cursor: cursor, limit: limit, zones: zones, traits: traits) }
+            return Task { try await store.audience.page(app: app, segment: segment, shard: shard, cursor: cursor, limit: limit, zones: zones, traits: traits, tokens: tokens) }
         case .listed(let keys):
             let start = keys.startIndex + listedOffset
             let page = Array(keys[start..<min(start + limit, keys.endIndex)])
-            return Task { page.isEmpty ? [] : try await store.audience.devices(app: app, rowKeys: page, zones: zones, traits: traits) }
+            return Task { page.isEmpty ? [] : try await store.audience.devices(app: app, rowKeys: page, zones: zones, traits: traits, tokens: tokens) }
         }
     }
 }

@@ -44,4 +44,89 @@ struct TokenKindTests {
         let unknown = try await CommandLineTool.run(TestBinaries.pushfan, ["devices", "repair-tokens", "--app", "nobody", "--database", pipeline.database])
         #expect(unknown.status == 1 && unknown.error.contains("no app nobody in the store"), "\(unknown.error)")
     }
+
+    @Test("tokens by kind over HTTP: a voip campaign goes to voip tokens only, a rejected voip token is invalidated alone and the alert campaign after it reaches every device; bad registrations are refused naming the field; Notificare's Live Activity calls store and end an update token")
+    func voipTokensAndTheirRejections() async throws {
+        let rules = FileManager.default.temporaryDirectory.appendingPathComponent("kind-rules-\(UUID().uuidString.prefix(6)).json").path
+        try #"{"prefixes": {"0bad": "BadDeviceToken"}}"#.write(toFile: rules, atomically: true, encoding: .utf8)
+        let pipeline = try await Pipeline(simArguments: ["--rules", rules])
+        defer { pipeline.stop() }
+        let server = try await APITests.start(pipeline)
+        defer { server.process.signal(SIGTERM) }
+        // 20 devices with alert tokens; 15 with voip tokens, of which APNs refuses 5.
+        func voip(_ index: Int) -> String { (index < 5 ? "0bad" : "7e11") + String(format: "%060x", index) }
+        for index in 0..<20 {
+            let device = try await server.call("PUT", "/v1/apps/shop/devices/d\(index)", secret: server.application, json: #"{"token":"\#(APITests.token(index))","locale":"en_US"}"#)
+            #expect(device.status == 201, "\(device.body)")
+            guard index < 15 else { continue }
+            let token = try await server.call("PUT", "/v1/apps/shop/devices/d\(index)/tokens/voip", secret: server.application, json: #"{"token":"\#(voip(index))"}"#)
+            #expect(token.status == 201 && token.body == #"{"created":true,"device":"d\#(index)","kind":"voip"}"#, "\(token.body)")
+        }
+        let again = try await server.call("PUT", "/v1/apps/shop/devices/d5/tokens/voip", secret: server.application, json: #"{"token":"\#(voip(5).uppercased())"}"#)
+        #expect(again.status == 200 && again.body.contains(#""created":false"#), "\(again.body)")
+
+        // What a caller sees for each mistake; nothing is stored by any of them.
+        let refusals: [(path: String, json: String, status: Int, field: String?, says: String)] = [
+            ("d1/tokens/pager", #"{"token":"\#(voip(1))"}"#, 400, "kind", "one of voip, liveactivity_start"),
+            ("d1/tokens/alert", #"{"token":"\#(voip(1))"}"#, 400, "kind", "the alert token is the device's own"),
+            ("d1/tokens/voip", #"{"token":"abc"}"#, 400, "token", "even number of hex digits"),
+            ("d1/tokens/voip", #"{}"#, 400, "token", "required"),
+            ("d1/tokens/voip", #"{"token":"\#(voip(1))","environment":"prod"}"#, 400, "environment", "production or sandbox"),
+            ("d1/tokens/voip", #"{"token":"\#(voip(1))","activity_id":"a-1"}"#, 400, "activity_id", "not a field of a voip token"),
+            ("d1/tokens/liveactivity_start", #"{"token":"\#(voip(1))"}"#, 400, "attributes_type", "required"),
+            ("d1/tokens/liveactivity_update", #"{"token":"\#(voip(1))","activity_id":"a/b"}"#, 400, "activity_id", "characters of"),
+            ("d1/tokens/voip", #"{"token":"\#(voip(1))","expires_at":1700000000}"#, 400, "expires_at", "milliseconds"),
+            ("nobody/tokens/voip", #"{"token":"\#(voip(1))"}"#, 404, nil, "has no device nobody"),
+        ]
+        for refusal in refusals {
+            let answer = try await server.call("PUT", "/v1/apps/shop/devices/" + refusal.path, secret: server.application, json: refusal.json)
+            #expect(answer.status == refusal.status && answer.body.contains(refusal.says), "\(refusal.path) \(refusal.json): \(answer.status) \(answer.body)")
+            if let field = refusal.field { #expect(answer.body.contains(#""field":"\#(field)""#), "\(refusal.path): \(answer.body)") }
+        }
+        #expect(try await server.call("GET", "/v1/apps/shop/devices/d1/tokens", secret: server.application).status == 403)
+        let listed = try await server.call("GET", "/v1/apps/shop/devices/d1/tokens", secret: server.master)
+        #expect(listed.status == 200 && listed.body.contains(#""kind":"voip""#) && !listed.body.contains("liveactivity"), "\(listed.body)")
+
+        try pipeline.startWorker("a")
+        try await pipeline.submit(#"{"v":1,"id":"ring","app":"shop","audience":{"segment":"locale = en_US"},"notification":{"push_type":"voip","data":{"call":"c-1"}}}"#)
+        let ring = try await pipeline.results(of: "ring")
+        #expect(ring.completed?.count(of: .delivered) == 10 && ring.completed?.count(of: .invalidToken) == 5 && ring.completed?.count(of: .skipped) == 5,
+                "\(String(describing: ring.completed))")
+        #expect(ring.devices["d15"]?.reason == APNsTokenKind.missingTokenReason)
+        // Sent to the voip topic, only ever with voip tokens.
+        let voipRequests = pipeline.delivered(topic: "com.example.shop.voip")
+        #expect(voipRequests.count == 10 && voipRequests.allSatisfy { ($0["token"] as? String)?.hasPrefix("7e11") == true }, "\(voipRequests.prefix(2))")
+        let rejected = try await server.call("GET", "/v1/apps/shop/devices/d0/tokens", secret: server.master)
+        #expect(rejected.body.contains(#""status":"invalid""#) && rejected.body.contains(#""invalid_reason":"BadDeviceToken""#), "\(rejected.body)")
+        let device = try await server.call("GET", "/v1/apps/shop/devices/d0", secret: server.master)
+        #expect(device.body.contains(#""status":"active""#), "the rejected voip token left the device alone: \(device.body)")
+
+        try await pipeline.submit(Pipeline.campaign("after-ring", app: "shop", audience: #"{"segment":"locale = en_US"}"#))
+        let after = try await pipeline.results(of: "after-ring")
+        #expect(after.completed?.count(of: .delivered) == 20, "\(String(describing: after.completed))")
+        // A second voip campaign finds the refused tokens invalid: skipped, no request.
+        try await pipeline.submit(#"{"v":1,"id":"ring-2","app":"shop","audience":{"segment":"locale = en_US"},"notification":{"push_type":"voip","data":{"call":"c-2"}}}"#)
+        let second = try await pipeline.results(of: "ring-2")
+        #expect(second.completed?.count(of: .delivered) == 10 && second.completed?.count(of: .skipped) == 10, "\(String(describing: second.completed))")
+        #expect(pipeline.delivered(topic: "com.example.shop.voip").count == 20)
+
+        // Notificare's SDK: a Live Activity's update token under the app's activity id, then its end.
+        let sdk = ["X-Notificare-SDK-Version: 4.2.3"]
+        let started = try await server.call(
+            "POST", "/live-activity", secret: server.application, json: #"{"activity":"match-1234","token":"\#(voip(19))","deviceID":"d7","topics":["5E6F"]}"#, headers: sdk)
+        #expect(started.status == 200 && started.body == #"{"message":"live activity registered"}"#, "\(started.body)")
+        let withActivity = try await server.call("GET", "/v1/apps/shop/devices/d7/tokens", secret: server.master)
+        #expect(withActivity.body.contains(#""kind":"liveactivity_update""#) && withActivity.body.contains(#""activity_id":"match-1234""#), "\(withActivity.body)")
+        let shown = try await pipeline.run(["devices", "show", "--app", "shop", "--device", "d7", "--database", pipeline.database])
+        #expect(shown.output.contains("liveactivity_update") && shown.output.contains("match-1234"), "\(shown.output)")
+        let unknownDevice = try await server.call("POST", "/live-activity", secret: server.application, json: #"{"activity":"m","token":"\#(voip(19))","deviceID":"ghost"}"#, headers: sdk)
+        #expect(unknownDevice.status == 404, "\(unknownDevice.body)")
+        for _ in 0..<2 {
+            let ended = try await server.call("DELETE", "/live-activity/match-1234/d7", secret: server.application, headers: sdk)
+            #expect(ended.status == 200 && ended.body == #"{"message":"live activity ended"}"#, "\(ended.body)")
+        }
+        #expect(try await server.call("GET", "/v1/apps/shop/devices/d7/tokens", secret: server.master).body.contains("liveactivity") == false)
+        #expect(try await server.call("DELETE", "/v1/apps/shop/devices/d7/tokens/voip", secret: server.application).status == 204)
+        #expect(try await server.call("DELETE", "/v1/apps/shop/devices/d7/tokens/voip", secret: server.application).status == 404)
+    }
 }

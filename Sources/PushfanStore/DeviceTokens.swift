@@ -1,0 +1,161 @@
+import PushfanCore
+
+/// A device's tokens of kinds other than alert (VoIP, Live Activity, widgets…), each with its
+/// environment, times and state. The alert token stays the device row's own (`devices.token`):
+/// every device has one, and expansion of alert campaigns reads no other table.
+///
+/// APNs issues one token per kind, and a token answers only pushes of its kind (another
+/// kind's topic gets `DeviceTokenNotForTopic`), so a token here is found by its kind and, for
+/// Live Activities, its scope: the attributes type of a push-to-start token, the activity of
+/// an update token. A rejection invalidates the one token that was sent (`mark`).
+package struct DeviceTokens: Sendable {
+    let executor: StoreExecutor
+
+    /// Adds or replaces the device's token of `token.kind` and `token.scope`; true when it
+    /// is new. The device must be registered (its alert registration made it). A token without
+    /// an environment takes the device's. Registering the same token again refreshes its
+    /// last-seen time and makes it active again.
+    package func register(app: String, deviceID: String, _ token: KindToken, now: Int64 = DeviceStore.now()) async throws(StoreError) -> Bool {
+        let checked = try token.validated()
+        return try await executor.run { connection throws(StoreError) in
+            try connection.transaction { () throws(StoreError) -> Bool in
+                let found: (Int64, String)?? = try connection.queryOne(
+                    "SELECT row_key, environment FROM devices WHERE app = \(app) AND device_id = \(deviceID) AND status <> 'unregistered'"
+                ) { row in row.int(0).map { ($0, row.text(1) ?? "production") } }
+                guard let (rowKey, deviceEnvironment) = found.flatMap({ $0 }) else { throw StoreError.notFound("app \(app) has no device \(deviceID)") }
+                let environment = checked.environment?.rawValue ?? deviceEnvironment
+                let known: Int64?? = try connection.queryOne(
+                    "SELECT 1 FROM device_tokens WHERE row_key = \(rowKey) AND kind = \(checked.kind.rawValue) AND scope = \(checked.scope)") { $0.int(0) }
+                try connection.execute("""
+                    INSERT INTO device_tokens (app, row_key, kind, scope, token, environment, created_at, last_seen_at, expires_at, status)
+                    VALUES (\(app), \(rowKey), \(checked.kind.rawValue), \(checked.scope), \(checked.token), \(environment), \(now), \(now),
+                            \(.optional(checked.expiresAt)), 'active')
+                    ON CONFLICT (row_key, kind, scope) DO UPDATE SET token = excluded.token, environment = excluded.environment,
+                        last_seen_at = excluded.last_seen_at, expires_at = excluded.expires_at, status = 'active', invalid_reason = NULL, invalid_at = NULL
+                    """)
+                return known == nil
+            }
+        }
+    }
+
+    /// Removes the device's token of `kind` and `scope` (an activity that ended, a VoIP
+    /// registration the app dropped); false when there was none.
+    @discardableResult
+    package func remove(app: String, deviceID: String, kind: APNsTokenKind, scope: String = "") async throws(StoreError) -> Bool {
+        try await executor.run { connection throws(StoreError) in
+            try connection.execute("""
+                DELETE FROM device_tokens WHERE app = \(app) AND kind = \(kind.rawValue) AND scope = \(scope)
+                  AND row_key = (SELECT row_key FROM devices WHERE app = \(app) AND device_id = \(deviceID))
+                """) > 0
+        }
+    }
+
+    /// The device's tokens of every kind but alert, by kind and scope.
+    package func list(app: String, deviceID: String) async throws(StoreError) -> [StoredKindToken] {
+        try await executor.run { connection throws(StoreError) in
+            try connection.queryAll("""
+                SELECT t.kind, t.scope, t.token, t.environment, t.created_at, t.last_seen_at, t.expires_at, t.status, t.invalid_reason
+                FROM device_tokens t JOIN devices d ON d.row_key = t.row_key
+                WHERE d.app = \(app) AND d.device_id = \(deviceID) ORDER BY t.kind, t.scope
+                """) { row throws(StoreError) in
+                guard let kind = row.text(0).flatMap(APNsTokenKind.init(rawValue:)) else {
+                    throw StoreError.database("a device token of the unknown kind '\(row.text(0) ?? "")'")
+                }
+                return StoredKindToken(
+                    token: KindToken(
+                        kind: kind, token: row.text(2) ?? "", environment: row.text(3, equals: "sandbox") ? .sandbox : .production,
+                        scope: row.text(1) ?? "", expiresAt: row.int(6)),
+                    createdAt: row.int(4) ?? 0, lastSeenAt: row.int(5) ?? 0, status: row.text(7) ?? "active", invalidReason: row.text(8))
+            }
+        }
+    }
+
+    /// Applies APNs' verdicts on tokens of other kinds than alert, inside the caller's
+    /// transaction: the one token sent is marked, never the device or its other tokens. An
+    /// expired Live Activity update token (410 for a finished activity) is `retired`, not
+    /// invalid: the activity ended, the device is fine. Returns how many tokens changed.
+    static func mark(_ connection: any SQLConnection, app: String, _ marks: [(mark: TokenMark, token: String)], now: Int64) throws(StoreError) -> Int {
+        var changed = 0
+        for (mark, token) in marks where mark.tokenKind != .alert {
+            var at = now
+            if case .unregistered(let timestamp) = mark.kind { at = timestamp }
+            let status = mark.tokenKind == .liveActivityUpdate && mark.isUnregistered ? "retired" : "invalid"
+            var update: SQLStatement = """
+                UPDATE device_tokens SET status = \(status), invalid_reason = \(mark.reason), invalid_at = \(at)
+                WHERE app = \(app) AND kind = \(mark.tokenKind.rawValue) AND environment = \(mark.environment.rawValue) AND token = \(token) AND status = 'active'
+                """
+            // A 410 counts only if the token was not registered again after APNs' moment.
+            if case .unregistered = mark.kind { update.append(" AND last_seen_at <= \(at)") }
+            changed += try connection.execute(update)
+        }
+        return changed
+    }
+}
+
+/// Which of each device's tokens a campaign's pages carry: the kind its push type needs and,
+/// for Live Activities, the attributes type or activity.
+package struct TokenSelection: Sendable, Equatable {
+    package var kind: APNsTokenKind
+    package var scope: String
+
+    package init(kind: APNsTokenKind, scope: String = "") { (self.kind, self.scope) = (kind, scope) }
+}
+
+/// A token of one kind as a device registers it.
+package struct KindToken: Sendable, Equatable {
+    package var kind: APNsTokenKind
+    /// Hex as APNs issued it (any case; kept lowercase).
+    package var token: String
+    /// Nil when registering: the device's own.
+    package var environment: APNsEnvironment?
+    /// Which of the kind's tokens: a push-to-start token's attributes type, an update
+    /// token's activity id; "" for every other kind.
+    package var scope: String
+    /// When the token stops being worth sending to (ms): a Live Activity's end or stale
+    /// date. Nil: until APNs says otherwise.
+    package var expiresAt: Int64?
+
+    package init(kind: APNsTokenKind, token: String, environment: APNsEnvironment? = nil, scope: String = "", expiresAt: Int64? = nil) {
+        (self.kind, self.token, self.environment, self.scope, self.expiresAt) = (kind, token, environment, scope, expiresAt)
+    }
+
+    /// The scope a kind needs: Live Activity tokens name their attributes type or activity,
+    /// other kinds none.
+    package static func scopeName(of kind: APNsTokenKind) -> String? {
+        switch kind {
+        case .liveActivityStart: "attributes_type"
+        case .liveActivityUpdate: "activity_id"
+        default: nil
+        }
+    }
+
+    /// Checked and normalised (token lowercase hex of even length; the scope as the kind
+    /// wants it), or the reason naming the field.
+    func validated() throws(StoreError) -> KindToken {
+        guard kind != .alert else {
+            throw StoreError.invalidInput("kind: the alert token is the device's own (register the device with it)")
+        }
+        var checked = self
+        do { checked.token = try DeviceToken(token).hex } catch {
+            throw StoreError.invalidInput("token: \(error)")
+        }
+        if let name = Self.scopeName(of: kind) {
+            guard Rules.isIdentifier(scope) else {
+                throw StoreError.invalidInput("\(name): a \(kind.rawValue) token needs its \(name), 1 to 128 characters of A-Z a-z 0-9 . _ : -")
+            }
+        } else if !scope.isEmpty {
+            throw StoreError.invalidInput("a \(kind.rawValue) token has no attributes type or activity id")
+        }
+        return checked
+    }
+}
+
+/// A registered token of another kind than alert, with its times and state.
+package struct StoredKindToken: Sendable, Equatable {
+    package let token: KindToken
+    package let createdAt: Int64
+    package let lastSeenAt: Int64
+    /// `active`, `invalid` (APNs refused it) or `retired` (its Live Activity ended).
+    package let status: String
+    package let invalidReason: String?
+}
