@@ -210,6 +210,7 @@ struct DemoCommand: Command {
             guard let text = try await store.audience.savedSegment(app: campaign.app, name: name) else { throw UsageError("no saved segment \(name)") }
             return try await store.audience.count(app: campaign.app, segment: try SegmentParser.parse(text))
         case .devices(let ids): return try await store.audience.rowKeys(app: campaign.app, deviceIDs: ids).count
+        case .activity: return try await store.audience.count(app: campaign.app, segment: nil, tokens: campaign.tokenSelection)
         }
     }
 
@@ -225,6 +226,7 @@ struct DemoCommand: Command {
         case .segment(let expression): "segment '\(expression)'"
         case .named(let name): "saved segment '\(name)'"
         case .devices(let ids): "\(ids.count) listed devices"
+        case .activity(let id): "the devices following activity '\(id)'"
         }
     }
 

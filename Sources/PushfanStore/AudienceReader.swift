@@ -38,7 +38,8 @@ package struct AudienceReader: Sendable {
     package func count(app: String, segment: SegmentExpression?, tokens: TokenSelection? = nil, now: Int64 = DeviceStore.now()) async throws(StoreError) -> Int {
         try await executor.run { connection throws(StoreError) in
             let count: Int64?? = try connection.queryOne(
-                "SELECT COUNT(*) FROM devices d WHERE d.app = \(app) AND \(raw: Self.eligible(tokens))" + Self.filter(segment, now: now)) { $0.int(0) }
+                "SELECT COUNT(*) FROM devices d" + Self.holders(tokens, now: now) + " WHERE d.app = \(app) AND \(raw: Self.eligible(tokens))"
+                    + Self.filter(segment, now: now)) { $0.int(0) }
             return Int((count ?? nil) ?? 0)
         }
     }
@@ -211,11 +212,17 @@ package struct AudienceReader: Sendable {
         guard let tokens, tokens.kind != .alert else {
             return "SELECT d.row_key, d.device_id, d.token, d.environment, d.locale, d.timezone, d.quiet_start, d.quiet_end\(raw: extra) FROM devices d"
         }
-        // The device's one active, unexpired token of the kind and scope, if any.
+        return "SELECT d.row_key, d.device_id, t.token, t.environment, d.locale, d.timezone, d.quiet_start, d.quiet_end\(raw: extra) FROM devices d"
+            + Self.holders(tokens, now: now)
+    }
+
+    /// The join to each device's one active, unexpired token of the kind and scope: every
+    /// device with it or without (`LEFT`), or only its holders.
+    private static func holders(_ tokens: TokenSelection?, now: Int64) -> SQLStatement {
+        guard let tokens, tokens.kind != .alert else { return "" }
         return """
-            SELECT d.row_key, d.device_id, t.token, t.environment, d.locale, d.timezone, d.quiet_start, d.quiet_end\(raw: extra) FROM devices d
-            LEFT JOIN device_tokens t ON t.row_key = d.row_key AND t.kind = \(tokens.kind.rawValue) AND t.scope = \(tokens.scope)
-                AND t.status = 'active' AND (t.expires_at IS NULL OR t.expires_at > \(now))
+             \(raw: tokens.holdersOnly ? "JOIN" : "LEFT JOIN") device_tokens t ON t.row_key = d.row_key AND t.kind = \(tokens.kind.rawValue)
+                AND t.scope = \(tokens.scope) AND t.status = 'active' AND (t.expires_at IS NULL OR t.expires_at > \(now))
             """
     }
 

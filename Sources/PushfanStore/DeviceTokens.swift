@@ -97,8 +97,13 @@ package struct DeviceTokens: Sendable {
 package struct TokenSelection: Sendable, Equatable {
     package var kind: APNsTokenKind
     package var scope: String
+    /// Only devices that hold such a token are the audience (an activity's update tokens:
+    /// the devices following it), rather than every device, those without one skipped.
+    package var holdersOnly: Bool
 
-    package init(kind: APNsTokenKind, scope: String = "") { (self.kind, self.scope) = (kind, scope) }
+    package init(kind: APNsTokenKind, scope: String = "", holdersOnly: Bool = false) {
+        (self.kind, self.scope, self.holdersOnly) = (kind, scope, holdersOnly)
+    }
 }
 
 /// A token of one kind as a device registers it.

@@ -31,11 +31,17 @@ package struct CampaignPlan: Sendable {
 
 extension Campaign {
     /// The tokens its pages carry in place of the alert token: nil for alert and background
-    /// pushes; for other push types, each device's token of that kind (none yet names a Live
-    /// Activity's attributes type or activity, so such pushes find no token).
-    var tokenSelection: TokenSelection? {
-        let kind = notification.tokenKind
-        return kind == .alert ? nil : TokenSelection(kind: kind)
+    /// pushes; for other push types each device's token of that kind, for a Live Activity
+    /// start the push-to-start token of its `aps.attributes-type`, and for an update or end
+    /// only the devices holding an update token of the activity its audience names.
+    package var tokenSelection: TokenSelection? {
+        switch notification.tokenKind {
+        case .alert: nil
+        case .liveActivityStart: TokenSelection(kind: .liveActivityStart, scope: notification.aps?["attributes-type"]?.stringValue ?? "")
+        case .liveActivityUpdate:
+            if case .activity(let id) = audience { TokenSelection(kind: .liveActivityUpdate, scope: id, holdersOnly: true) } else { TokenSelection(kind: .liveActivityUpdate) }
+        case let kind: TokenSelection(kind: kind)
+        }
     }
 }
 
@@ -127,6 +133,7 @@ package final class CampaignCatalog: Sendable {
                 }
                 segment = try SegmentParser.parse(text)
             case .devices(let ids): rowKeys = try await store.audience.rowKeys(app: campaign.app, deviceIDs: ids)
+            case .activity: break  // the app's devices with the activity's token (`tokenSelection`)
             }
         } catch let error as SegmentError {
             throw CatalogError.invalidCampaign("the audience of campaign \(id) does not parse: \(error)")

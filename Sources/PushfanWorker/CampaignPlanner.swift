@@ -171,7 +171,8 @@ package struct CampaignPlanner: Sendable {
         let tasks: Int
         var tickets: [DeliveryTicket]
         var firstTask = ContinuousClock.now
-        if let segment = try await segment(of: campaign, refuse: refuse) {
+        if campaign.audience.readsTheAppsDevices {
+            let segment = try await segment(of: campaign, refuse: refuse)
             (audience, tasks, tickets, firstTask) = try await planSegment(campaign, segment: segment, definition: definition, submission: submission)
         } else {
             let listed = try await resolve(campaign, refuse: refuse)

@@ -18,7 +18,7 @@ extension CampaignPlanner {
     /// follows with the segment's count; a completion that comes before the planner marks the
     /// campaign running is announced by the planner (`CampaignCompletion`).
     func planSegment(
-        _ campaign: Campaign, segment: SegmentExpression, definition: CampaignDefinition, submission: CampaignEvent.Submission
+        _ campaign: Campaign, segment: SegmentExpression?, definition: CampaignDefinition, submission: CampaignEvent.Submission
     ) async throws -> (audience: Int, tasks: Int, tickets: [DeliveryTicket], firstTask: ContinuousClock.Instant) {
         let (store, app) = (store, campaign.app)
         async let counted = store.audience.count(app: app, segment: segment, tokens: campaign.tokenSelection)
@@ -106,7 +106,8 @@ extension CampaignPlanner {
     }
 
     func resolve(_ campaign: Campaign, refuse: (String, String) -> Refusal) async throws -> Audience {
-        if let segment = try await segment(of: campaign, refuse: refuse) {
+        if campaign.audience.readsTheAppsDevices {
+            let segment = try await segment(of: campaign, refuse: refuse)
             return Audience(segment: segment, count: try await store.audience.count(app: campaign.app, segment: segment, tokens: campaign.tokenSelection))
         }
         guard case .devices(let ids) = campaign.audience else { return Audience(count: 0) }
@@ -128,7 +129,7 @@ extension CampaignPlanner {
             do { return try SegmentParser.parse(text) } catch {
                 throw refuse("invalid_segment", "saved segment \(name): \(error)")
             }
-        case .devices:
+        case .devices, .activity:
             return nil
         }
     }

@@ -129,4 +129,61 @@ struct TokenKindTests {
         #expect(try await server.call("DELETE", "/v1/apps/shop/devices/d7/tokens/voip", secret: server.application).status == 204)
         #expect(try await server.call("DELETE", "/v1/apps/shop/devices/d7/tokens/voip", secret: server.application).status == 404)
     }
+
+    @Test("Live Activities: a start goes to the push-to-start tokens of its attributes type, an update to exactly the devices following the activity its audience names (an expired token left out), both on the liveactivity topic; an update without an activity, or an activity audience for another push, is refused naming the field")
+    func liveActivityStartAndUpdate() async throws {
+        let pipeline = try await Pipeline()
+        defer { pipeline.stop() }
+        let server = try await APITests.start(pipeline)
+        defer { server.process.signal(SIGTERM) }
+        func token(_ prefix: String, _ index: Int) -> String { prefix + String(format: "%060x", index) }
+        let now = Int64(Date().timeIntervalSince1970 * 1000)
+        for index in 0..<30 {
+            #expect(try await server.call("PUT", "/v1/apps/shop/devices/d\(index)", secret: server.application, json: #"{"token":"\#(APITests.token(index))","locale":"en_US"}"#).status == 201)
+            if index < 20 {
+                let start = try await server.call(
+                    "PUT", "/v1/apps/shop/devices/d\(index)/tokens/liveactivity_start", secret: server.application,
+                    json: #"{"token":"\#(token("5a00", index))","attributes_type":"\#(index < 18 ? "MatchActivity" : "RideActivity")"}"#)
+                #expect(start.status == 201, "\(start.body)")
+            }
+        }
+        // Ten devices follow match 1234 (Notificare's call), one of them with a token past its
+        // end; five follow another match (the native call).
+        for index in 0..<10 {
+            let body = #"{"activity":"match-1234","token":"\#(token("a1a1", index))","deviceID":"d\#(index)","topics":["UUID-\#(index)"]}"#
+            #expect(try await server.call("POST", "/live-activity", secret: server.application, json: body).status == 200)
+        }
+        #expect(try await server.call(
+            "PUT", "/v1/apps/shop/devices/d9/tokens/liveactivity_update", secret: server.application,
+            json: #"{"token":"\#(token("a1a1", 9))","activity_id":"match-1234","expires_at":\#(now - 60_000)}"#).status == 200)
+        for index in 10..<15 {
+            #expect(try await server.call(
+                "PUT", "/v1/apps/shop/devices/d\(index)/tokens/liveactivity_update", secret: server.application,
+                json: #"{"token":"\#(token("b2b2", index))","activity_id":"match-99"}"#).status == 201)
+        }
+        let seconds = now / 1000
+        let update = #"{"v":1,"id":"goal","app":"shop","audience":{"activity":"match-1234"},"notification":{"push_type":"liveactivity","aps":{"event":"update","timestamp":\#(seconds),"content-state":{"home":1,"away":0}}},"options":{"priority":5}}"#
+        // What a marketing tool sees for an update it cannot address.
+        let unaddressed = try await server.call("POST", "/v1/apps/shop/campaigns", secret: server.master, json: update.replacingOccurrences(of: #"{"activity":"match-1234"}"#, with: #"{"segment":"locale = en_US"}"#))
+        #expect(unaddressed.status == 400 && unaddressed.body.contains(#""field":"audience""#) && unaddressed.body.contains("give audience.activity"), "\(unaddressed.body)")
+        let misaddressed = try await server.call("POST", "/v1/apps/shop/campaigns", secret: server.master, json: Pipeline.campaign("wrong", app: "shop", audience: #"{"activity":"match-1234"}"#))
+        #expect(misaddressed.status == 400 && misaddressed.body.contains(#""field":"audience.activity""#), "\(misaddressed.body)")
+
+        try pipeline.startWorker("a")
+        let start = #"{"v":1,"id":"kickoff","app":"shop","audience":{"segment":"locale = en_US"},"notification":{"push_type":"liveactivity","aps":{"event":"start","timestamp":\#(seconds),"content-state":{"home":0,"away":0},"attributes-type":"MatchActivity","attributes":{"match":"1234"},"alert":{"title":"Kick-off","body":"Match 1234"}}}}"#
+        try await pipeline.submit(start)
+        let started = try await pipeline.results(of: "kickoff")
+        #expect(started.completed?.count(of: .delivered) == 18 && started.completed?.count(of: .skipped) == 12, "\(String(describing: started.completed))")
+        let startRequests = pipeline.delivered(topic: "com.example.shop.push-type.liveactivity")
+        #expect(startRequests.count == 18 && startRequests.allSatisfy { ($0["token"] as? String)?.hasPrefix("5a00") == true && $0["push_type"] as? String == "liveactivity" },
+                "\(startRequests.prefix(2))")
+
+        try await pipeline.submit(update)
+        let goal = try await pipeline.results(of: "goal")
+        #expect(goal.completed?.audience == 9 && goal.completed?.count(of: .delivered) == 9, "\(String(describing: goal.completed))")
+        #expect(Set(goal.devices.keys) == Set((0..<9).map { "d\($0)" }))
+        let updates = pipeline.delivered(topic: "com.example.shop.push-type.liveactivity").filter { ($0["token"] as? String)?.hasPrefix("a1a1") == true }
+        #expect(updates.count == 9 && updates.allSatisfy { ($0["priority"] as? Int) == 5 }, "\(updates.prefix(2))")
+        #expect(pipeline.delivered(topic: "com.example.shop.push-type.liveactivity").allSatisfy { ($0["token"] as? String)?.hasPrefix("b2b2") == false })
+    }
 }

@@ -29,6 +29,11 @@ struct CampaignTests {
         .setting("notification", ["push_type": "background", "aps": ["content-available": 1]])
         .setting("options.priority", 5)
 
+    /// A valid Live Activity update to the devices following one activity.
+    static let liveUpdate: JSONValue = base
+        .setting("audience", ["activity": "match-1"])
+        .setting("notification", ["push_type": "liveactivity", "aps": ["event": "update", "timestamp": 1_796_000_000, "content-state": ["home": 1]]])
+
     static let baseText = base.jsonText
 
     static let rejects: [RejectCase] = [
@@ -46,10 +51,16 @@ struct CampaignTests {
         RejectCase("missing audience", value: base.setting("audience", nil), code: "wrong_schema", field: "audience", mentions: "missing"),
         RejectCase("audience is a string", value: base.setting("audience", "everyone"), code: "wrong_schema", field: "audience", mentions: "expected an object, found a string"),
         RejectCase("two audience forms", value: base.setting("audience.devices", ["d1"]), code: "invalid_field", field: "audience",
-                   mentions: "exactly one of \"segment\", \"named\" or \"devices\", found \"segment\" and \"devices\""),
+                   mentions: "exactly one of \"segment\", \"named\", \"devices\" or \"activity\", found \"segment\" and \"devices\""),
         RejectCase("no audience form", value: base.setting("audience", [:]), code: "invalid_field", field: "audience", mentions: "found none"),
         RejectCase("only null audience forms", value: base.setting("audience", ["segment": nil]), code: "invalid_field", field: "audience", mentions: "found none"),
         RejectCase("empty segment", value: base.setting("audience.segment", "  "), code: "invalid_field", field: "audience.segment", mentions: "must not be empty"),
+        // A Live Activity update goes to the devices following one activity, and only it can.
+        RejectCase("activity audience for an alert", value: base.setting("audience", ["activity": "match-1"]), code: "invalid_field", field: "audience.activity",
+                   mentions: "only for push_type liveactivity"),
+        RejectCase("activity id with a slash", value: liveUpdate.setting("audience.activity", "a/b"), code: "invalid_field", field: "audience.activity", mentions: "characters of"),
+        RejectCase("a Live Activity update to a segment", value: liveUpdate.setting("audience", ["segment": "tag:x"]), code: "invalid_field", field: "audience",
+                   mentions: "give audience.activity"),
         RejectCase("segment too long", value: base.setting("audience.segment", .string(String(repeating: "tag:a or ", count: 456))),
                    code: "invalid_field", field: "audience.segment", mentions: "at most 4096"),
         RejectCase("segment is an array", value: base.setting("audience.segment", ["tag:a"]), code: "wrong_schema", field: "audience.segment", mentions: "expected a string, found an array"),
@@ -181,7 +192,7 @@ struct CampaignTests {
     }
 
     @Test func nonAlertPushTypesNeedNoTexts() {
-        let json = Self.base.setting("notification", [
+        let json = Self.base.setting("audience", ["activity": "match-1"]).setting("notification", [
             "push_type": "liveactivity", "aps": ["event": "update", "timestamp": 1_764_489_600, "content-state": ["score": 2]],
         ])
         #expect(decodeOrRecord(Campaign.self, Array(json.jsonText.utf8))?.notification.pushType == .liveactivity)
@@ -210,6 +221,13 @@ struct CampaignTests {
     }
 
     // MARK: The shipped example
+
+    @Test("a Live Activity update addressed to an activity reads, validates and writes back the same")
+    func liveActivityUpdateRoundTrip() throws {
+        let campaign = try MessageCodec.decode(Campaign.self, from: Data(Self.liveUpdate.jsonText.utf8))
+        #expect(campaign.audience == .activity("match-1") && campaign.notification.tokenKind == .liveActivityUpdate)
+        #expect(try MessageCodec.decode(Campaign.self, from: MessageCodec.encode(campaign)) == campaign)
+    }
 
     @Test func exampleFileDecodesAndValidates() throws {
         let data = try Data(contentsOf: MessageCodecTests.exampleURL)

@@ -94,9 +94,19 @@ extension Campaign {
         case named(String)
         /// Explicit device ids, 1 to `Campaign.maxExplicitDevices`, no repeats.
         case devices([String])
+        /// Every device with an update token for this Live Activity: the id the app registered
+        /// it under (Notificare's `activity`, or `activity_id`), e.g. every phone following
+        /// match 1234. For `liveactivity` pushes with `event` update or end only.
+        case activity(String)
 
         private enum CodingKeys: String, CodingKey, CaseIterable {
-            case segment, named, devices
+            case segment, named, devices, activity
+        }
+
+        /// Planned over the app's devices (a segment, a saved one, or the holders of an
+        /// activity's tokens), rather than a list of device ids.
+        package var readsTheAppsDevices: Bool {
+            if case .devices = self { false } else { true }
         }
 
         package init(from decoder: any Decoder) throws {
@@ -107,8 +117,8 @@ extension Campaign {
             }
             guard present.count == 1, let form = present.first else {
                 let reason = present.isEmpty
-                    ? "needs exactly one of \"segment\", \"named\" or \"devices\", found none"
-                    : "needs exactly one of \"segment\", \"named\" or \"devices\", found "
+                    ? "needs exactly one of \"segment\", \"named\", \"devices\" or \"activity\", found none"
+                    : "needs exactly one of \"segment\", \"named\", \"devices\" or \"activity\", found "
                         + present.map { "\"\($0.rawValue)\"" }.joined(separator: " and ")
                 throw MessageDecodingError.invalidField(at: decoder.codingPath, reason)
             }
@@ -116,6 +126,7 @@ extension Campaign {
             case .segment: self = .segment(try container.field(.segment))
             case .named: self = .named(try container.field(.named))
             case .devices: self = .devices(try container.field(.devices))
+            case .activity: self = .activity(try container.field(.activity))
             }
         }
 
@@ -125,6 +136,7 @@ extension Campaign {
             case .segment(let expression): try container.encode(expression, forKey: .segment)
             case .named(let name): try container.encode(name, forKey: .named)
             case .devices(let ids): try container.encode(ids, forKey: .devices)
+            case .activity(let id): try container.encode(id, forKey: .activity)
             }
         }
     }
@@ -498,6 +510,13 @@ extension Campaign {
         try Rules.identifier(app, field: "app")
         try validateAudience()
         try validateNotification()
+        // Checked once the push is known good: an update reaches the tokens of one running
+        // activity, and without naming it there is no device it could go to.
+        if notification.tokenKind == .liveActivityUpdate {
+            guard case .activity = audience else {
+                throw .invalidField("audience", "a liveactivity update or end goes to one activity's tokens: give audience.activity (the id the app registered the activity under)")
+            }
+        }
         try validateVariants()
         try validateOptions()
         if let submittedAt { try Rules.epochMillis(submittedAt, field: "submitted_at") }
@@ -516,6 +535,11 @@ extension Campaign {
             }
         case .named(let name):
             try Rules.identifier(name, field: "audience.named")
+        case .activity(let id):
+            try Rules.identifier(id, field: "audience.activity")
+            guard notification.pushType == .liveactivity, notification.tokenKind == .liveActivityUpdate else {
+                throw .invalidField("audience.activity", "addresses a Live Activity's update tokens: only for push_type liveactivity with aps.event update or end")
+            }
         case .devices(let ids):
             if ids.isEmpty {
                 throw .invalidField("audience.devices", "must list at least one device id")
