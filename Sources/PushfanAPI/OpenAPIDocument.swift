@@ -244,6 +244,54 @@ enum OpenAPIDocument {
       "description": "APNs token, hex",
       "type": "string"
      },
+     "tokens": {
+      "description": "tokens of other kinds than alert, written with the device (each replaces the one of its kind and scope): KindTokenInput plus kind",
+      "items": {
+       "properties": {
+        "activity_id": {
+         "type": "string"
+        },
+        "attributes_type": {
+         "type": "string"
+        },
+        "environment": {
+         "enum": [
+          "production",
+          "sandbox"
+         ],
+         "type": "string"
+        },
+        "expires_at": {
+         "minimum": 100000000000,
+         "type": "integer"
+        },
+        "kind": {
+         "enum": [
+          "voip",
+          "liveactivity_start",
+          "liveactivity_update",
+          "widgets",
+          "controls",
+          "complication",
+          "fileprovider",
+          "location",
+          "pushtotalk"
+         ],
+         "type": "string"
+        },
+        "token": {
+         "type": "string"
+        }
+       },
+       "required": [
+        "kind",
+        "token"
+       ],
+       "type": "object"
+      },
+      "maxItems": 32,
+      "type": "array"
+     },
      "user_id": {
       "description": "kept as attribute user_id",
       "type": "string"

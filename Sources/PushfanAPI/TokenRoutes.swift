@@ -12,23 +12,7 @@ enum TokenRoutes {
         let path = "/v1/apps/{app}/devices/{device}/tokens"
         router.add("PUT", path + "/{kind}", Route(roles: [.application, .master]) { call in
             let kind = try Self.kind(call.parameter("kind"))
-            let body = try APIService.jsonObject(call.request)
-            let allowed = Set(["token", "environment", "expires_at"] + (KindToken.scopeName(of: kind).map { [$0] } ?? []))
-            if let unknown = body.keys.sorted().first(where: { !allowed.contains($0) }) {
-                throw APIError(400, "invalid_input", "\(unknown): not a field of a \(kind.rawValue) token (fields: \(allowed.sorted().joined(separator: ", ")))", field: unknown)
-            }
-            var token = KindToken(kind: kind, token: try BodyFields.text(body, "token"), scope: try KindToken.scopeName(of: kind).map { try BodyFields.text(body, $0) } ?? "")
-            if let environment = try BodyFields.optionalText(body, "environment") {
-                guard let known = APNsEnvironment(rawValue: environment) else {
-                    throw APIError(400, "invalid_input", "environment: production or sandbox, got \(environment.debugDescription)", field: "environment")
-                }
-                token.environment = known
-            }
-            switch body["expires_at"] {
-            case nil, .null?: break
-            case .int(let millis)? where millis >= 100_000_000_000: token.expiresAt = millis
-            default: throw APIError(400, "invalid_input", "expires_at: milliseconds since the epoch", field: "expires_at")
-            }
+            let token = try KindToken.read(try APIService.jsonObject(call.request), kind: kind)
             let created = try await store.tokens.register(app: call.parameter("app"), deviceID: call.parameter("device"), token)
             return .json(created ? 201 : 200, ["device": .string(call.parameter("device")), "kind": .string(kind.rawValue), "created": .bool(created)])
         })

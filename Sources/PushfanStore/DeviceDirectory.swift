@@ -73,7 +73,11 @@ package struct DeviceDirectory: Sendable {
         return try await executor.run(lane: lane) { connection throws(StoreError) in
             try connection.transaction { () throws(StoreError) -> Int in
                 try StoreExecutor.requireApp(connection, app)
-                return try backend.upsert(connection, app: app, devices: devices, now: now, returningRowKeys: false).count
+                // Row keys only when some device brings tokens of other kinds to write with it.
+                let withTokens = devices.contains { !$0.tokens.isEmpty }
+                let written = try backend.upsert(connection, app: app, devices: devices, now: now, returningRowKeys: withTokens)
+                if withTokens { try DeviceTokens.write(connection, app: app, devices: devices, rowKeys: written.rowKeys, now: now) }
+                return written.count
             }
         }
     }

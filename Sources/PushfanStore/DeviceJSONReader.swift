@@ -44,6 +44,16 @@ package final class DeviceJSONReader {
         }
     }
 
+    /// One of `tokens`: `{"kind", …}` with the rest as `KindToken.read` takes it.
+    private static func kindToken(_ item: JSONValue, _ position: Int) throws(StoreError) -> KindToken {
+        let field = "tokens[\(position)]."
+        guard case .object(var members) = item else { throw StoreError.invalidInput("tokens[\(position)]: wrong type, expected an object") }
+        guard case .string(let name)? = members.removeValue(forKey: "kind"), let kind = APNsTokenKind(rawValue: name) else {
+            throw StoreError.invalidInput("\(field)kind: one of \(APNsTokenKind.allCases.map(\.rawValue).joined(separator: ", "))")
+        }
+        return try KindToken.read(members, kind: kind, field: field)
+    }
+
     private func readDevice(deviceID pathID: String?) throws(StoreError) -> DeviceRegistration {
         skipSpace()
         guard peek == UInt8(ascii: "{") else { throw Self.notAnObject }
@@ -90,6 +100,12 @@ package final class DeviceJSONReader {
                     }
                     registration.quietHours = try Validation.quietHours(start: try time("start"), end: try time("end"))
                 default: throw StoreError.invalidInput("quiet_hours: wrong type, expected an object like {\"start\": \"22:00\", \"end\": \"07:00\"}")
+                }
+            case "tokens":
+                switch try readValue(depth: 0) {
+                case .null: break
+                case .array(let items): registration.tokens = try items.enumerated().map { position, item throws(StoreError) in try Self.kindToken(item, position) }
+                default: throw StoreError.invalidInput("tokens: wrong type, expected an array of {\"kind\", \"token\", …}")
                 }
             case "last_seen":
                 switch try readValue(depth: 0) {

@@ -23,17 +23,35 @@ package struct DeviceTokens: Sendable {
                     "SELECT row_key, environment FROM devices WHERE app = \(app) AND device_id = \(deviceID) AND status <> 'unregistered'"
                 ) { row in row.int(0).map { ($0, row.text(1) ?? "production") } }
                 guard let (rowKey, deviceEnvironment) = found.flatMap({ $0 }) else { throw StoreError.notFound("app \(app) has no device \(deviceID)") }
-                let environment = checked.environment?.rawValue ?? deviceEnvironment
                 let known: Int64?? = try connection.queryOne(
                     "SELECT 1 FROM device_tokens WHERE row_key = \(rowKey) AND kind = \(checked.kind.rawValue) AND scope = \(checked.scope)") { $0.int(0) }
-                try connection.execute("""
-                    INSERT INTO device_tokens (app, row_key, kind, scope, token, environment, created_at, last_seen_at, expires_at, status)
-                    VALUES (\(app), \(rowKey), \(checked.kind.rawValue), \(checked.scope), \(checked.token), \(environment), \(now), \(now),
-                            \(.optional(checked.expiresAt)), 'active')
-                    ON CONFLICT (row_key, kind, scope) DO UPDATE SET token = excluded.token, environment = excluded.environment,
-                        last_seen_at = excluded.last_seen_at, expires_at = excluded.expires_at, status = 'active', invalid_reason = NULL, invalid_at = NULL
-                    """)
+                try Self.write(connection, app: app, rowKey: rowKey, deviceEnvironment: deviceEnvironment, checked, now: now)
                 return known == nil
+            }
+        }
+    }
+
+    /// Inside the caller's transaction: writes a checked token for the device at `rowKey`
+    /// (a registration or import writes its device's tokens with it), replacing the one of its
+    /// kind and scope and making it active.
+    static func write(
+        _ connection: any SQLConnection, app: String, rowKey: Int64, deviceEnvironment: String, _ token: KindToken, now: Int64
+    ) throws(StoreError) {
+        try connection.execute("""
+            INSERT INTO device_tokens (app, row_key, kind, scope, token, environment, created_at, last_seen_at, expires_at, status)
+            VALUES (\(app), \(rowKey), \(token.kind.rawValue), \(token.scope), \(token.token), \(token.environment?.rawValue ?? deviceEnvironment),
+                    \(now), \(now), \(.optional(token.expiresAt)), 'active')
+            ON CONFLICT (row_key, kind, scope) DO UPDATE SET token = excluded.token, environment = excluded.environment,
+                last_seen_at = excluded.last_seen_at, expires_at = excluded.expires_at, status = 'active', invalid_reason = NULL, invalid_at = NULL
+            """)
+    }
+
+    /// Writes the tokens of devices just upserted, by the row keys the upsert returned.
+    static func write(_ connection: any SQLConnection, app: String, devices: [ValidatedDevice], rowKeys: [String: Int64], now: Int64) throws(StoreError) {
+        for device in devices where !device.tokens.isEmpty {
+            guard let rowKey = rowKeys[device.deviceID] else { throw StoreError.database("the upsert returned no row key for \(device.deviceID)") }
+            for token in device.tokens {
+                try write(connection, app: app, rowKey: rowKey, deviceEnvironment: device.environment.rawValue, token, now: now)
             }
         }
     }
@@ -134,6 +152,44 @@ package struct KindToken: Sendable, Equatable {
         }
     }
 
+    /// A token of `kind` from a JSON object's members, as the API's `…/tokens/{kind}` and an
+    /// import line's `tokens` give it: `token`, `environment`, `expires_at` and the kind's
+    /// scope (`attributes_type`, `activity_id`); any other member is refused. Every refusal
+    /// starts with its field, after `field` ("tokens[2]." in an import line). Not yet checked:
+    /// `validated` does that when it is written.
+    package static func read(_ members: [String: JSONValue], kind: APNsTokenKind, field: String = "") throws(StoreError) -> KindToken {
+        func text(_ name: String) throws(StoreError) -> String? {
+            switch members[name] {
+            case nil, .null?: return nil
+            case .string(let value)?: return value
+            default: throw StoreError.invalidInput("\(field)\(name): wrong type, expected a string")
+            }
+        }
+        let scopeName = scopeName(of: kind)
+        for name in members.keys.sorted() where !["token", "environment", "expires_at", scopeName].contains(name) {
+            let fields = (["token", "environment", "expires_at"] + (scopeName.map { [$0] } ?? [])).sorted().joined(separator: ", ")
+            throw StoreError.invalidInput("\(field)\(name): not a field of a \(kind.rawValue) token (fields: \(fields))")
+        }
+        guard let hex = try text("token"), !hex.isEmpty else { throw StoreError.invalidInput("\(field)token: required") }
+        var token = KindToken(kind: kind, token: hex)
+        if let scopeName {
+            guard let scope = try text(scopeName), !scope.isEmpty else { throw StoreError.invalidInput("\(field)\(scopeName): required for a \(kind.rawValue) token") }
+            token.scope = scope
+        }
+        if let environment = try text("environment") {
+            guard let known = APNsEnvironment(rawValue: environment) else {
+                throw StoreError.invalidInput("\(field)environment: production or sandbox, got \(environment.debugDescription)")
+            }
+            token.environment = known
+        }
+        switch members["expires_at"] {
+        case nil, .null?: break
+        case .int(let millis)?: token.expiresAt = millis
+        default: throw StoreError.invalidInput("\(field)expires_at: wrong type, expected milliseconds since the epoch")
+        }
+        return token
+    }
+
     /// Checked and normalised (token lowercase hex of even length; the scope as the kind
     /// wants it), or the reason naming the field.
     func validated() throws(StoreError) -> KindToken {
@@ -149,7 +205,10 @@ package struct KindToken: Sendable, Equatable {
                 throw StoreError.invalidInput("\(name): a \(kind.rawValue) token needs its \(name), 1 to 128 characters of A-Z a-z 0-9 . _ : -")
             }
         } else if !scope.isEmpty {
-            throw StoreError.invalidInput("a \(kind.rawValue) token has no attributes type or activity id")
+            throw StoreError.invalidInput("scope: a \(kind.rawValue) token has no attributes type or activity id")
+        }
+        if let expiresAt, expiresAt < 100_000_000_000 {
+            throw StoreError.invalidInput("expires_at: milliseconds since the epoch, got \(expiresAt) (seconds?)")
         }
         return checked
     }

@@ -86,6 +86,9 @@ package struct DeviceRegistration: Sendable, Equatable {
     package var quietHours: QuietHours?
     /// When the device was seen (ms since the epoch); registration time by default.
     package var seenAt: Int64?
+    /// Its tokens of other kinds (VoIP, Live Activity…), written with it: each replaces the
+    /// device's token of its kind and scope; tokens not named are left as they are.
+    package var tokens: [KindToken] = []
 
     package init(deviceID: String, token: String) {
         self.deviceID = deviceID

@@ -91,6 +91,7 @@ final class RegistrationGroups: Sendable {
         let existed = try connection.queryOne("SELECT 1 FROM devices WHERE app = \(app) AND device_id = \(device.deviceID)") { $0.int(0) } != nil
         let written = try backend.upsert(connection, app: app, devices: [device], now: DeviceStore.now(), returningRowKeys: true)
         guard let rowKey = written.rowKeys[device.deviceID] else { throw StoreError.database("upsert returned no row key") }
+        try DeviceTokens.write(connection, app: app, devices: [device], rowKeys: written.rowKeys, now: DeviceStore.now())
         return RegistrationResult(rowKey: rowKey, created: !existed, tokenMovedFrom: written.movedFrom[device.deviceID] ?? [])
     }
 }

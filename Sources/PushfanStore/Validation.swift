@@ -16,6 +16,8 @@ package struct ValidatedDevice: Sendable, Equatable {
     package let attributesJSON: String
     package let seenAt: Int64?
     package var quietHours: QuietHours? = nil
+    /// Its tokens of other kinds, checked (`KindToken.validated`).
+    package var tokens: [KindToken] = []
 }
 
 /// Input rules for the store; every refusal says what was wrong.
@@ -23,6 +25,8 @@ package enum Validation {
     static let maxTagLength = 64
     static let maxTags = 64
     static let maxAttributes = 100
+    /// Tokens of other kinds in one registration: one per kind, a few Live Activities.
+    static let maxKindTokens = 32
     /// The attributes of one device as stored JSON: 100 of them at 160 bytes each.
     static let maxAttributeBytes = 16 * 1024
     /// IANA zone names, read once: building a `TimeZone` per device is slow.
@@ -136,11 +140,18 @@ package enum Validation {
         guard attributes.utf8.count <= maxAttributeBytes else {
             throw StoreError.invalidInput("attributes: at most \(maxAttributeBytes) bytes as JSON per device, got \(attributes.utf8.count)")
         }
+        guard registration.tokens.count <= maxKindTokens else {
+            throw StoreError.invalidInput("tokens: at most \(maxKindTokens) per registration, got \(registration.tokens.count)")
+        }
+        var kindTokens: [KindToken] = []
+        for (position, kindToken) in registration.tokens.enumerated() {
+            do { kindTokens.append(try kindToken.validated()) } catch { throw StoreError.invalidInput("tokens[\(position)].\(error.message)") }
+        }
         return ValidatedDevice(
             deviceID: id, token: token, environment: registration.environment, locale: locale, timezone: registration.timezone,
             appVersion: registration.appVersion, appVersionKey: registration.appVersion.flatMap(VersionKey.key),
             osVersion: registration.osVersion, osVersionKey: registration.osVersion.flatMap(VersionKey.key),
-            tags: tags, attributesJSON: attributes, seenAt: registration.seenAt, quietHours: registration.quietHours)
+            tags: tags, attributesJSON: attributes, seenAt: registration.seenAt, quietHours: registration.quietHours, tokens: kindTokens)
     }
 
     /// Quiet hours from their `HH:MM` start and end: both or neither.

@@ -107,4 +107,49 @@ struct DeviceTokensTests {
         #expect(try await page(store, nil, at: now + 30)["d0"] == nil)
         #expect(try await page(store, TokenSelection(kind: .voip), at: now + 30)["d0"]?.token(for: .voip) == voip(0))
     }
+
+    @Test("an import line and a registration carry the device's tokens of other kinds, written with it; a bad one is refused naming its place", arguments: Backend.enabled)
+    func importAndRegistrationCarryTokens(_ backend: Backend) async throws {
+        let store = try await backend.openFresh()
+        try await store.addTestApp()
+        // Enough devices for PostgreSQL to split the import over both connections.
+        var parser = DeviceImportParser(format: .ndjson)
+        var devices: [ValidatedDevice] = []
+        for index in 0..<1_200 {
+            let tokens = index.isMultiple(of: 3)
+                ? #","tokens":[{"kind":"voip","token":"\#(voip(index))"},{"kind":"liveactivity_start","token":"\#(voip(index + 5_000))","attributes_type":"MatchActivity","environment":"sandbox"}]"#
+                : ""
+            let line = #"{"device_id":"i\#(index)","token":"\#(String(format: "%064x", index + 1))"\#(tokens)}"#
+            devices.append(try #require(try parser.parse(line)))
+        }
+        #expect(try await store.devices.importDevices(app: "shop-ios", devices) == 1_200)
+        let listed = try await store.tokens.list(app: "shop-ios", deviceID: "i3")
+        #expect(listed.map(\.token.kind) == [.liveActivityStart, .voip])
+        #expect(listed.first?.token == KindToken(kind: .liveActivityStart, token: voip(5_003), environment: .sandbox, scope: "MatchActivity"))
+        #expect(try await store.tokens.list(app: "shop-ios", deviceID: "i4").isEmpty)
+        #expect(try await store.audience.count(app: "shop-ios", segment: nil, tokens: TokenSelection(kind: .voip, holdersOnly: true)) == 400)
+
+        // A registration with a token replaces the one of its kind and leaves the others.
+        var registration = DeviceRegistration(deviceID: "i3", token: String(format: "%064x", 4))
+        registration.tokens = [KindToken(kind: .voip, token: voip(77))]
+        _ = try await store.devices.register(app: "shop-ios", registration)
+        #expect(try await store.tokens.list(app: "shop-ios", deviceID: "i3").map(\.token.token) == [voip(5_003), voip(77)])
+
+        let refusals: [(String, String)] = [
+            (#""tokens":[{"kind":"pager","token":"\#(voip(1))"}]"#, "tokens[0].kind: one of"),
+            (#""tokens":[{"kind":"voip","token":"xyz"}]"#, "tokens[0].token:"),
+            (#""tokens":[{"kind":"voip","token":"\#(voip(1))","activity_id":"a"}]"#, "tokens[0].activity_id: not a field of a voip token"),
+            (#""tokens":[{"kind":"liveactivity_update","token":"\#(voip(1))"}]"#, "tokens[0].activity_id: required for a liveactivity_update token"),
+            (#""tokens":[{"kind":"voip","token":"\#(voip(1))","expires_at":1700000000}]"#, "tokens[0].expires_at: milliseconds"),
+            (#""tokens":{"kind":"voip"}"#, "tokens: wrong type"),
+        ]
+        for (fragment, message) in refusals {
+            do {
+                _ = try parser.parse(#"{"device_id":"bad","token":"\#(String(format: "%064x", 1))",\#(fragment)}"#)
+                Issue.record("accepted: \(fragment)")
+            } catch {
+                #expect(error.message.contains(message), "\(fragment): \(error.message)")
+            }
+        }
+    }
 }
