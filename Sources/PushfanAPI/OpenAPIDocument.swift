@@ -249,9 +249,13 @@ enum OpenAPIDocument {
       "items": {
        "properties": {
         "activity_id": {
+         "description": "1 to 128 of A-Z a-z 0-9 . _ : -, not . or ..",
+         "pattern": "^[A-Za-z0-9_:-][A-Za-z0-9._:-]{0,127}$",
          "type": "string"
         },
         "attributes_type": {
+         "description": "1 to 128 of A-Z a-z 0-9 . _ : -, not . or ..",
+         "pattern": "^[A-Za-z0-9_:-][A-Za-z0-9._:-]{0,127}$",
          "type": "string"
         },
         "environment": {
@@ -280,6 +284,7 @@ enum OpenAPIDocument {
          "type": "string"
         },
         "token": {
+         "pattern": "^([0-9a-fA-F]{2}){16,200}$",
          "type": "string"
         }
        },
@@ -392,11 +397,13 @@ enum OpenAPIDocument {
     "description": "a token of one kind; attributes_type only for liveactivity_start (required there), activity_id only for liveactivity_update (required there)",
     "properties": {
      "activity_id": {
-      "description": "liveactivity_update: the activity the token updates",
+      "description": "liveactivity_update: the activity the token updates; 1 to 128 of A-Z a-z 0-9 . _ : -, not . or ..",
+      "pattern": "^[A-Za-z0-9_:-][A-Za-z0-9._:-]{0,127}$",
       "type": "string"
      },
      "attributes_type": {
-      "description": "liveactivity_start: the ActivityAttributes type the token starts",
+      "description": "liveactivity_start: the ActivityAttributes type the token starts; 1 to 128 of A-Z a-z 0-9 . _ : -, not . or ..",
+      "pattern": "^[A-Za-z0-9_:-][A-Za-z0-9._:-]{0,127}$",
       "type": "string"
      },
      "environment": {
@@ -413,7 +420,8 @@ enum OpenAPIDocument {
       "type": "integer"
      },
      "token": {
-      "description": "hex, as APNs issued it",
+      "description": "hex, as APNs issued it (16 to 200 bytes)",
+      "pattern": "^([0-9a-fA-F]{2}){16,200}$",
       "type": "string"
      }
     },
@@ -1886,14 +1894,18 @@ enum OpenAPIDocument {
        "schema": {
         "properties": {
          "activity": {
-          "description": "the id the app chose for the activity",
+          "description": "the id the app chose for the activity: 1 to 128 of A-Z a-z 0-9 . _ : -, not . or ..",
+          "pattern": "^[A-Za-z0-9_:-][A-Za-z0-9._:-]{0,127}$",
           "type": "string"
          },
          "deviceID": {
+          "description": "1 to 128 of A-Z a-z 0-9 . _ : -, not . or ..",
+          "pattern": "^[A-Za-z0-9_:-][A-Za-z0-9._:-]{0,127}$",
           "type": "string"
          },
          "token": {
-          "description": "the activity's update token, hex",
+          "description": "the activity's update token, hex (16 to 200 bytes)",
+          "pattern": "^([0-9a-fA-F]{2}){16,200}$",
           "type": "string"
          },
          "topics": {
