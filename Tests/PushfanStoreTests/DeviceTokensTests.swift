@@ -51,8 +51,10 @@ struct DeviceTokensTests {
             (KindToken(kind: .liveActivityUpdate, token: voip(1), scope: "a/b"), "activity_id:"),
         ]
         for (token, message) in refusals {
-            await #expect(throws: StoreError.self) { _ = try await store.tokens.register(app: "shop-ios", deviceID: "d2", token, now: now) }
-            do { _ = try await store.tokens.register(app: "shop-ios", deviceID: "d2", token, now: now) } catch {
+            do {
+                _ = try await store.tokens.register(app: "shop-ios", deviceID: "d2", token, now: now)
+                Issue.record("accepted: \(token)")
+            } catch {
                 #expect(error.message.contains(message), "\(error.message)")
             }
         }

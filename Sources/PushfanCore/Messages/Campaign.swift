@@ -537,7 +537,7 @@ extension Campaign {
             try Rules.identifier(name, field: "audience.named")
         case .activity(let id):
             try Rules.identifier(id, field: "audience.activity")
-            guard notification.pushType == .liveactivity, notification.tokenKind == .liveActivityUpdate else {
+            guard notification.tokenKind == .liveActivityUpdate else {
                 throw .invalidField("audience.activity", "addresses a Live Activity's update tokens: only for push_type liveactivity with aps.event update or end")
             }
         case .devices(let ids):
