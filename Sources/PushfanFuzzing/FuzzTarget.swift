@@ -87,7 +87,8 @@ package enum FuzzTarget: String, CaseIterable, Sendable {
             var sent = campaign
             if case .variant(let index) = campaign.share(of: device) { sent = campaign.applying(variant: index) }
             sent.notification = sent.notification.personalised(for: Self.device, locale: "de_DE", templates: &cache)
-            _ = try? APNsPreparedPayload(campaign: sent, locale: "de_DE")
+            let marker = EngagementMarker(campaign: campaign.id, variant: campaign.variantID(of: device))
+            _ = (try? APNsPreparedPayload(campaign: sent, locale: "de_DE", marker: marker))?.stamped(sendID: EngagementMarker.sendID(campaign: campaign.key, device: device))
         }
     }
 

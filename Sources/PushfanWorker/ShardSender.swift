@@ -270,9 +270,10 @@ package struct ShardSender: Sendable {
         var variantCampaigns: [Int: Campaign] = [:]
 
         /// The payload for a device in its variant (`variant`: an index of
-        /// `campaign.variants`, nil for the notification as given): built once per locale,
-        /// or, for a personalised campaign, rendered for the device.
-        mutating func payload(for target: DeviceTarget, variant: Int? = nil, plan: CampaignPlan) throws(APNsRequestError) -> APNsPreparedPayload {
+        /// `campaign.variants`, nil for the notification as given), its engagement marker
+        /// carrying the device's send id: built once per locale and stamped per device, or,
+        /// for a personalised campaign, rendered for the device.
+        mutating func payload(for target: DeviceTarget, variant: Int?, plan: CampaignPlan) throws(APNsRequestError) -> APNsPreparedPayload {
             let campaign = plan.campaign
             let locale = target.locale
             var sent = campaign
@@ -280,15 +281,17 @@ package struct ShardSender: Sendable {
                 sent = variantCampaigns[variant] ?? campaign.applying(variant: variant)
                 variantCampaigns[variant] = sent
             }
+            let marker = EngagementMarker(campaign: campaign.id, variant: variant.map { campaign.variants[$0].id })
+            let sendID = EngagementMarker.sendID(campaign: campaign.key, device: target.deviceID)
             if plan.personalised {
                 sent.notification = sent.notification.personalised(for: target.templateDevice, locale: locale, templates: &templates)
-                return try APNsPreparedPayload(campaign: sent, locale: locale)
+                return try APNsPreparedPayload(campaign: sent, locale: locale, marker: marker).stamped(sendID: sendID)
             }
             let key = variant.map { "\($0)|\(locale ?? "")" } ?? locale ?? ""
-            if let known = payloads[key] { return try known.get() }
-            let made = Result { () throws(APNsRequestError) -> APNsPreparedPayload in try APNsPreparedPayload(campaign: sent, locale: locale) }
+            if let known = payloads[key] { return try known.get().stamped(sendID: sendID) }
+            let made = Result { () throws(APNsRequestError) -> APNsPreparedPayload in try APNsPreparedPayload(campaign: sent, locale: locale, marker: marker) }
             payloads[key] = made
-            return try made.get()
+            return try made.get().stamped(sendID: sendID)
         }
     }
 

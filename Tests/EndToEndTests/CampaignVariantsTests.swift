@@ -96,6 +96,19 @@ struct CampaignVariantsTests {
         #expect(results.completed?.count(of: .delivered) == 50)
         let lines = pipeline.delivered(topic: "com.example.act")
         #expect(lines.count == 50)
+        // Every push carries the engagement marker with its device's own send id.
+        var deviceOfToken: [String: String] = [:]
+        for index in 0..<50 { deviceOfToken[Pipeline.token(index)] = "act-\(index)" }
+        var sendIDs: Set<String> = []
+        for line in lines {
+            let text = try #require(line["payload"] as? String, "no payload logged: \(line)")
+            let payload = try #require(try JSONSerialization.jsonObject(with: Data(text.utf8)) as? [String: Any])
+            let device = try #require(deviceOfToken[line["token"] as? String ?? ""], "a token of no device: \(line)")
+            let sendID = EngagementMarker.sendID(campaign: CampaignKey(app: "act", id: "act-1"), device: device)
+            #expect(payload["pushfan"] as? [String: String] == ["campaign": "act-1", "send_id": sendID], "\(text)")
+            sendIDs.insert(sendID)
+        }
+        #expect(sendIDs.count == 50)
         for line in lines.prefix(5) {
             let text = try #require(line["payload"] as? String, "no payload logged: \(line)")
             let payload = try #require(try JSONSerialization.jsonObject(with: Data(text.utf8)) as? [String: Any])

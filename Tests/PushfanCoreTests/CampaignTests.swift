@@ -117,6 +117,8 @@ struct CampaignTests {
         RejectCase("aps inside data", value: base.setting("notification.data.aps", ["badge": 1]), code: "invalid_field", field: "notification.data.aps",
                    mentions: "must not contain \"aps\""),
         RejectCase("data is a list", value: base.setting("notification.data", ["a"]), code: "wrong_schema", field: "notification.data", mentions: "expected an object"),
+        RejectCase("data under the engagement marker's key", value: base.setting("notification.data.pushfan", ["campaign": "x"]), code: "invalid_field",
+                   field: "notification.data.pushfan", mentions: "Pushfan's engagement marker"),
         RejectCase("number too large in data", json: baseText.replacingOccurrences(of: "\"deeplink\":\"shop://sale\"", with: "\"big\":1e400"),
                    code: "wrong_schema", field: "notification.data.big", mentions: "too large"),
         RejectCase("data key with a dot is quoted", json: baseText.replacingOccurrences(of: "\"deeplink\":\"shop://sale\"", with: "\"a.b\":1e999"),
@@ -202,7 +204,7 @@ struct CampaignTests {
     func flagAsBoolean() throws {
         let json = Self.base.setting("notification.aps.mutable-content", true)
         let campaign = try #require(decodeOrRecord(Campaign.self, Array(json.jsonText.utf8)))
-        let payload = try APNsPreparedPayload(campaign: campaign, locale: nil)
+        let payload = try APNsPreparedPayload(campaign: campaign, locale: nil, marker: nil)
         #expect(String(decoding: payload.bytes, as: UTF8.self).contains(#""mutable-content":1"#))
     }
 

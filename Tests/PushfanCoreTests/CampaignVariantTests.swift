@@ -172,7 +172,7 @@ extension Campaign.Share {
     @Test("each action's parameters go under action_params, keyed by its identifier, beside the data")
     func actionsInThePayload() throws {
         let campaign = try MessageCodec.decode(Campaign.self, from: Array(Self.withActions.jsonText.utf8))
-        let payload = try APNsPreparedPayload(campaign: campaign, locale: "en_US")
+        let payload = try APNsPreparedPayload(campaign: campaign, locale: "en_US", marker: nil)
         let sent = try #require(try JSONSerialization.jsonObject(with: payload.bytes) as? [String: Any])
         let params = try #require(sent["action_params"] as? [String: [String: Any]])
         #expect(Set(params.keys) == ["buy", "remind_later", "dismiss"])

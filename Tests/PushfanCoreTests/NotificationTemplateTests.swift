@@ -36,7 +36,7 @@ import Testing
 
         let plain = try Self.campaign(["content": ["default": ["body": "Hi"]], "template": "order-update"]).resolved(with: template)
         #expect(plain.notification.actions.map(\.id) == ["track", "rate"])
-        let payload = try APNsPreparedPayload(campaign: plain, locale: nil)
+        let payload = try APNsPreparedPayload(campaign: plain, locale: nil, marker: nil)
         let text = String(decoding: payload.bytes, as: UTF8.self)
         #expect(text.contains(#""action_params":{"rate":{},"track":{"url":"shop://orders"}}"#), "\(text)")
         #expect(text.contains(#""media_url":"https://cdn.shop.example/o.jpg""#) && text.contains(#""mutable-content":1"#), "\(text)")

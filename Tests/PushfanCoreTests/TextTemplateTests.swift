@@ -109,7 +109,7 @@ import Testing
         device.locale = "en_GB"
         var sent = campaign
         sent.notification = campaign.notification.personalised(for: device, locale: device.locale, templates: &cache)
-        let payload = try APNsPreparedPayload(campaign: sent, locale: device.locale)
+        let payload = try APNsPreparedPayload(campaign: sent, locale: device.locale, marker: nil)
         let decoded = try JSONSerialization.jsonObject(with: payload.bytes) as? [String: Any]
         let alert = (decoded?["aps"] as? [String: Any])?["alert"] as? [String: Any]
         #expect(alert?["title"] as? String == "Hi Zoë \"Z\"\n😀")
@@ -133,12 +133,12 @@ import Testing
         big.attributes["bio"] = .string(String(repeating: "é", count: 2_100))
         var sent = campaign
         sent.notification = campaign.notification.personalised(for: big, locale: nil, templates: &cache)
-        #expect(throws: APNsRequestError.self) { try APNsPreparedPayload(campaign: sent, locale: nil) }
-        #expect((try? APNsPreparedPayload(campaign: sent, locale: nil)) == nil)
+        #expect(throws: APNsRequestError.self) { try APNsPreparedPayload(campaign: sent, locale: nil, marker: nil) }
+        #expect((try? APNsPreparedPayload(campaign: sent, locale: nil, marker: nil)) == nil)
         var small = Self.bare
         small.attributes["bio"] = "short"
         sent.notification = campaign.notification.personalised(for: small, locale: nil, templates: &cache)
-        #expect(throws: Never.self) { try APNsPreparedPayload(campaign: sent, locale: nil) }
+        #expect(throws: Never.self) { try APNsPreparedPayload(campaign: sent, locale: nil, marker: nil) }
     }
 
     static let rejects: [RejectCase] = [

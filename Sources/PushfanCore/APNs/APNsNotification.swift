@@ -141,7 +141,7 @@ package struct APNsNotification: Sendable, Hashable {
     package init(
         campaign: Campaign, token: DeviceToken, topic: String, locale: String?, apnsID: UUID = APNsNotification.randomID()
     ) throws(APNsRequestError) {
-        try self.init(campaign: campaign, token: token, topic: topic, prepared: APNsPreparedPayload(campaign: campaign, locale: locale), apnsID: apnsID)
+        try self.init(campaign: campaign, token: token, topic: topic, prepared: APNsPreparedPayload(campaign: campaign, locale: locale, marker: nil), apnsID: apnsID)
     }
 
     /// The same with the payload for the device's locale already prepared, for senders
@@ -346,16 +346,41 @@ package struct APNsPreparedPayload: Sendable, Hashable {
     /// otherwise.
     package let priority: APNsNotification.Priority
     /// The exact body, at most `pushType.maxPayloadBytes` long.
-    package let bytes: Data
+    package private(set) var bytes: Data
+    /// Where in `bytes` the engagement marker's send id goes (`stamped(sendID:)`); nil
+    /// without a marker.
+    private(set) var sendIDRange: Range<Int>?
 
     /// A campaign's payload for a device locale, with its push type and
-    /// `effectivePriority`.
-    package init(campaign: Campaign, locale: String?) throws(APNsRequestError) {
+    /// `effectivePriority`, and `marker` beside `aps` (its send id a placeholder until
+    /// `stamped(sendID:)`) unless the push type has no room for one.
+    package init(campaign: Campaign, locale: String?, marker: EngagementMarker?) throws(APNsRequestError) {
         guard let priority = APNsNotification.Priority(rawValue: campaign.effectivePriority) else {
             throw .invalidPriority("must be 10, 5 or 1; found \(campaign.effectivePriority)")
         }
-        try self.init(
-            APNsPayload(notification: campaign.notification, locale: locale), pushType: campaign.notification.pushType, priority: priority)
+        let pushType = campaign.notification.pushType
+        var payload = try APNsPayload(notification: campaign.notification, locale: locale)
+        guard let marker, EngagementMarker.carried(by: pushType) else {
+            try self.init(payload, pushType: pushType, priority: priority)
+            return
+        }
+        try payload.setCustom(marker.jsonValue(sendIDFill: "0"), forKey: EngagementMarker.key)
+        try self.init(payload, pushType: pushType, priority: priority)
+        // The send id's place: where the same payload with another fill differs.
+        try payload.setCustom(marker.jsonValue(sendIDFill: "f"), forKey: EngagementMarker.key)
+        let other = payload.encoded(for: pushType)
+        guard other.count == bytes.count, let start = zip(bytes, other).enumerated().first(where: { $0.element.0 != $0.element.1 })?.offset
+        else { preconditionFailure("the marker's send id is not where the writer put it") }
+        sendIDRange = start..<start + EngagementMarker.sendIDLength
+    }
+
+    /// The payload for one device: its send id written into the marker.
+    package func stamped(sendID: String) -> APNsPreparedPayload {
+        guard let sendIDRange else { return self }
+        precondition(sendID.utf8.count == sendIDRange.count, "a send id is \(sendIDRange.count) characters")
+        var copy = self
+        copy.bytes.replaceSubrange(sendIDRange, with: sendID.utf8)
+        return copy
     }
 
     package init(

@@ -509,7 +509,7 @@ extension Campaign {
         try Rules.identifier(id, field: "id")
         try Rules.identifier(app, field: "app")
         try validateAudience()
-        try validateNotification()
+        try validateNotification(variant: nil)
         // Checked once the push is known good: an update reaches the tokens of one running
         // activity, and without naming it there is no device it could go to.
         if notification.tokenKind == .liveActivityUpdate {
@@ -564,7 +564,9 @@ extension Campaign {
     /// The campaign's own rules (content and data shapes) first; then every payload it can
     /// send, the default texts' and each locale's, is built by the APNs model, which owns
     /// the rules of `aps`, push types, priority and size.
-    func validateNotification() throws(MessageDecodingError) {
+    /// `variant`: the variant whose devices get it (nil for the notification as given), for
+    /// the engagement marker that every payload carries and that counts against its size.
+    func validateNotification(variant: String?) throws(MessageDecodingError) {
         try validateContent()
         if let name = notification.template { try Rules.identifier(name, field: "notification.template") }
         try validateTemplates()
@@ -573,6 +575,11 @@ extension Campaign {
             throw .invalidField(
                 "notification.data.aps",
                 "custom data must not contain \"aps\"; put APNs keys in notification.aps")
+        }
+        if notification.data?[EngagementMarker.key] != nil, EngagementMarker.carried(by: notification.pushType) {
+            throw .invalidField(
+                "notification.data.\(EngagementMarker.key)",
+                "is where every push carries Pushfan's engagement marker (campaign, variant, send id); give your key another name")
         }
         switch notification.pushType {
         case .alert:
@@ -597,7 +604,7 @@ extension Campaign {
         }
         for locale in locales {
             do {
-                _ = try APNsPreparedPayload(campaign: self, locale: locale)
+                _ = try APNsPreparedPayload(campaign: self, locale: locale, marker: EngagementMarker(campaign: id, variant: variant))
             } catch {
                 throw Self.refusal(error, locale: locale)
             }

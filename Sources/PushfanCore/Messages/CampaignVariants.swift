@@ -132,7 +132,7 @@ extension Campaign {
                 throw .invalidField(field + ".weight", "must be from 1 to \(Self.maxVariantWeight), got \(variant.weight)")
             }
             do {
-                try applying(variant: index).validateNotification()
+                try applying(variant: index).validateNotification(variant: variant.id)
             } catch {
                 let moved = error.field.hasPrefix("notification") ? field + error.field.dropFirst("notification".count) : field
                 throw error.moved(to: String(moved))

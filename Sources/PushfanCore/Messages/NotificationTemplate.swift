@@ -113,7 +113,7 @@ package struct NotificationTemplate: Hashable, Sendable, Codable {
             id: "template-check", app: "template-check", audience: .devices(["d"]),
             notification: Campaign.Notification(content: Campaign.Content(defaultText: Campaign.LocalizedText(body: "template check"))))
         do {
-            try probe.applying(self).validateNotification()
+            try probe.applying(self).validateNotification(variant: nil)
         } catch {
             throw error.moved(to: error.field.hasPrefix("notification.actions") ? "actions" + error.field.dropFirst("notification.actions".count) : "")
         }
