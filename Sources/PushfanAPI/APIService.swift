@@ -90,6 +90,7 @@ package final class APIService: Sendable {
         CampaignRoutes.add(to: &router, store: store, writer: writer)
         NotificareRoutes.add(to: &router, store: store)
         TokenRoutes.add(to: &router, store: store)
+        EventRoutes.add(to: &router, store: store, writer: writer)
         SegmentRoutes.add(to: &router, store: store)
         TemplateRoutes.add(to: &router, store: store)
         AdminRoutes.add(to: &router, store: store, credentialFiles: credentialFiles)

@@ -66,6 +66,14 @@ enum CampaignRoutes {
             if let sendAt = row.sendAt { answer["send_at"] = .int(sendAt) }
             return .json(200, .object(answer))
         })
+        router.add("GET", "/v1/apps/{app}/campaigns/{campaign}/stats", Route(roles: [.master], campaigns: true) { call in
+            let row = try await campaign(store, call)
+            guard case .object(var answer) = try await store.campaignStats(row.key).jsonValue else { return .json(500, [:]) }
+            answer["id"] = .string(row.id)
+            answer["app"] = .string(row.app)
+            answer["status"] = .string(row.status.rawValue)
+            return .json(200, .object(answer))
+        })
         router.add("POST", "/v1/apps/{app}/campaigns/{campaign}/{action}", Route(roles: [.master], campaigns: true) { call in
             guard let action = ControlRecord.Action(rawValue: call.parameter("action")) else {
                 throw APIError.notFound("no route \(call.request.method) \(call.request.path): the actions are cancel, pause and resume")

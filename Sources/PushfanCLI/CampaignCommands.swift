@@ -67,6 +67,57 @@ struct CampaignsStatusCommand: Command {
     }
 }
 
+/// `pushfan campaigns stats APP/ID`: outcomes and engagement per variant, and the holdout's lift.
+struct CampaignsStatsCommand: Command {
+    static let spec = CommandSpec(
+        name: "campaigns stats",
+        summary: "Show a campaign's deliveries, opens, actions and conversions per variant, and the holdout's lift",
+        discussion: """
+            Counts are exact: each engagement event counts once, however often it was sent or
+            read. Rates are per device (opened or converting devices over delivered ones; the
+            holdout's over its devices). --json prints what GET /v1/apps/{app}/campaigns/{id}/stats
+            answers. Exit 1 when the store has no campaign of that id in that app.
+            """,
+        positionals: ["APP/ID"],
+        options: StoreOptions.specs + [.flag("json", "print the stats as JSON")])
+
+    static func run(_ arguments: ParsedArguments, _ context: CommandContext) async throws -> Int32 {
+        let id = try CampaignArgument.key(arguments.positionals[0])
+        let store = try await StoreOptions.open(arguments, context)
+        guard let row = try await store.campaigns.get(id) else {
+            printError("pushfan campaigns stats: no campaign \(id) in the store")
+            return 1
+        }
+        let stats = try await store.campaignStats(id)
+        if arguments.flag("json") {
+            print(stats.jsonValue.compactJSON)
+            return 0
+        }
+        print("campaign \(row.id) (app \(row.app)): \(row.status.rawValue)")
+        print("  " + ["variant", "delivered", "opened", "open rate", "converted", "conv. rate"].map { $0.padding(toLength: 11, withPad: " ", startingAt: 0) }.joined())
+        guard case .object(let answer) = stats.jsonValue, case .object(let variants)? = answer["variants"] else { return 0 }
+        for (name, value) in variants.sorted(by: { $0.key < $1.key }) {
+            guard case .object = value else { continue }
+            func number(_ path: String...) -> String {
+                var current: JSONValue? = value
+                for key in path { if case .object(let members)? = current { current = members[key] } else { current = nil } }
+                switch current {
+                case .int(let n)?: return String(n)
+                case .number(let n)?: return String(format: "%.2f%%", n * 100)
+                default: return "-"
+                }
+            }
+            let cells = [name, number("delivered"), number("opened", "devices"), number("open_rate"), number("conversions", "devices"), number("conversion_rate")]
+            print("  " + cells.map { $0.padding(toLength: 11, withPad: " ", startingAt: 0) }.joined())
+        }
+        if let lift = stats.holdoutLift {
+            print(String(format: "  holdout lift: %+.2f points (95%% interval %+.2f to %+.2f), variants %.2f%% against holdout %.2f%%",
+                         lift.absolute * 100, lift.low * 100, lift.high * 100, lift.treatedRate * 100, lift.holdoutRate * 100))
+        }
+        return 0
+    }
+}
+
 /// `pushfan campaigns cancel|pause|resume APP/ID`.
 struct CampaignControlCommand<Action: ControlActionName>: Command {
     static var spec: CommandSpec {

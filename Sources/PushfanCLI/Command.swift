@@ -24,6 +24,7 @@ package enum PushfanMain {
         SubmitCommand.self,
         CampaignsListCommand.self,
         CampaignsStatusCommand.self,
+        CampaignsStatsCommand.self,
         CampaignControlCommand<CancelAction>.self,
         CampaignControlCommand<PauseAction>.self,
         CampaignControlCommand<ResumeAction>.self,

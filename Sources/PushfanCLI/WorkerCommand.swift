@@ -14,7 +14,7 @@ struct WorkerCommand: Command {
         discussion: """
             Joins the consumer groups of the configuration's kafka.group_id: "<group>-planner"
             reads the campaigns topic and writes tasks, "<group>" reads the tasks topic and
-            sends. Run as many workers as you like, on one machine or many; partitions of the
+            sends, "<group>-events" counts the events topic. Run as many workers as you like, on one machine or many; partitions of the
             tasks topic are the unit of parallelism and of rate sharing (docs/ARCHITECTURE.md).
             Results go to the results topic, bad records to the deadletter topic.
             SIGTERM or SIGINT stops taking work, hands back or finishes what is in flight,
@@ -23,6 +23,7 @@ struct WorkerCommand: Command {
         options: [
             .flag("no-planner", "do not plan campaigns (sender only)"),
             .flag("no-sender", "do not send tasks (planner only)"),
+            .flag("no-events", "do not count engagement events"),
             .option("id", "NAME", "worker id in the ledger and logs (default: host-pid)"),
             .option("group", "GROUP", "consumer group (default: kafka.group_id of the configuration)"),
             .option("database", "URL", "device store: sqlite:PATH or postgres://... (default: $PUSHFAN_DATABASE)"),
@@ -54,7 +55,8 @@ struct WorkerCommand: Command {
         settings.clockOffsetSeconds = try arguments.int("clock-offset", default: settings.clockOffsetSeconds, range: -offset...offset)
         let planner = !arguments.flag("no-planner")
         let sender = !arguments.flag("no-sender")
-        guard planner || sender else { throw UsageError("--no-planner and --no-sender together leave nothing to do") }
+        let events = !arguments.flag("no-events")
+        guard planner || sender || events else { throw UsageError("--no-planner, --no-sender and --no-events together leave nothing to do") }
 
         var endpoint: APNsEndpoint?
         if let url = arguments.value("url") ?? configuration.apns.url {
@@ -68,6 +70,7 @@ struct WorkerCommand: Command {
             topics: configuration.kafka.topics, settings: settings, apns: try APNsOptions.pool(arguments, context), endpointOverride: endpoint)
         options.planner = planner
         options.sender = sender
+        options.events = events
 
         let store = try await DeviceStore.open(arguments.value("database") ?? configuration.database, logger: context.logger)
         store.exportMetrics(to: options.metrics.registry)

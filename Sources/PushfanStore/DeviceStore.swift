@@ -43,6 +43,7 @@ package final class DeviceStore: Sendable {
     package let adminKeys: AdminKeys
     package let dashboard: DashboardTallies
     package let tokens: DeviceTokens
+    package let engagement: EngagementTallies
 
     /// Opens `sqlite:PATH` or a `postgres://` / `postgresql://` URL and applies migrations.
     package static func open(_ url: String, logger: Logger) async throws(StoreError) -> DeviceStore {
@@ -92,6 +93,7 @@ package final class DeviceStore: Sendable {
         adminKeys = AdminKeys(executor: executor)
         dashboard = DashboardTallies(executor: executor)
         tokens = DeviceTokens(executor: executor)
+        engagement = EngagementTallies(executor: executor)
     }
 
     static func now() -> Int64 { Int64(Date().timeIntervalSince1970 * 1000) }

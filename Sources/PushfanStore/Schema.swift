@@ -296,7 +296,27 @@ enum Schema {
         Migration(
             version: 18, summary: "devices' tokens of other kinds than alert (VoIP, Live Activity, widgets…), each with its own state",
             sqlite: deviceTokens, postgres: deviceTokens),
+        Migration(
+            version: 19, summary: "engagement events: each event id once per app, and per campaign, variant and kind the events, devices and values",
+            sqlite: engagement, postgres: engagement),
     ]
+
+    /// Migration 19, the same on both databases (`DOUBLE PRECISION` is SQLite's REAL).
+    private static let engagement = """
+        CREATE TABLE engagement_events (
+            app TEXT NOT NULL, id TEXT NOT NULL, campaign TEXT, kind TEXT NOT NULL, at BIGINT NOT NULL, counted_at BIGINT NOT NULL,
+            PRIMARY KEY (app, id)
+        );
+        CREATE TABLE engagement_counts (
+            campaign TEXT NOT NULL, variant TEXT NOT NULL, kind TEXT NOT NULL, detail TEXT NOT NULL,
+            events BIGINT NOT NULL, devices BIGINT NOT NULL, value DOUBLE PRECISION NOT NULL,
+            PRIMARY KEY (campaign, variant, kind, detail)
+        );
+        CREATE TABLE engagement_devices (
+            campaign TEXT NOT NULL, variant TEXT NOT NULL, kind TEXT NOT NULL, detail TEXT NOT NULL, device TEXT NOT NULL,
+            PRIMARY KEY (campaign, variant, kind, detail, device)
+        );
+        """
 
     /// Migration 18, the same on both databases. A device's alert token stays its row's own.
     private static let deviceTokens = """

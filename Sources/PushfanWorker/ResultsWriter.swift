@@ -31,6 +31,14 @@ package struct ResultsWriter: Sendable {
         try await producer.enqueue([ProducerRecord(topic: topics.results, key: event.kafkaKey, value: MessageCodec.encode(ResultRecord.campaign(event)))])
     }
 
+    /// Engagement events, keyed `<app>/<device>`; returns once every one is on the topic.
+    package func events(_ events: [EngagementEvent]) async throws(KafkaError) {
+        guard !events.isEmpty else { return }
+        var batch = ProducerBatch(topic: topics.events, capacity: events.count, bytesPerRecord: 300)
+        for event in events { batch.append(key: Array(event.kafkaKey.utf8), value: Array(MessageCodec.encode(event))) }
+        if let failure = await Self.firstFailure([try await producer.enqueue(batch)]) { throw failure }
+    }
+
     /// The original record with the reason it could not be processed.
     package func deadLetter(_ record: DeadLetterRecord) async throws(KafkaError) -> DeliveryTicket {
         try await producer.enqueue([ProducerRecord(topic: topics.deadletter, key: record.kafkaKey, value: MessageCodec.encode(record))])

@@ -5,14 +5,17 @@ import PushfanKafka
 import PushfanStore
 import Synchronization
 
-/// One worker process: the planner and sender roles, each a member of its own consumer group
-/// (`<group>-planner` on the campaigns topic, `<group>` on the tasks topic), so either role
-/// can be switched off and any number of workers share the work. A sender also reads the
-/// whole control topic in a group of its own, so every sender sees every command.
+/// One worker process: the planner, sender and events roles, each a member of its own
+/// consumer group (`<group>-planner` on the campaigns topic, `<group>` on the tasks topic,
+/// `<group>-events` on the events topic), so any role can be switched off and any number of
+/// workers share the work. A sender also reads the whole control topic in a group of its
+/// own, so every sender sees every command.
 package final class Worker: Sendable {
     package struct Options: Sendable {
         package var planner = true
         package var sender = true
+        /// Count engagement events (`EventCounter`).
+        package var events = true
         package var workerID: String
         package var kafka: KafkaClientConfiguration
         package var groupID: String
@@ -47,6 +50,7 @@ package final class Worker: Sendable {
     private let plannerConsumer: KafkaConsumer?
     private let senderConsumer: KafkaConsumer?
     private let controlConsumer: KafkaConsumer?
+    private let eventsConsumer: KafkaConsumer?
     private let controls: CampaignControls
     private let scheduler: TaskScheduler?
     private let stopping = StopSignal()
@@ -54,6 +58,7 @@ package final class Worker: Sendable {
     private let plannerJoined = Atomic<Bool>(false)
     private let senderJoined = Atomic<Bool>(false)
     private let controlJoined = Atomic<Bool>(false)
+    private let eventsJoined = Atomic<Bool>(false)
     private let shutdown = Locked<Task<Void, Never>?>(nil)
 
     package init(options: Options, store: DeviceStore, logger: Logger) throws {
@@ -94,6 +99,7 @@ package final class Worker: Sendable {
             return consumer
         }
         plannerConsumer = options.planner ? try makeConsumer(group: options.groupID + "-planner", topic: options.topics.campaigns) : nil
+        eventsConsumer = options.events ? try makeConsumer(group: options.groupID + "-events", topic: options.topics.events) : nil
         if options.sender {
             let consumer = try makeConsumer(group: options.groupID, topic: options.topics.tasks)
             controls = CampaignControls(store: store, logger: logger, clock: clock)
@@ -146,7 +152,9 @@ package final class Worker: Sendable {
             scheduler = nil
         }
         // Lag of the two shared groups (the control group is per process: no label for it).
-        let consumers = [(options.groupID + "-planner", plannerConsumer), (options.groupID, senderConsumer)].compactMap { group, consumer in
+        let consumers = [
+            (options.groupID + "-planner", plannerConsumer), (options.groupID, senderConsumer), (options.groupID + "-events", eventsConsumer),
+        ].compactMap { group, consumer in
             consumer.map { (group, $0) }
         }
         let producer = self.producer
@@ -162,13 +170,14 @@ package final class Worker: Sendable {
     /// True once each enabled role has received its first partition assignment.
     package var hasJoined: Bool {
         (plannerConsumer == nil || plannerJoined.load(ordering: .relaxed)) && (senderConsumer == nil || senderJoined.load(ordering: .relaxed))
-            && (controlConsumer == nil || controlJoined.load(ordering: .relaxed))
+            && (controlConsumer == nil || controlJoined.load(ordering: .relaxed)) && (eventsConsumer == nil || eventsJoined.load(ordering: .relaxed))
     }
 
     /// Runs until `stop()`; returns after the graceful shutdown.
     package func run() async {
         logger.notice("worker.started", [
             "worker.id": options.workerID, "worker.planner": String(options.planner), "worker.sender": String(options.sender),
+            "worker.events": String(options.events),
             "store": store.location,
         ])
         await withTaskGroup(of: Void.self) { group in
@@ -179,6 +188,7 @@ package final class Worker: Sendable {
                 group.addTask { await dispatcher.run(until: self.stopping) }
             }
             if let senderConsumer, let scheduler { group.addTask { await self.runSender(senderConsumer, scheduler) } }
+            if let eventsConsumer { group.addTask { await self.runEvents(eventsConsumer) } }
             if let controlConsumer {
                 group.addTask { await self.runControl(controlConsumer) }
                 group.addTask { await self.controls.runWrites(until: self.stopping) }
@@ -213,6 +223,7 @@ package final class Worker: Sendable {
             if let plannerConsumer { group.addTask { await plannerConsumer.close() } }
             if let senderConsumer { group.addTask { await senderConsumer.close() } }
             if let controlConsumer { group.addTask { await controlConsumer.close() } }
+            if let eventsConsumer { group.addTask { await eventsConsumer.close() } }
         }
         let left = max(bound - (ContinuousClock.now - started) - .milliseconds(500), .milliseconds(100))
         await producer.close(timeout: left * 0.8)
@@ -268,6 +279,35 @@ package final class Worker: Sendable {
                 }
             case .revoked: break
             case .error(let error): logger.warning("control.kafka", ["error": error.description])
+            }
+        }
+    }
+
+    /// Engagement events, counted a poll at a time; a store or Kafka outage is waited out
+    /// with the same records (counting them again changes nothing), and their offsets are
+    /// stored only once they are counted.
+    private func runEvents(_ consumer: KafkaConsumer) async {
+        let metrics = options.metrics
+        let counter = EventCounter(store: store, writer: writer, logger: logger, clock: clock) { app, kind in metrics.events.add(1, [app, kind.rawValue]) }
+        for await event in consumer.events {
+            switch event {
+            case .assigned: eventsJoined.store(true, ordering: .relaxed)
+            case .records(let records):
+                var backoff = Backoff(first: .milliseconds(500), longest: .seconds(30))
+                while !stopping.isRaised {
+                    do {
+                        let new = try await counter.count(records)
+                        for record in records { try? consumer.storeOffset(record) }
+                        logger.info("events.counted", ["records": String(records.count), "new": String(new)])
+                        break
+                    } catch {
+                        let delay = backoff.next()
+                        logger.warning("events.retry", ["records": String(records.count), "error": "\(error)", "retry_in_ms": String(delay.milliseconds)])
+                        await stopping.sleep(for: delay)
+                    }
+                }
+            case .revoked: break
+            case .error(let error): logger.warning("events.kafka", ["error": error.description])
             }
         }
     }

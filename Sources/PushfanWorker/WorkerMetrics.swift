@@ -3,7 +3,7 @@ import PushfanCore
 
 /// What a worker counts for Prometheus (`pushfan worker --metrics-port`): final outcomes by
 /// app, outcome and reason (counted per recorded page, not per device), retries by cause,
-/// time spent waiting for an app's rate, tasks running and queued, apps paused for credentials, and the APNs
+/// time spent waiting for an app's rate, engagement events counted, tasks running and queued, apps paused for credentials, and the APNs
 /// pools' request durations and connections.
 package final class WorkerMetrics: Sendable {
     package let registry: MetricsRegistry
@@ -11,6 +11,7 @@ package final class WorkerMetrics: Sendable {
     let notifications: Counter
     let retries: Counter
     let rateLimitWait: Counter
+    let events: Counter
 
     package init(registry: MetricsRegistry = MetricsRegistry()) {
         self.registry = registry
@@ -21,6 +22,9 @@ package final class WorkerMetrics: Sendable {
             "pushfan_retries_total", "Sends tried again, by app and cause (APNs' reason, or the transport failure).", labels: ["app", "cause"])
         rateLimitWait = registry.counter(
             "pushfan_rate_limit_wait_seconds_total", "Time sends waited for the app's rate budget, summed over concurrent batches.", labels: ["app"])
+        events = registry.counter(
+            "pushfan_engagement_events_total", "Engagement events this worker counted for the first time, by app and kind (a replayed event is not counted again).",
+            labels: ["app", "kind"])
         apns = APNsMetrics(registry: registry)
     }
 

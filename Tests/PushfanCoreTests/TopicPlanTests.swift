@@ -7,10 +7,11 @@ import Testing
     func defaults() throws {
         let plan = try TopicPlan(names: TopicNames(), inputs: TopicPlan.Inputs())
         #expect(plan.topics.map(\.name) == TopicNames().all)
-        #expect(plan.topics.map(\.partitions) == [6, 32, 12, 1, 3], "tasks: 4 lanes x 8 apps")
+        #expect(plan.topics.map(\.partitions) == [6, 32, 12, 1, 3, 12], "tasks: 4 lanes x 8 apps")
         #expect(plan.topics.allSatisfy { $0.replication == 3 && $0.config.contains { $0 == ("min.insync.replicas", "2") } })
         let retention = Dictionary(uniqueKeysWithValues: plan.topics.map { topic in (topic.name, topic.config.first { $0.0 == "retention.ms" }?.1) })
         #expect(retention[TopicNames.defaultResults] == "604800000" && retention[TopicNames.defaultDeadletter] == "1209600000")
+        #expect(retention[TopicNames.defaultEvents] == "604800000", "events are kept as long as results")
     }
 
     @Test("the tasks topic: a partition per lane of each busy app, at least one per worker, at most 256")

@@ -58,13 +58,17 @@ package struct APIError: Error, Sendable, Equatable {
     package let message: String
     package var field: String? = nil
     package var headers: [String: String] = [:]
+    /// More members of the error object (a batch's per-item problems).
+    package var details: [String: JSONValue] = [:]
 
     package init(_ status: Int, _ code: String, _ message: String, field: String? = nil, headers: [String: String] = [:]) {
         (self.status, self.code, self.message, self.field, self.headers) = (status, code, message, field, headers)
     }
 
     package var response: HTTPResponse {
-        var error: [String: JSONValue] = ["code": .string(code), "message": .string(message)]
+        var error = details
+        error["code"] = .string(code)
+        error["message"] = .string(message)
         if let field { error["field"] = .string(field) }
         return .json(status, .object(["error": .object(error)]), headers: headers)
     }

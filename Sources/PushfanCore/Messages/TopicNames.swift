@@ -1,4 +1,4 @@
-/// The names of Pushfan's five Kafka topics.
+/// The names of Pushfan's six Kafka topics.
 ///
 /// Each can be renamed on its own (for a shared cluster with naming rules), or
 /// all at once with `init(prefix:)` (for isolated test runs). In configuration
@@ -19,25 +19,31 @@ package struct TopicNames: Sendable, Codable, Equatable {
     /// Records that could not be processed (`DeadLetterRecord`), with the reason
     /// and the original bytes.
     package var deadletter: String
+    /// What devices did with pushes (`EngagementEvent`), keyed `<app>/<device>`. Written
+    /// by the API and by anyone, read by the workers' events role.
+    package var events: String
 
     package static let defaultCampaigns = "pushfan.campaigns"
     package static let defaultTasks = "pushfan.tasks"
     package static let defaultResults = "pushfan.results"
     package static let defaultControl = "pushfan.control"
     package static let defaultDeadletter = "pushfan.deadletter"
+    package static let defaultEvents = "pushfan.events"
 
     package init(
         campaigns: String = TopicNames.defaultCampaigns,
         tasks: String = TopicNames.defaultTasks,
         results: String = TopicNames.defaultResults,
         control: String = TopicNames.defaultControl,
-        deadletter: String = TopicNames.defaultDeadletter
+        deadletter: String = TopicNames.defaultDeadletter,
+        events: String = TopicNames.defaultEvents
     ) {
         self.campaigns = campaigns
         self.tasks = tasks
         self.results = results
         self.control = control
         self.deadletter = deadletter
+        self.events = events
     }
 
     /// `<prefix>.campaigns`, `<prefix>.tasks`, ...; `TopicNames(prefix: "pushfan")`
@@ -48,14 +54,15 @@ package struct TopicNames: Sendable, Codable, Equatable {
             tasks: "\(prefix).tasks",
             results: "\(prefix).results",
             control: "\(prefix).control",
-            deadletter: "\(prefix).deadletter")
+            deadletter: "\(prefix).deadletter",
+            events: "\(prefix).events")
     }
 
-    /// All five names, in pipeline order: campaigns, tasks, results, control, deadletter.
-    package var all: [String] { [campaigns, tasks, results, control, deadletter] }
+    /// All six names, in pipeline order: campaigns, tasks, results, control, deadletter, events.
+    package var all: [String] { [campaigns, tasks, results, control, deadletter, events] }
 
     private enum CodingKeys: String, CodingKey {
-        case campaigns, tasks, results, control, deadletter
+        case campaigns, tasks, results, control, deadletter, events
     }
 
     package init(from decoder: any Decoder) throws {
@@ -65,6 +72,7 @@ package struct TopicNames: Sendable, Codable, Equatable {
             tasks: try container.decodeIfPresent(String.self, forKey: .tasks) ?? Self.defaultTasks,
             results: try container.decodeIfPresent(String.self, forKey: .results) ?? Self.defaultResults,
             control: try container.decodeIfPresent(String.self, forKey: .control) ?? Self.defaultControl,
-            deadletter: try container.decodeIfPresent(String.self, forKey: .deadletter) ?? Self.defaultDeadletter)
+            deadletter: try container.decodeIfPresent(String.self, forKey: .deadletter) ?? Self.defaultDeadletter,
+            events: try container.decodeIfPresent(String.self, forKey: .events) ?? Self.defaultEvents)
     }
 }

@@ -69,6 +69,9 @@ package struct TopicPlan: Sendable, Equatable {
             Topic(
                 name: names.deadletter, partitions: 3, replication: inputs.replication, config: config(retentionDays: inputs.deadletterRetentionDays),
                 purpose: "records that could not be processed, kept longer for inspection"),
+            Topic(
+                name: names.events, partitions: 12, replication: inputs.replication, config: config(retentionDays: inputs.resultsRetentionDays),
+                purpose: "what devices did with pushes, keyed <app>/<device>; the workers' events role counts each event id once"),
         ]
     }
 }

@@ -1,0 +1,192 @@
+import Foundation
+import PushfanCore
+
+/// Engagement events checked against the store and counted exactly: per campaign, variant
+/// (`holdout` for the holdout, empty for a campaign without variants), kind and detail (the
+/// action's id, the custom event's name, the conversion's currency), the events and the
+/// distinct devices, and the sum of conversion values. Each event id counts once per app,
+/// in the same transaction as its counts, so a replayed topic or a retried batch changes
+/// nothing (docs/store.md).
+package struct EngagementTallies: Sendable {
+    let executor: StoreExecutor
+
+    /// Newest events accepted, against the server's clock: a client's clock may run a little
+    /// ahead, not more.
+    package static let futureAllowance: Int64 = 15 * 60 * 1_000
+
+    /// How long after a campaign reached a device a conversion that names no campaign is
+    /// still the campaign's.
+    package static let attributionWindow: Int64 = 24 * 3_600 * 1_000
+
+    /// A campaign an event counts for, and the variant it counts under there: the variant's
+    /// id, `holdout`, or empty for a campaign without variants.
+    package struct Attribution: Sendable, Hashable {
+        package let campaign: CampaignKey
+        package let variant: String
+    }
+
+    /// An event as it is counted: the campaigns it counts for, resolved against the store.
+    /// An event that names its campaign counts for it; a conversion that names none counts
+    /// for every campaign of the app that reached the device (delivered, or held out) within
+    /// `attributionWindow` before it, so a holdout's conversions are its own.
+    package struct Counted: Sendable, Hashable {
+        package let event: EngagementEvent
+        package let attributions: [Attribution]
+    }
+
+    /// Why an event cannot be counted: the field and what is wrong with it.
+    package struct Refusal: Error, Sendable, Hashable {
+        package let field: String
+        package let reason: String
+    }
+
+    /// Checks events of one app against the store, in order: the device is the app's, the
+    /// campaign is the app's, the send id is the one its marker gave the device, the
+    /// variant is the device's, and `at` is not ahead of `now` by more than
+    /// `futureAllowance`. Returns each event counted or refused.
+    package func resolve(_ events: [EngagementEvent], app: String, now: Int64) async throws(StoreError) -> [Result<Counted, Refusal>] {
+        let deviceIDs = Array(Set(events.map(\.device)))
+        let campaignKeys = Array(Set(events.compactMap(\.campaignKey)))
+        let unattributed = events.filter { $0.kind == .converted && $0.campaign == nil }
+        let (known, campaigns, reached) = try await executor.run { connection throws(StoreError) -> (Set<String>, [CampaignKey: Campaign], [String: [Reach]]) in
+            var known: Set<String> = []
+            for chunk in StoreExecutor.chunks(deviceIDs) {
+                let list = executor.backend.isIn(chunk.map(SQLValue.text), type: "text")
+                try connection.query("SELECT device_id FROM devices WHERE app = \(app) AND device_id" + list) { row in
+                    if let id = row.text(0) { known.insert(id) }
+                }
+            }
+            let reached = try Self.reaches(connection, executor.backend, app: app, of: unattributed)
+            var campaigns: [CampaignKey: Campaign] = [:]
+            for key in Set(campaignKeys + reached.values.flatMap { $0.map(\.campaign) }) {
+                let record = try connection.queryOne("SELECT definition FROM campaigns WHERE id = \(key)") { $0.text(0) }.flatMap { $0 }
+                if let record, let campaign = try? MessageCodec.decode(Campaign.self, from: Data(record.utf8)) { campaigns[key] = campaign }
+            }
+            return (known, campaigns, reached)
+        }
+        return events.map { event in
+            Result { () throws(Refusal) -> Counted in
+                guard event.app == app else { throw Refusal(field: "app", reason: "the event is for app \(event.app), not \(app)") }
+                guard known.contains(event.device) else { throw Refusal(field: "device_id", reason: "app \(app) has no device \(event.device)") }
+                guard event.at <= now + Self.futureAllowance else {
+                    throw Refusal(field: "at", reason: "is \((event.at - now) / 1_000) s ahead of the server's clock; at most \(Self.futureAllowance / 60_000) minutes ahead are taken")
+                }
+                guard let key = event.campaignKey else {
+                    // A conversion of the campaigns that reached the device shortly before it.
+                    let attributions = (reached[event.device] ?? []).filter { $0.at <= event.at && event.at <= $0.at + Self.attributionWindow }
+                        .compactMap { reach in campaigns[reach.campaign].map { Attribution(campaign: reach.campaign, variant: $0.countedName(of: $0.share(of: event.device)) ?? "") } }
+                    return Counted(event: event, attributions: attributions)
+                }
+                guard let campaign = campaigns[key] else { throw Refusal(field: "campaign", reason: "app \(app) has no campaign \(key.id)") }
+                if let sendID = event.sendID, sendID != EngagementMarker.sendID(campaign: key, device: event.device) {
+                    throw Refusal(field: "send_id", reason: "is not the send id of campaign \(key.id)'s push to device \(event.device)")
+                }
+                let variant = campaign.countedName(of: campaign.share(of: event.device)) ?? ""
+                if let given = event.variant, given != variant {
+                    throw Refusal(field: "variant", reason: "device \(event.device) is in \(variant.isEmpty ? "no variant" : variant.debugDescription) of campaign \(key.id), not \(given.debugDescription)")
+                }
+                return Counted(event: event, attributions: [Attribution(campaign: key, variant: variant)])
+            }
+        }
+    }
+
+    /// When a campaign reached a device: delivered, or held out.
+    struct Reach {
+        let campaign: CampaignKey
+        let at: Int64
+    }
+
+    /// For conversions that name no campaign: the app's campaigns created within the
+    /// attribution window before the latest of them, and when each reached each device.
+    private static func reaches(_ connection: any SQLConnection, _ backend: any SQLBackend, app: String, of events: [EngagementEvent]) throws(StoreError) -> [String: [Reach]] {
+        guard let earliest = events.map(\.at).min(), let latest = events.map(\.at).max() else { return [:] }
+        var candidates: [CampaignKey] = []
+        try connection.query("""
+            SELECT id FROM campaigns WHERE app = \(app) AND created_at >= \(earliest - attributionWindow) AND created_at <= \(latest)
+            """) { row in
+            if let stored = row.text(0), let key = CampaignKey(stored: stored) { candidates.append(key) }
+        }
+        var reached: [String: [Reach]] = [:]
+        let devices = Array(Set(events.map(\.device)))
+        for campaign in candidates {
+            for chunk in StoreExecutor.chunks(devices) {
+                let list = backend.isIn(chunk.map(SQLValue.text), type: "text")
+                try connection.query("""
+                    SELECT d.device_id, l.finished_at FROM devices d JOIN deliveries l ON l.campaign = \(campaign) AND l.row_key = d.row_key
+                    WHERE d.app = \(app) AND (l.state = 'delivered' OR (l.state = 'skipped' AND l.reason = \(Campaign.holdoutReason))) AND d.device_id
+                    """ + list) { row in
+                    if let device = row.text(0), let at = row.int(1) { reached[device, default: []].append(Reach(campaign: campaign, at: at)) }
+                }
+            }
+        }
+        return reached
+    }
+
+    /// Counts what it has not counted before; returns the events that were new. An event
+    /// that counts for no campaign is remembered (its id) but counted under none.
+    package func count(_ events: [Counted], now: Int64) async throws(StoreError) -> [Counted] {
+        guard !events.isEmpty else { return [] }
+        return try await executor.run { connection throws(StoreError) -> [Counted] in
+            try connection.transaction { () throws(StoreError) -> [Counted] in
+                var new: [Counted] = []
+                for counted in events {
+                    let event = counted.event
+                    let inserted = try connection.execute("""
+                        INSERT INTO engagement_events (app, id, campaign, kind, at, counted_at) VALUES
+                        (\(event.app), \(event.id), \(event.campaignKey.map { SQLValue.text($0.stored) } ?? .null), \(event.kind.rawValue), \(event.at), \(now))
+                        ON CONFLICT (app, id) DO NOTHING
+                        """)
+                    guard inserted > 0 else { continue }
+                    new.append(counted)
+                    let detail = event.action ?? event.name ?? event.currency ?? ""
+                    for attribution in counted.attributions {
+                        let (campaign, variant) = (attribution.campaign, attribution.variant)
+                        let firstOfDevice = try connection.execute("""
+                            INSERT INTO engagement_devices (campaign, variant, kind, detail, device) VALUES
+                            (\(campaign), \(variant), \(event.kind.rawValue), \(detail), \(event.device))
+                            ON CONFLICT (campaign, variant, kind, detail, device) DO NOTHING
+                            """)
+                        try connection.execute("""
+                            INSERT INTO engagement_counts (campaign, variant, kind, detail, events, devices, value) VALUES
+                            (\(campaign), \(variant), \(event.kind.rawValue), \(detail), 1, \(firstOfDevice), \(SQLValue.real(event.value ?? 0)))
+                            ON CONFLICT (campaign, variant, kind, detail) DO UPDATE SET
+                            events = engagement_counts.events + 1, devices = engagement_counts.devices + excluded.devices,
+                            value = engagement_counts.value + excluded.value
+                            """)
+                    }
+                }
+                return new
+            }
+        }
+    }
+
+    /// A campaign's counts, every variant, kind and detail.
+    package func counts(campaign: CampaignKey) async throws(StoreError) -> [EngagementCount] {
+        try await executor.run { connection throws(StoreError) -> [EngagementCount] in
+            var rows: [EngagementCount] = []
+            try connection.query("""
+                SELECT variant, kind, detail, events, devices, value FROM engagement_counts WHERE campaign = \(campaign)
+                ORDER BY variant, kind, detail
+                """) { row in
+                guard let kind = row.text(1).flatMap(EngagementEvent.Kind.init(rawValue:)) else { return }
+                rows.append(EngagementCount(
+                    variant: row.text(0) ?? "", kind: kind, detail: row.text(2) ?? "", events: row.int(3) ?? 0, devices: row.int(4) ?? 0,
+                    value: row.double(5) ?? 0))
+            }
+            return rows
+        }
+    }
+}
+
+extension DeviceStore {
+    /// A campaign's final outcomes per variant (the ledger's running totals; the whole
+    /// ledger for a campaign without variants) beside its engagement counts.
+    package func campaignStats(_ campaign: CampaignKey) async throws(StoreError) -> CampaignStats {
+        var outcomes = try await ledger.variantCounts(campaign: campaign)
+        if outcomes.isEmpty { outcomes[""] = try await ledger.progressCounts(campaign: campaign) }
+        let finals = outcomes.mapValues { states in
+            Dictionary(uniqueKeysWithValues: states.filter { $0.key.isFinal && $0.value > 0 }.map { ($0.key.rawValue, $0.value) })
+        }
+        return CampaignStats(outcomes: finals, engagement: try await engagement.counts(campaign: campaign))
+    }
+}

@@ -1,0 +1,53 @@
+import Foundation
+import PushfanCore
+import PushfanKafka
+import PushfanStore
+
+/// The events role: reads the events topic in its own group (`<group>-events`) and counts
+/// each poll's events in the store (`EngagementTallies`), then stores their offsets. Counting
+/// is keyed by event id in the same transaction as the counts, so a record read again after
+/// a crash or a rebalance, or the whole topic replayed, counts nothing twice: the counts are
+/// exact under at-least-once reading. A record that does not decode, or whose device,
+/// campaign or send id the store does not know (a direct producer's mistake), goes to the
+/// deadletter topic with the reason, before its offset is stored.
+struct EventCounter {
+    let store: DeviceStore
+    let writer: ResultsWriter
+    let logger: Logger
+    let clock: any WorkerClock
+    let counted: @Sendable (_ app: String, _ kind: EngagementEvent.Kind) -> Void
+
+    /// Counts one poll's records; returns how many events were new. Throws a store or Kafka
+    /// error, after which the caller tries the same records again.
+    func count(_ records: [KafkaRecord]) async throws -> Int {
+        var valid: [String: [(KafkaRecord, EngagementEvent)]] = [:]
+        var letters: [DeadLetterRecord] = []
+        for record in records {
+            do {
+                let event = try MessageCodec.decode(EngagementEvent.self, from: Data(record.value))
+                valid[event.app, default: []].append((record, event))
+            } catch {
+                letters.append(ResultsWriter.deadLetter(for: record, code: error.code, reason: error.description))
+            }
+        }
+        let now = clock.wallMillis
+        var toCount: [EngagementTallies.Counted] = []
+        for (app, entries) in valid.sorted(by: { $0.key < $1.key }) {
+            let resolved = try await store.engagement.resolve(entries.map(\.1), app: app, now: now)
+            for ((record, _), result) in zip(entries, resolved) {
+                switch result {
+                case .success(let counted): toCount.append(counted)
+                case .failure(let refusal):
+                    letters.append(ResultsWriter.deadLetter(for: record, code: "invalid_event", reason: "\(refusal.field): \(refusal.reason)"))
+                }
+            }
+        }
+        for letter in letters {
+            logger.warning("events.dead_letter", ["error": letter.error, "reason": letter.reason])
+            if let failure = await ResultsWriter.firstFailure([try await writer.deadLetter(letter)]) { throw failure }
+        }
+        let new = try await store.engagement.count(toCount, now: now)
+        for counted in new { self.counted(counted.event.app, counted.event.kind) }
+        return new.count
+    }
+}

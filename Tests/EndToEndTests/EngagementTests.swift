@@ -1,0 +1,164 @@
+import Foundation
+import PushfanCore
+import PushfanTestSupport
+import Testing
+
+/// The engagement loop with real processes: a campaign with two variants and a holdout is
+/// sent, synthetic clients report opens and conversions through `POST /v1/apps/{app}/events`
+/// with the marker each push carried, the counting worker is killed with SIGKILL between
+/// batches, the batches are sent again and the topic is read again from its start by another
+/// group: the stats show exactly the events made, per variant, with the holdout's own
+/// conversions and its lift.
+@Suite(.serialized, .timeLimit(.minutes(5)))
+struct EngagementTests {
+    @Test("opens of 30 % of A and 10 % of B, half of them converting, 20 % of the holdout converting: counted exactly through kill -9, a resend and a replay; bad events refused naming the field")
+    func exactCountsPerVariant() async throws {
+        let pipeline = try await Pipeline()
+        defer { pipeline.stop() }
+        let server = try await APITests.start(pipeline)
+        defer { server.process.signal(SIGTERM) }
+        let count = 2_000
+        var lines = ""
+        for index in 0..<count { lines += #"{"device_id":"shop-\#(index)","token":"\#(Pipeline.token(index))","locale":"en_US"}"# + "\n" }
+        let file = pipeline.directory + "/shop-devices.ndjson"
+        try lines.write(toFile: file, atomically: true, encoding: .utf8)
+        try await pipeline.run(["devices", "import", "--database", pipeline.database, "--app", "shop", file])
+        try await pipeline.addApp("news", topic: "com.example.news", rate: 1_000, devices: 2)
+        let first = try pipeline.startWorker("a")
+
+        let json = #"{"v":1,"id":"ab","app":"shop","audience":{"segment":"locale = en_US"},"notification":{"push_type":"alert","content":{"default":{"title":"Sale","body":"20% off"}}},"variants":[{"id":"a","weight":45},{"id":"b","weight":45}],"holdout":10}"#
+        try await pipeline.submit(json)
+        let results = try await pipeline.results(of: "ab")
+        #expect(results.completed?.finished == count)
+        let campaign = try MessageCodec.decode(Campaign.self, from: Data(json.utf8))
+        let key = CampaignKey(app: "shop", id: "ab")
+
+        // Who does what: the first 30 % of A's devices open, 10 % of B's; every other opener
+        // converts (10 EUR); 20 % of the holdout converts, naming no campaign.
+        var groups: [String: [String]] = [:]
+        for index in 0..<count {
+            let device = "shop-\(index)"
+            groups[campaign.countedName(of: campaign.share(of: device)) ?? "", default: []].append(device)
+        }
+        let at = Int64(Date().timeIntervalSince1970 * 1000)
+        func marker(_ device: String) -> String {
+            #""campaign":"ab","send_id":"\#(EngagementMarker.sendID(campaign: key, device: device))","variant":"\#(campaign.countedName(of: campaign.share(of: device)) ?? "")""#
+        }
+        var events: [String] = []
+        var expected: [String: (opened: Int, converted: Int)] = [:]
+        for (variant, share) in [("a", 0.3), ("b", 0.1)] {
+            let openers = Array(groups[variant, default: []].prefix(Int(Double(groups[variant, default: []].count) * share)))
+            for (index, device) in openers.enumerated() {
+                events.append(#"{"kind":"opened","device_id":"\#(device)",\#(marker(device)),"at":\#(at)}"#)
+                if index % 2 == 0 { events.append(#"{"kind":"converted","device_id":"\#(device)",\#(marker(device)),"at":\#(at + 1),"value":10,"currency":"EUR"}"#) }
+            }
+            expected[variant] = (openers.count, (openers.count + 1) / 2)
+        }
+        let holdoutConverters = Array(groups["holdout", default: []].prefix(groups["holdout", default: []].count / 5))
+        for device in holdoutConverters { events.append(#"{"kind":"converted","device_id":"\#(device)","at":\#(at + 2)}"#) }
+        #expect(!holdoutConverters.isEmpty && (expected["a"]?.opened ?? 0) > (expected["b"]?.opened ?? 0) * 2)
+
+        func post(_ batch: ArraySlice<String>) async throws -> (status: Int, body: String) {
+            let answer = try await server.call("POST", "/v1/apps/shop/events", secret: server.application, json: #"{"events":[\#(batch.joined(separator: ","))]}"#)
+            return (answer.status, answer.body)
+        }
+        let batches = stride(from: 0, to: events.count, by: 200).map { events[$0..<min($0 + 200, events.count)] }
+        for (index, batch) in batches.enumerated() {
+            let answer = try await post(batch)
+            #expect(answer.status == 202 && answer.body.contains(#""accepted":\#(batch.count)"#), "\(answer.body)")
+            // The counting worker dies mid-stream; another takes over.
+            if index == 1 {
+                first.signal(SIGKILL)
+                _ = await first.waitForExit()
+                try pipeline.startWorker("b")
+            }
+        }
+
+        func stats() async throws -> [String: Any] {
+            let answer = try await server.call("GET", "/v1/apps/shop/campaigns/ab/stats", secret: server.master)
+            #expect(answer.status == 200, "\(answer.body)")
+            return try #require(try JSONSerialization.jsonObject(with: Data(answer.body.utf8)) as? [String: Any])
+        }
+        func devices(_ stats: [String: Any], _ variant: String, _ path: String...) -> Int? {
+            var current: Any? = (stats["variants"] as? [String: Any])?[variant]
+            for key in path { current = (current as? [String: Any])?[key] }
+            return (current as? NSNumber)?.intValue
+        }
+        func matches(_ stats: [String: Any]) -> Bool {
+            devices(stats, "a", "opened", "devices") == expected["a"]?.opened && devices(stats, "b", "opened", "devices") == expected["b"]?.opened
+                && devices(stats, "a", "conversions", "devices") == expected["a"]?.converted && devices(stats, "b", "conversions", "devices") == expected["b"]?.converted
+                && devices(stats, "holdout", "conversions", "devices") == holdoutConverters.count
+        }
+        var latest: [String: Any] = [:]
+        var counted = false
+        let deadline = ContinuousClock.now + .seconds(60)
+        while !counted && ContinuousClock.now < deadline {
+            latest = try await stats()
+            counted = matches(latest)
+            if !counted { try await Task.sleep(for: .milliseconds(200)) }
+        }
+        #expect(counted, "expected \(expected), holdout \(holdoutConverters.count); stats \(latest)")
+        // Events, not only devices, are exact: each was made once.
+        #expect(devices(latest, "a", "opened", "events") == expected["a"]?.opened)
+        #expect(devices(latest, "a", "delivered") == groups["a"]?.count && devices(latest, "holdout", "outcomes", "skipped") == groups["holdout"]?.count)
+        let variantA = (latest["variants"] as? [String: Any])?["a"] as? [String: Any]
+        #expect(((variantA?["conversions"] as? [String: Any])?["value"] as? [String: Any])?["EUR"] as? Double == Double((expected["a"]?.converted ?? 0) * 10))
+        let openRate = (variantA?["open_rate"] as? NSNumber)?.doubleValue ?? -1
+        #expect(abs(openRate - Double(expected["a"]?.opened ?? 0) / Double(groups["a"]?.count ?? 1)) < 0.0001)
+        let lift = try #require(latest["holdout_lift"] as? [String: Any], "no lift: \(latest)")
+        #expect((lift["holdout_rate"] as? NSNumber)?.doubleValue == Double(holdoutConverters.count) / Double(groups["holdout"]?.count ?? 1))
+
+        // The same batches again (a client retrying): taken, counted as nothing new. And the
+        // whole topic read again by another group: nothing new either.
+        for batch in batches.prefix(2) { #expect(try await post(batch).status == 202) }
+        let replay = try pipeline.startWorker("replay", extra: ["--group", "replay", "--no-planner", "--no-sender"])
+        let total = events.count + batches.prefix(2).map(\.count).reduce(0, +)
+        let replayed = await Pipeline.eventually(timeout: .seconds(60)) { Self.countedLines(replay.standardError).records >= total }
+        let replayCounts = Self.countedLines(replay.standardError)
+        #expect(replayed && replayCounts.new == 0, "the replaying worker read \(replayCounts.records) of \(total) records and counted \(replayCounts.new) as new")
+        #expect(matches(try await stats()), "the counts changed after the resend and the replay")
+
+        // Bad events: the batch is refused whole, each problem named; nothing of it counts.
+        let good = events[0]
+        let sendID = EngagementMarker.sendID(campaign: key, device: "shop-1")
+        let bad: [(event: String, field: String, says: String)] = [
+            (#"{"kind":"clicked","device_id":"shop-1","at":\#(at)}"#, "events[1].kind", "must be one of received, opened"),
+            (#"{"kind":"opened","device_id":"shop-1","campaign":"ab","send_id":"0123456789abcdef","at":\#(at)}"#, "events[1].send_id", "is not the send id"),
+            (#"{"kind":"opened","device_id":"news-0","campaign":"ab","send_id":"\#(sendID)","at":\#(at)}"#, "events[1].device_id", "app shop has no device news-0"),
+            (#"{"kind":"opened","device_id":"shop-1","campaign":"ab","send_id":"\#(sendID)","at":\#(at + 3_600_000)}"#, "events[1].at", "ahead of the server's clock"),
+            (#"{"kind":"opened","device_id":"shop-1","campaign":"nope","send_id":"\#(sendID)","at":\#(at)}"#, "events[1].campaign", "app shop has no campaign nope"),
+            (#"{"kind":"opened","device_id":"shop-1","campaign":"ab","send_id":"\#(sendID)","at":\#(at),"colour":"red"}"#, "events[1].colour", "not a field of an event"),
+        ]
+        for (event, field, says) in bad {
+            let answer = try await post([good, event])
+            #expect(answer.status == 422 && answer.body.contains(#""code":"invalid_events""#) && answer.body.contains(#""field":"\#(field)""#) && answer.body.contains(says),
+                    "\(field): \(answer.body)")
+        }
+        let tooMany = try await post(ArraySlice(Array(repeating: good, count: 1_001)))
+        #expect(tooMany.status == 422 && tooMany.body.contains("1001 events; a batch has 1 to 1000"), "\(tooMany.body)")
+        let otherApp = try await server.call("POST", "/v1/apps/news/events", secret: server.application, json: #"{"events":[\#(good)]}"#)
+        #expect(otherApp.status == 401, "shop's secret on news: \(otherApp.status) \(otherApp.body)")
+        #expect(matches(try await stats()), "a refused batch changed the counts")
+
+        // The CLI shows the same counts from the store.
+        let cli = try await pipeline.run(["campaigns", "stats", "shop/ab", "--json", "--database", pipeline.database])
+        let cliStats = try #require(try JSONSerialization.jsonObject(with: Data(cli.output.utf8)) as? [String: Any])
+        #expect(matches(cliStats), "\(cli.output)")
+        let table = try await pipeline.run(["campaigns", "stats", "shop/ab", "--database", pipeline.database])
+        #expect(table.output.contains("holdout lift:"), "\(table.output)")
+    }
+
+    /// Records the events role read and counted as new, summed over its `events.counted` lines.
+    static func countedLines(_ log: String) -> (records: Int, new: Int) {
+        var total = (records: 0, new: 0)
+        for line in log.split(separator: "\n") where line.contains("events.counted") {
+            func number(_ name: String) -> Int {
+                guard let range = line.range(of: "\(name)=") else { return 0 }
+                return Int(line[range.upperBound...].prefix { $0.isNumber }) ?? 0
+            }
+            total.records += number("records")
+            total.new += number("new")
+        }
+        return total
+    }
+}

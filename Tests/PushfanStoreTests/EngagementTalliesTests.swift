@@ -1,0 +1,88 @@
+import Foundation
+import PushfanCore
+import Testing
+
+@testable import PushfanStore
+
+/// Engagement events on both backends: checked against the app's devices and campaigns and
+/// the send ids their markers carry, and counted once per event id however often they come.
+@Suite(.timeLimit(.minutes(2)))
+struct EngagementTalliesTests {
+    let now: Int64 = 1_790_000_000_000
+    let sale = CampaignKey(app: "shop-ios", id: "sale")
+
+    /// Devices d0…d9 of shop-ios, one of news; campaign `sale` with variants a and b and a holdout.
+    func store(_ backend: Backend) async throws -> (DeviceStore, Campaign) {
+        let store = try await backend.openFresh()
+        try await store.addTestApp()
+        try await store.addTestApp("news")
+        for index in 0..<10 {
+            _ = try await store.devices.register(app: "shop-ios", DeviceRegistration(deviceID: "d\(index)", token: String(format: "%064x", index + 1)))
+        }
+        _ = try await store.devices.register(app: "news", DeviceRegistration(deviceID: "n0", token: String(format: "%064x", 99)))
+        let json = #"""
+            {"v":1,"id":"sale","app":"shop-ios","audience":{"segment":"locale = en_US"},"notification":{"push_type":"alert","content":{"default":{"title":"Sale","body":"20% off"}}},
+             "variants":[{"id":"a","weight":40},{"id":"b","weight":40}],"holdout":20}
+            """#
+        let campaign = try MessageCodec.decode(Campaign.self, from: Data(json.utf8))
+        #expect(try await store.campaigns.record(sale, audience: 10, shards: 1, definition: CampaignDefinition(record: json, template: nil), now: now))
+        return (store, campaign)
+    }
+
+    func event(_ kind: EngagementEvent.Kind, _ device: String, campaign: String? = "sale", sendID: String? = nil, variant: String? = nil, at: Int64? = nil,
+               action: String? = nil, value: Double? = nil, currency: String? = nil, id: String? = nil) -> EngagementEvent {
+        let send = sendID ?? campaign.map { EngagementMarker.sendID(campaign: CampaignKey(app: "shop-ios", id: $0), device: device) }
+        let when = at ?? now - 1_000
+        return EngagementEvent(
+            id: id ?? EngagementEvent.derivedID(kind: kind, device: device, sendID: send, campaign: campaign, at: when, action: action, name: nil, value: value, currency: currency),
+            app: "shop-ios", kind: kind, device: device, campaign: campaign, variant: variant, sendID: send, at: when, action: action, name: nil,
+            value: value, currency: currency, receivedAt: now)
+    }
+
+    @Test("each refusal names its field: another app's device, an unknown campaign, another device's send id, the wrong variant, a time ahead of the server", arguments: Backend.enabled)
+    func refusals(_ backend: Backend) async throws {
+        let (store, campaign) = try await store(backend)
+        let variantOfD1 = campaign.countedName(of: campaign.share(of: "d1")) ?? ""
+        let other = variantOfD1 == "a" ? "b" : "a"
+        let events = [
+            event(.opened, "n0"),
+            event(.opened, "d1", campaign: "winter"),
+            event(.opened, "d1", sendID: EngagementMarker.sendID(campaign: sale, device: "d2")),
+            event(.opened, "d1", variant: other),
+            event(.opened, "d1", at: now + 16 * 60_000),
+            event(.opened, "d1", variant: variantOfD1),
+        ]
+        let results = try await store.engagement.resolve(events, app: "shop-ios", now: now)
+        let fields = results.map { result -> String in
+            if case .failure(let refusal) = result { return refusal.field } else { return "ok" }
+        }
+        #expect(fields == ["device_id", "campaign", "send_id", "variant", "at", "ok"], "\(results)")
+        if case .failure(let refusal) = results[0] { #expect(refusal.reason == "app shop-ios has no device n0") }
+        if case .failure(let refusal) = results[3] { #expect(refusal.reason.contains("is in \(variantOfD1.debugDescription) of campaign sale")) }
+        if case .success(let counted) = results[5] { #expect(counted.attributions == [EngagementTallies.Attribution(campaign: sale, variant: variantOfD1)]) }
+    }
+
+    @Test("every event id counts once: the same batch again, or an event again with its own id, changes nothing; devices are counted once per kind", arguments: Backend.enabled)
+    func countsOnce(_ backend: Backend) async throws {
+        let (store, campaign) = try await store(backend)
+        let treated = (0..<10).map { "d\($0)" }.filter { campaign.share(of: $0) != .holdout }
+        let first = try #require(treated.first)
+        var events = treated.map { event(.opened, $0) }
+        events.append(event(.opened, first, at: now - 500))  // the same device opens twice
+        events.append(event(.action, first, action: "track"))
+        events.append(event(.converted, first, value: 12.5, currency: "EUR"))
+        let resolved = try await store.engagement.resolve(events, app: "shop-ios", now: now).map { try $0.get() }
+        #expect(try await store.engagement.count(resolved, now: now).count == events.count)
+        #expect(try await store.engagement.count(resolved, now: now).isEmpty, "a replay counted again")
+        let rows = try await store.engagement.counts(campaign: sale)
+        let opened = rows.filter { $0.kind == .opened }
+        #expect(opened.map(\.events).reduce(0, +) == Int64(treated.count + 1))
+        #expect(opened.map(\.devices).reduce(0, +) == Int64(treated.count))
+        let variant = campaign.countedName(of: campaign.share(of: first)) ?? ""
+        #expect(rows.contains(EngagementCount(variant: variant, kind: .action, detail: "track", events: 1, devices: 1, value: 0)))
+        #expect(rows.contains(EngagementCount(variant: variant, kind: .converted, detail: "EUR", events: 1, devices: 1, value: 12.5)))
+        // The stats from them: opened devices over delivered (none delivered in this store).
+        let stats = try await store.campaignStats(sale)
+        #expect(stats.groups[variant]?.engagement.contains { $0.kind == .converted } == true)
+    }
+}
