@@ -68,6 +68,199 @@ enum OpenAPIDocument {
    }
   },
   "schemas": {
+   "CampaignStats": {
+    "properties": {
+     "app": {
+      "type": "string"
+     },
+     "holdout_lift": {
+      "properties": {
+       "absolute": {
+        "type": "number"
+       },
+       "ci95": {
+        "items": {
+         "type": "number"
+        },
+        "maxItems": 2,
+        "minItems": 2,
+        "type": "array"
+       },
+       "holdout_rate": {
+        "type": "number"
+       },
+       "treated_rate": {
+        "type": "number"
+       }
+      },
+      "required": [
+       "treated_rate",
+       "holdout_rate",
+       "absolute",
+       "ci95"
+      ],
+      "type": "object"
+     },
+     "id": {
+      "type": "string"
+     },
+     "status": {
+      "type": "string"
+     },
+     "variants": {
+      "additionalProperties": {
+       "properties": {
+        "actions": {
+         "additionalProperties": {
+          "properties": {
+           "devices": {
+            "type": "integer"
+           },
+           "events": {
+            "type": "integer"
+           }
+          },
+          "required": [
+           "events",
+           "devices"
+          ],
+          "type": "object"
+         },
+         "type": "object"
+        },
+        "conversion_rate": {
+         "type": [
+          "number",
+          "null"
+         ]
+        },
+        "conversions": {
+         "properties": {
+          "devices": {
+           "type": "integer"
+          },
+          "events": {
+           "type": "integer"
+          },
+          "value": {
+           "additionalProperties": {
+            "type": "number"
+           },
+           "type": "object"
+          }
+         },
+         "required": [
+          "events",
+          "devices",
+          "value"
+         ],
+         "type": "object"
+        },
+        "custom": {
+         "additionalProperties": {
+          "properties": {
+           "devices": {
+            "type": "integer"
+           },
+           "events": {
+            "type": "integer"
+           }
+          },
+          "required": [
+           "events",
+           "devices"
+          ],
+          "type": "object"
+         },
+         "type": "object"
+        },
+        "delivered": {
+         "type": "integer"
+        },
+        "dismissed": {
+         "properties": {
+          "devices": {
+           "type": "integer"
+          },
+          "events": {
+           "type": "integer"
+          }
+         },
+         "required": [
+          "events",
+          "devices"
+         ],
+         "type": "object"
+        },
+        "open_rate": {
+         "type": [
+          "number",
+          "null"
+         ]
+        },
+        "opened": {
+         "properties": {
+          "devices": {
+           "type": "integer"
+          },
+          "events": {
+           "type": "integer"
+          }
+         },
+         "required": [
+          "events",
+          "devices"
+         ],
+         "type": "object"
+        },
+        "outcomes": {
+         "additionalProperties": {
+          "type": "integer"
+         },
+         "type": "object"
+        },
+        "received": {
+         "properties": {
+          "devices": {
+           "type": "integer"
+          },
+          "events": {
+           "type": "integer"
+          }
+         },
+         "required": [
+          "events",
+          "devices"
+         ],
+         "type": "object"
+        }
+       },
+       "required": [
+        "outcomes",
+        "delivered",
+        "received",
+        "opened",
+        "dismissed",
+        "actions",
+        "custom",
+        "conversions",
+        "open_rate",
+        "conversion_rate"
+       ],
+       "type": "object"
+      },
+      "description": "per variant; `holdout` for the holdout, `all` for a campaign without variants",
+      "type": "object"
+     }
+    },
+    "required": [
+     "id",
+     "app",
+     "status",
+     "variants"
+    ],
+    "type": "object"
+   },
    "CampaignStatus": {
     "properties": {
      "app": {
@@ -313,6 +506,154 @@ enum OpenAPIDocument {
       "properties": {
        "code": {
         "type": "string"
+       },
+       "field": {
+        "type": "string"
+       },
+       "message": {
+        "type": "string"
+       }
+      },
+      "required": [
+       "code",
+       "message"
+      ],
+      "type": "object"
+     }
+    },
+    "required": [
+     "error"
+    ],
+    "type": "object"
+   },
+   "EventBatch": {
+    "additionalProperties": false,
+    "properties": {
+     "events": {
+      "items": {
+       "$ref": "#/components/schemas/EventInput"
+      },
+      "maxItems": 1000,
+      "minItems": 1,
+      "type": "array"
+     }
+    },
+    "required": [
+     "events"
+    ],
+    "type": "object"
+   },
+   "EventInput": {
+    "additionalProperties": false,
+    "description": "one engagement event; the marker's fields (campaign, send_id, variant) as the push carried them",
+    "properties": {
+     "action": {
+      "pattern": "^[A-Za-z0-9._:-]{1,128}$",
+      "type": "string"
+     },
+     "at": {
+      "description": "when it happened on the device, epoch milliseconds",
+      "minimum": 100000000000,
+      "type": "integer"
+     },
+     "campaign": {
+      "pattern": "^[A-Za-z0-9._:-]{1,128}$",
+      "type": "string"
+     },
+     "currency": {
+      "pattern": "^[A-Z]{3}$",
+      "type": "string"
+     },
+     "device_id": {
+      "pattern": "^[A-Za-z0-9._:-]{1,128}$",
+      "type": "string"
+     },
+     "id": {
+      "pattern": "^[A-Za-z0-9._:-]{1,128}$",
+      "type": "string"
+     },
+     "kind": {
+      "enum": [
+       "received",
+       "opened",
+       "action",
+       "dismissed",
+       "converted",
+       "custom"
+      ],
+      "type": "string"
+     },
+     "name": {
+      "pattern": "^[A-Za-z0-9._:-]{1,128}$",
+      "type": "string"
+     },
+     "send_id": {
+      "pattern": "^[0-9a-f]{16}$",
+      "type": "string"
+     },
+     "value": {
+      "maximum": 1000000000000.0,
+      "minimum": 0,
+      "type": "number"
+     },
+     "variant": {
+      "pattern": "^[A-Za-z0-9._:-]{1,128}$",
+      "type": "string"
+     }
+    },
+    "required": [
+     "kind",
+     "device_id",
+     "at"
+    ],
+    "type": "object"
+   },
+   "EventsAccepted": {
+    "properties": {
+     "accepted": {
+      "type": "integer"
+     },
+     "ids": {
+      "items": {
+       "type": "string"
+      },
+      "type": "array"
+     }
+    },
+    "required": [
+     "accepted",
+     "ids"
+    ],
+    "type": "object"
+   },
+   "InvalidEvents": {
+    "properties": {
+     "error": {
+      "properties": {
+       "code": {
+        "type": "string"
+       },
+       "events": {
+        "items": {
+         "properties": {
+          "field": {
+           "type": "string"
+          },
+          "index": {
+           "type": "integer"
+          },
+          "message": {
+           "type": "string"
+          }
+         },
+         "required": [
+          "index",
+          "field",
+          "message"
+         ],
+         "type": "object"
+        },
+        "type": "array"
        },
        "field": {
         "type": "string"
@@ -3402,6 +3743,76 @@ enum OpenAPIDocument {
     }
    ]
   },
+  "/v1/apps/{app}/campaigns/{campaign}/stats": {
+   "get": {
+    "responses": {
+     "200": {
+      "content": {
+       "application/json": {
+        "schema": {
+         "$ref": "#/components/schemas/CampaignStats"
+        }
+       }
+      },
+      "description": "the stats"
+     },
+     "400": {
+      "$ref": "#/components/responses/Invalid"
+     },
+     "401": {
+      "$ref": "#/components/responses/Unauthorized"
+     },
+     "403": {
+      "$ref": "#/components/responses/Forbidden"
+     },
+     "404": {
+      "content": {
+       "application/json": {
+        "schema": {
+         "$ref": "#/components/schemas/Error"
+        }
+       }
+      },
+      "description": "no such campaign"
+     },
+     "415": {
+      "$ref": "#/components/responses/Unsupported"
+     },
+     "429": {
+      "$ref": "#/components/responses/Throttled"
+     },
+     "503": {
+      "$ref": "#/components/responses/Unavailable"
+     }
+    },
+    "security": [
+     {
+      "masterSecret": []
+     }
+    ],
+    "summary": "A campaign's outcomes and engagement per variant, its rates and the holdout's lift"
+   },
+   "parameters": [
+    {
+     "in": "path",
+     "name": "app",
+     "required": true,
+     "schema": {
+      "minLength": 1,
+      "type": "string"
+     }
+    },
+    {
+     "in": "path",
+     "name": "campaign",
+     "required": true,
+     "schema": {
+      "minLength": 1,
+      "type": "string"
+     }
+    }
+   ]
+  },
   "/v1/apps/{app}/campaigns/{campaign}/{action}": {
    "parameters": [
     {
@@ -4347,6 +4758,84 @@ enum OpenAPIDocument {
      }
     ],
     "summary": "Register or replace a device's token of another kind than alert (VoIP, Live Activity, widgets…)"
+   }
+  },
+  "/v1/apps/{app}/events": {
+   "parameters": [
+    {
+     "in": "path",
+     "name": "app",
+     "required": true,
+     "schema": {
+      "minLength": 1,
+      "type": "string"
+     }
+    }
+   ],
+   "post": {
+    "requestBody": {
+     "content": {
+      "application/json": {
+       "schema": {
+        "$ref": "#/components/schemas/EventBatch"
+       }
+      }
+     },
+     "required": true
+    },
+    "responses": {
+     "202": {
+      "content": {
+       "application/json": {
+        "schema": {
+         "$ref": "#/components/schemas/EventsAccepted"
+        }
+       }
+      },
+      "description": "every event is on the events topic"
+     },
+     "400": {
+      "$ref": "#/components/responses/Invalid"
+     },
+     "401": {
+      "$ref": "#/components/responses/Unauthorized"
+     },
+     "413": {
+      "content": {
+       "application/json": {
+        "schema": {
+         "$ref": "#/components/schemas/Error"
+        }
+       }
+      },
+      "description": "the body is over --max-body"
+     },
+     "415": {
+      "$ref": "#/components/responses/Unsupported"
+     },
+     "422": {
+      "content": {
+       "application/json": {
+        "schema": {
+         "$ref": "#/components/schemas/InvalidEvents"
+        }
+       }
+      },
+      "description": "some events cannot be counted (each named), or more than 1,000"
+     },
+     "429": {
+      "$ref": "#/components/responses/Throttled"
+     },
+     "503": {
+      "$ref": "#/components/responses/Unavailable"
+     }
+    },
+    "security": [
+     {
+      "appSecret": []
+     }
+    ],
+    "summary": "Report engagement events (up to 1,000): taken whole or refused whole"
    }
   },
   "/v1/apps/{app}/segments": {
