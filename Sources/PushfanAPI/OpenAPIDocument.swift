@@ -251,6 +251,60 @@ enum OpenAPIDocument {
       },
       "description": "per variant; `holdout` for the holdout, `all` for a campaign without variants",
       "type": "object"
+     },
+     "winner": {
+      "description": "an A/B campaign with a winner: its setting and, once made, the decision with the rates it used",
+      "properties": {
+       "after_s": {
+        "type": "integer"
+       },
+       "decision": {
+        "properties": {
+         "at": {
+          "type": "integer"
+         },
+         "devices": {
+          "additionalProperties": {
+           "type": "integer"
+          },
+          "type": "object"
+         },
+         "metric": {
+          "type": "string"
+         },
+         "rates": {
+          "additionalProperties": {
+           "type": "number"
+          },
+          "type": "object"
+         },
+         "variant": {
+          "type": "string"
+         }
+        },
+        "type": [
+         "object",
+         "null"
+        ]
+       },
+       "metric": {
+        "enum": [
+         "open_rate",
+         "conversion_rate"
+        ],
+        "type": "string"
+       },
+       "test_percent": {
+        "type": "integer"
+       }
+      },
+      "required": [
+       "test_percent",
+       "after_s",
+       "metric",
+       "decision"
+      ],
+      "type": "object"
      }
     },
     "required": [

@@ -111,6 +111,14 @@ package struct CampaignRegistry: Sendable {
         try await stored(id)?.record
     }
 
+    /// A winner campaign's record with its decision: what every reader of the campaign (its
+    /// senders, the events' counting) reads from now on.
+    package func decide(_ id: CampaignKey, record: String, now: Int64) async throws(StoreError) {
+        _ = try await executor.run { connection throws(StoreError) in
+            try connection.execute("UPDATE campaigns SET definition = \(record), updated_at = \(now) WHERE id = \(id)")
+        }
+    }
+
     /// The campaign as accepted and the template it was planned with.
     package func stored(_ id: CampaignKey) async throws(StoreError) -> CampaignDefinition? {
         try await executor.run { connection throws(StoreError) in

@@ -10,11 +10,12 @@ package struct CampaignWaves: Sendable {
     /// One parked wave: shards `firstShard ..< firstShard + shards` of its campaign.
     package struct Wave: Sendable, Equatable {
         package let campaign: CampaignKey
-        /// Unique within the campaign: `zone-<n>` for zone waves, `quiet-…` for holds.
+        /// Unique within the campaign: `zone-<n>` for zone waves, `quiet-…` for holds,
+        /// `winner` for a winner campaign's rest.
         package let key: String
         /// When its first request may start (ms since the epoch).
         package let sendAt: Int64
-        package let firstShard: Int
+        package var firstShard: Int
         package let shards: Int
         /// A hold's lane (the task it came from); nil: the planner spreads the shards.
         package var lane: Int? = nil
@@ -60,16 +61,26 @@ package struct CampaignWaves: Sendable {
     package func hold(
         campaign: CampaignKey, key: String, sendAt: Int64, lane: Int, rowKeys: [Int64]
     ) async throws(StoreError) -> Int {
+        try await append(Wave(campaign: campaign, key: key, sendAt: sendAt, firstShard: 0, shards: 1, lane: lane, rowKeys: rowKeys))
+    }
+
+    /// Parks `wave` as more shards of its campaign, after those it has (its `firstShard` is
+    /// the campaign's shard count then), counted in the campaign's shards in the same
+    /// transaction. Idempotent by the wave's key. Returns its first shard.
+    package func append(_ wave: Wave) async throws(StoreError) -> Int {
         let backend = executor.backend
+        let campaign = wave.campaign
         return try await executor.run { connection throws(StoreError) in
             try connection.transaction { () throws(StoreError) -> Int in
                 try backend.lockCampaign(connection, campaign)
-                let known: Int64?? = try connection.queryOne("SELECT first_shard FROM campaign_waves WHERE campaign = \(campaign) AND wave = \(key)") { $0.int(0) }
+                let known: Int64?? = try connection.queryOne("SELECT first_shard FROM campaign_waves WHERE campaign = \(campaign) AND wave = \(wave.key)") { $0.int(0) }
                 if let known = known ?? nil { return Int(known) }
                 let shards: Int64?? = try connection.queryOne("SELECT shards FROM campaigns WHERE id = \(campaign)") { $0.int(0) }
                 guard let first = shards ?? nil else { throw StoreError.notFound("campaign \(campaign)") }
-                try Self.insert(connection, Wave(campaign: campaign, key: key, sendAt: sendAt, firstShard: Int(first), shards: 1, lane: lane, rowKeys: rowKeys))
-                try connection.execute("UPDATE campaigns SET shards = shards + 1 WHERE id = \(campaign)")
+                var placed = wave
+                placed.firstShard = Int(first)
+                try Self.insert(connection, placed)
+                try connection.execute("UPDATE campaigns SET shards = shards + \(wave.shards) WHERE id = \(campaign)")
                 return Int(first)
             }
         }

@@ -187,6 +187,10 @@ extension DeviceStore {
         let finals = outcomes.mapValues { states in
             Dictionary(uniqueKeysWithValues: states.filter { $0.key.isFinal && $0.value > 0 }.map { ($0.key.rawValue, $0.value) })
         }
-        return CampaignStats(outcomes: finals, engagement: try await engagement.counts(campaign: campaign))
+        var stats = CampaignStats(outcomes: finals, engagement: try await engagement.counts(campaign: campaign))
+        if let record = try await campaigns.definition(campaign), let stored = try? MessageCodec.decode(Campaign.self, from: Data(record.utf8)) {
+            (stats.winner, stats.decision) = (stored.winner, stored.decision)
+        }
+        return stats
     }
 }

@@ -55,12 +55,14 @@ package enum CatalogError: Error, CustomStringConvertible, Sendable {
     case invalidCampaign(String)
     /// The app's credentials could not be loaded: the app pauses until they can.
     case credentials(app: String, reason: String)
+    /// A winner campaign's rest task found no decision in the store yet: it waits.
+    case undecided(CampaignKey)
 
     /// The task can never run; waiting does not help.
     package var isPermanent: Bool {
         switch self {
         case .unknownCampaign, .unknownApp, .invalidCampaign: true
-        case .credentials: false
+        case .credentials, .undecided: false
         }
     }
 
@@ -71,6 +73,7 @@ package enum CatalogError: Error, CustomStringConvertible, Sendable {
         case .unknownApp: "unknown_app"
         case .invalidCampaign: "invalid_campaign"
         case .credentials: "credentials"
+        case .undecided: "undecided"
         }
     }
 
@@ -80,6 +83,7 @@ package enum CatalogError: Error, CustomStringConvertible, Sendable {
         case .unknownApp(let app): "app \(app) is not registered"
         case .invalidCampaign(let reason): reason
         case .credentials(let app, let reason): "credentials of app \(app): \(reason)"
+        case .undecided(let key): "campaign \(key.id) of app \(key.app) has no winner's decision yet"
         }
     }
 }
@@ -107,8 +111,12 @@ package final class CampaignCatalog: Sendable {
         self.appRefresh = appRefresh
     }
 
-    package func plan(campaign id: CampaignKey) async throws -> CampaignPlan {
-        if let cached = plans.withLock({ $0[id] }), ContinuousClock.now - cached.loaded < appRefresh { return cached.plan }
+    /// The campaign's plan. `decided`: the task sends a winner campaign's rest, so the plan
+    /// must carry the decision (one cached before it was made is read again).
+    package func plan(campaign id: CampaignKey, decided: Bool) async throws -> CampaignPlan {
+        if let cached = plans.withLock({ $0[id] }), ContinuousClock.now - cached.loaded < appRefresh, !decided || cached.plan.campaign.decision != nil {
+            return cached.plan
+        }
         guard let definition = try await store.campaigns.stored(id) else { throw CatalogError.unknownCampaign(id) }
         var campaign: Campaign
         do { campaign = try MessageCodec.decode(Campaign.self, from: Data(definition.record.utf8)) } catch {
@@ -122,6 +130,8 @@ package final class CampaignCatalog: Sendable {
             }
         }
         guard let app = try await store.apps.get(campaign.app) else { throw CatalogError.unknownApp(campaign.app) }
+        // The decision is written before the rest's tasks exist; not finding it is a moment's race.
+        if decided && campaign.decision == nil { throw CatalogError.undecided(id) }
         var segment: SegmentExpression?
         var rowKeys: [Int64]?
         do {

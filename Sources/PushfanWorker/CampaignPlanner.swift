@@ -183,10 +183,15 @@ package struct CampaignPlanner: Sendable {
                 status: .planning, sendAt: campaign.options.sendAt)
             tickets = [try await writer.campaign(CampaignEvent(
                 campaign: campaign.id, app: campaign.app, event: .accepted, audience: audience, submission: submission, at: epochMillis()))]
-            tickets += try await produceTasks(campaign, ranges, notBefore: campaign.options.sendAt)
+            tickets += try await produceTasks(campaign, ranges, notBefore: campaign.options.sendAt, phase: campaign.winner == nil ? nil : .test)
             firstTask = .now
         }
         if let error = await ResultsWriter.firstFailure(tickets) { throw error }
+        if let winner = campaign.winner {
+            // The rest: as many shards again, parked until the decision (PlannerWinner.swift).
+            _ = try await store.waves.append(CampaignWaves.Wave(
+                campaign: campaign.key, key: Self.winnerWave, sendAt: clock.wallMillis + Int64(winner.afterSeconds) * 1_000, firstShard: 0, shards: tasks))
+        }
         if try await store.campaigns.transition(campaign.key, from: .planning, to: .running) {
             // Its senders may all have finished before this: then the completion is ours to tell.
             try await CampaignCompletion.completeIfFinished(store: store, writer: writer, logger: logger, campaign: campaign.key)

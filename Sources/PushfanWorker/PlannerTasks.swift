@@ -47,7 +47,7 @@ extension CampaignPlanner {
             // A shard's devices of every segment (progress only).
             tickets += try await produceTasks(
                 campaign, [PlannedRange(after: range.after, through: range.through, estimate: size)], first: index, of: known ?? index + 1,
-                notBefore: campaign.options.sendAt, partitions: partitions)
+                notBefore: campaign.options.sendAt, partitions: partitions, phase: campaign.winner == nil ? nil : .test)
             firstTask = firstTask ?? .now
             index += 1
         }
@@ -71,10 +71,12 @@ extension CampaignPlanner {
     /// One task per range, each lane on a partition of its own; the tasks carry `notBefore`
     /// while it is ahead.
     /// A zone wave's tasks carry its `zones` and, for a zone whose time had passed, `skip`; a
-    /// quiet-hours hold's one task its `rows`, in the `lane` of the task it came from.
+    /// quiet-hours hold's one task its `rows`, in the `lane` of the task it came from; a
+    /// winner campaign's tasks their `phase`.
     func produceTasks(
         _ campaign: Campaign, _ ranges: some Collection<PlannedRange>, first: Int = 0, of total: Int? = nil, notBefore sendAt: Int64?,
-        partitions known: Int? = nil, zones: [String]? = nil, skip: String? = nil, lane fixedLane: Int? = nil, rows: [Int64]? = nil
+        partitions known: Int? = nil, zones: [String]? = nil, skip: String? = nil, lane fixedLane: Int? = nil, rows: [Int64]? = nil,
+        phase: Campaign.Phase? = nil
     ) async throws -> [DeliveryTicket] {
         let shards = total ?? ranges.count
         // Each lane gets a partition of its own (while there are enough), at an offset that
@@ -91,7 +93,8 @@ extension CampaignPlanner {
             let index = first + offset
             let task = TaskRecord(
                 campaign: campaign.id, app: campaign.app, shard: index, shards: shards, after: range.after, through: range.through,
-                estimate: range.estimate, lane: (fixedLane ?? index) % lanes, lanes: lanes, notBefore: notBefore, zones: zones, rows: rows, skip: skip)
+                estimate: range.estimate, lane: (fixedLane ?? index) % lanes, lanes: lanes, notBefore: notBefore, zones: zones, rows: rows, skip: skip,
+                phase: phase)
             batch.append(ProducerRecord(
                 topic: writer.topics.tasks, key: task.kafkaKey, value: MessageCodec.encode(task), partition: Int32((base + task.lane) % partitions)))
         }

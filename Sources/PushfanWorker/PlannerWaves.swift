@@ -56,6 +56,7 @@ extension CampaignPlanner {
         else {
             throw NotDelivered("the stored definition of campaign \(wave.campaign), for its wave \(wave.key)")
         }
+        if wave.key == Self.winnerWave { return try await dispatchRest(wave, campaign: campaign) }
         let notBefore = row.status == .cancelled ? nil : wave.sendAt
         let ranges: [PlannedRange]
         if let rows = wave.rowKeys {
@@ -81,7 +82,7 @@ extension CampaignPlanner {
     /// Exactly `count` ranges over the campaign's audience as it is now: the app's row keys
     /// for a segment, the listed devices' keys for an explicit audience; the last range is
     /// open-ended, and ranges past the end are empty.
-    private func waveRanges(_ campaign: Campaign, count: Int) async throws -> [PlannedRange] {
+    func waveRanges(_ campaign: Campaign, count: Int) async throws -> [PlannedRange] {
         let audience = try await resolve(campaign) { code, reason in Refusal(code: code, reason: reason, app: campaign.app, campaign: campaign.id) }
         if let keys = audience.rowKeys {
             let size = max(1, (keys.count + count - 1) / count)

@@ -5,7 +5,7 @@ import PushfanStore
 /// being sent. A segment audience pages through the shard's row-key range with the segment
 /// applied in SQL; an explicit audience (or a quiet-hours hold) reads its listed devices by
 /// row key, never the app's other devices in the range. A zone wave's task reads only the
-/// devices in its zones.
+/// devices in its zones; a winner campaign's task keeps only the devices of its phase.
 ///
 /// Only reading runs ahead: a page is claimed when its turn comes, so a crash leaves nothing
 /// claimed that was not about to be sent.
@@ -25,6 +25,8 @@ struct ShardPages {
     private let traits: Bool
     /// A push to another kind of token: each device's token of that kind.
     private let tokens: TokenSelection?
+    /// A winner campaign's phase, and the campaign that tells each device's.
+    private let phase: (Campaign.Phase, Campaign)?
     private var next: Task<[DeviceTarget], any Error>?
     /// Explicit audience: where the next page starts in `rowKeys`.
     private var listedOffset = 0
@@ -37,6 +39,7 @@ struct ShardPages {
         zones = task.zones
         traits = plan.personalised
         tokens = plan.campaign.tokenSelection
+        phase = task.phase.map { ($0, plan.campaign) }
         if let rows = task.rows {
             // A quiet-hours hold: exactly its devices.
             source = .listed(rowKeys: ArraySlice(rows.sorted()))
@@ -63,7 +66,8 @@ struct ShardPages {
             listedOffset = min(listedOffset + pageSize, keys.count)
             next = listedOffset < keys.count ? read(after: nil) : nil
         }
-        return page
+        guard let (wanted, campaign) = phase else { return page }
+        return page.filter { campaign.phase(of: $0.deviceID) == wanted }
     }
 
     /// Stops the read in progress, if any.

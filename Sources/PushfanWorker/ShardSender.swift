@@ -120,7 +120,7 @@ package struct ShardSender: Sendable {
     }
 
     private func attempt() async throws -> TaskEnd {
-        let plan = try await context.catalog.plan(campaign: task.campaignKey)
+        let plan = try await context.catalog.plan(campaign: task.campaignKey, decided: task.phase == .rest)
         try await waitForSendAt()
         var state = TaskState()
         do {

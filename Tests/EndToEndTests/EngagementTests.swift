@@ -148,6 +148,65 @@ struct EngagementTests {
         #expect(table.output.contains("holdout lift:"), "\(table.output)")
     }
 
+    @Test("A/B with a winner: the variants go to the test group, opens make b the winner, the rest gets b alone, the holdout nothing; the decision and its rates are in the stats")
+    func winnerTakesTheRest() async throws {
+        let pipeline = try await Pipeline()
+        defer { pipeline.stop() }
+        let server = try await APITests.start(pipeline)
+        defer { server.process.signal(SIGTERM) }
+        let count = 1_000
+        var lines = ""
+        for index in 0..<count { lines += #"{"device_id":"shop-\#(index)","token":"\#(Pipeline.token(index))","locale":"en_US"}"# + "\n" }
+        let file = pipeline.directory + "/shop-devices.ndjson"
+        try lines.write(toFile: file, atomically: true, encoding: .utf8)
+        try await pipeline.run(["devices", "import", "--database", pipeline.database, "--app", "shop", file])
+        try pipeline.startWorker("a")
+        // The decision comes 15 s after planning: the test group's ~270 sends and the opens
+        // below take a few seconds of it.
+        let json = #"{"v":1,"id":"pick","app":"shop","audience":{"segment":"locale = en_US"},"notification":{"push_type":"alert","content":{"default":{"title":"Sale","body":"20% off"}}},"variants":[{"id":"a","weight":45},{"id":"b","weight":45}],"holdout":10,"winner":{"test_percent":30,"after_s":15,"metric":"open_rate"}}"#
+        let campaign = try MessageCodec.decode(Campaign.self, from: Data(json.utf8))
+        let key = CampaignKey(app: "shop", id: "pick")
+        let devices = (0..<count).map { "shop-\($0)" }
+        let tested = devices.filter { campaign.phase(of: $0) == .test && campaign.share(of: $0) != .holdout }
+        try await pipeline.submit(json)
+        let sent = await Pipeline.eventually(timeout: .seconds(60)) { pipeline.delivered(topic: "com.example.shop").count >= tested.count }
+        #expect(sent, "the test group was not sent: \(pipeline.delivered(topic: "com.example.shop").count) of \(tested.count)")
+        #expect(pipeline.delivered(topic: "com.example.shop").count == tested.count, "more than the test group went out before the decision")
+
+        // Half of b's test devices open, a tenth of a's.
+        var events: [String] = []
+        for variant in ["a", "b"] {
+            let group = tested.filter { campaign.variantID(of: $0) == variant }
+            for device in group.prefix(group.count / (variant == "b" ? 2 : 10)) {
+                let sendID = EngagementMarker.sendID(campaign: key, device: device)
+                events.append(#"{"kind":"opened","device_id":"\#(device)","campaign":"pick","send_id":"\#(sendID)","at":\#(Int64(Date().timeIntervalSince1970 * 1000))}"#)
+            }
+        }
+        let posted = try await server.call("POST", "/v1/apps/shop/events", secret: server.application, json: #"{"events":[\#(events.joined(separator: ","))]}"#)
+        #expect(posted.status == 202, "\(posted.body)")
+
+        let results = try await pipeline.results(of: "pick", timeout: .seconds(120))
+        #expect(results.completed?.finished == count)
+        for device in devices {
+            let result = try #require(results.devices[device], "no result for \(device)")
+            if campaign.share(of: device) == .holdout {
+                #expect(result.outcome == .skipped && result.reason == "holdout")
+            } else if campaign.phase(of: device) == .test {
+                #expect(result.variant == campaign.variantID(of: device), "\(device): \(result)")
+            } else {
+                #expect(result.outcome == .delivered && result.variant == "b", "\(device) in the rest: \(result)")
+            }
+        }
+        let answer = try await server.call("GET", "/v1/apps/shop/campaigns/pick/stats", secret: server.master)
+        let stats = try #require(try JSONSerialization.jsonObject(with: Data(answer.body.utf8)) as? [String: Any])
+        let decision = try #require((stats["winner"] as? [String: Any])?["decision"] as? [String: Any], "\(answer.body)")
+        #expect(decision["variant"] as? String == "b", "\(decision)")
+        let rates = decision["rates"] as? [String: Double] ?? [:]
+        #expect((rates["b"] ?? 0) > (rates["a"] ?? 1), "\(rates)")
+        let decidedOver = decision["devices"] as? [String: Int] ?? [:]
+        #expect(decidedOver.values.reduce(0, +) == tested.count, "the decision counted \(decidedOver), the test group had \(tested.count)")
+    }
+
     /// Records the events role read and counted as new, summed over its `events.counted` lines.
     static func countedLines(_ log: String) -> (records: Int, new: Int) {
         var total = (records: 0, new: 0)

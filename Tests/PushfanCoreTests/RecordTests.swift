@@ -263,7 +263,7 @@ struct DeadLetterRecordTests {
 struct TopicNamesTests {
     @Test func defaults() {
         let names = TopicNames()
-        #expect(names.all == ["pushfan.campaigns", "pushfan.tasks", "pushfan.results", "pushfan.control", "pushfan.deadletter"])
+        #expect(names.all == ["pushfan.campaigns", "pushfan.tasks", "pushfan.results", "pushfan.control", "pushfan.deadletter", "pushfan.events"])
         #expect(TopicNames(prefix: "pushfan") == names)
     }
 
@@ -276,5 +276,6 @@ struct TopicNamesTests {
         #expect(names.results == "shop.results")
         #expect(names.campaigns == "pushfan.campaigns")
         #expect(names.deadletter == "pushfan.deadletter")
+        #expect(names.events == "pushfan.events")
     }
 }

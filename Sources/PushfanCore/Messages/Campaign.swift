@@ -36,6 +36,12 @@ package struct Campaign: VersionedMessage, Hashable {
     /// The holdout's weight beside the variants' (0: none): its devices get nothing and
     /// end `skipped` with reason `holdout`.
     package var holdout: Int = 0
+    /// A/B with a winner: the variants to a test group first, the best to the rest
+    /// (CampaignWinner.swift).
+    package var winner: Winner?
+    /// The winner's decision, written into the stored record by the worker that made it; a
+    /// submitted campaign has none.
+    package var decision: Decision?
     /// When the producer submitted the campaign, in milliseconds since the epoch.
     package var submittedAt: Int64?
 
@@ -472,7 +478,7 @@ extension Campaign {
 
 extension Campaign {
     private enum CodingKeys: String, CodingKey {
-        case v, id, app, audience, notification, options, variants, holdout, submittedAt = "submitted_at"
+        case v, id, app, audience, notification, options, variants, holdout, winner, decision, submittedAt = "submitted_at"
     }
 
     /// Reads the fields; `v` has already been checked by `MessageCodec`.
@@ -485,6 +491,8 @@ extension Campaign {
         options = try container.optionalField(.options) ?? Options()
         variants = try container.optionalField(.variants) ?? []
         holdout = try container.optionalField(.holdout) ?? 0
+        winner = try container.optionalField(.winner)
+        decision = try container.optionalField(.decision)
         submittedAt = try container.optionalField(.submittedAt)
     }
 
@@ -498,6 +506,8 @@ extension Campaign {
         try container.encode(options, forKey: .options)
         if !variants.isEmpty { try container.encode(variants, forKey: .variants) }
         if holdout != 0 { try container.encode(holdout, forKey: .holdout) }
+        try container.encodeIfPresent(winner, forKey: .winner)
+        try container.encodeIfPresent(decision, forKey: .decision)
         try container.encodeIfPresent(submittedAt, forKey: .submittedAt)
     }
 }
@@ -519,6 +529,7 @@ extension Campaign {
         }
         try validateVariants()
         try validateOptions()
+        try validateWinner()
         if let submittedAt { try Rules.epochMillis(submittedAt, field: "submitted_at") }
     }
 

@@ -52,6 +52,9 @@ package struct CampaignStats: Sendable {
     }
 
     package let groups: [String: Group]
+    /// A winner campaign's setting and, once made, its decision.
+    package var winner: Campaign.Winner?
+    package var decision: Campaign.Decision?
 
     /// `outcomes`: final outcome counts per variant (`holdout` included); `engagement` the
     /// store's counts.
@@ -110,6 +113,19 @@ package struct CampaignStats: Sendable {
             variants[name] = .object(object)
         }
         var answer: [String: JSONValue] = ["variants": .object(variants)]
+        if let winner {
+            var object: [String: JSONValue] = [
+                "test_percent": .int(Int64(winner.testPercent)), "after_s": .int(Int64(winner.afterSeconds)), "metric": .string(winner.metric.rawValue),
+                "decision": .null,
+            ]
+            if let decision {
+                object["decision"] = [
+                    "variant": .string(decision.variant), "metric": .string(decision.metric.rawValue), "at": .int(decision.at),
+                    "rates": .object(decision.rates.mapValues { .number($0) }), "devices": .object(decision.devices.mapValues { .int(Int64($0)) }),
+                ]
+            }
+            answer["winner"] = .object(object)
+        }
         if let lift = holdoutLift {
             answer["holdout_lift"] = [
                 "treated_rate": .number(lift.treatedRate), "holdout_rate": .number(lift.holdoutRate), "absolute": .number(lift.absolute),

@@ -34,8 +34,12 @@ extension Campaign {
 
     /// `options.send_at` at most `maxScheduleAhead` from `now` (one already past sends now);
     /// `options.local_time` still ahead in some zone and at most that far ahead in the first.
-    /// The planner checks it too, for records produced straight onto the topic.
+    /// The planner checks it too, for records produced straight onto the topic. A submitted
+    /// campaign carries no winner's `decision`: that is the deciding worker's to write.
     package func checkSchedule(now: Date) throws(MessageDecodingError) {
+        if decision != nil {
+            throw .invalidField("decision", "is written by the worker that decides a winner campaign; a submission leaves it out")
+        }
         let nowMillis = Int64(now.timeIntervalSince1970 * 1000)
         if let localTime = options.localTime {
             // Its first wave is where the day starts first (UTC+14), its last where it ends (UTC-12).
@@ -65,6 +69,9 @@ extension Campaign {
         var theirs = other
         mine.submittedAt = nil
         theirs.submittedAt = nil
+        // A winner's decision is the worker's addition to the stored record.
+        mine.decision = nil
+        theirs.decision = nil
         return mine == theirs
     }
 }

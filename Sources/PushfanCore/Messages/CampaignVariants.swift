@@ -58,7 +58,16 @@ extension Campaign {
 
     /// `device`'s share: its point in `0 ..< total weight`, from a hash of the campaign id and
     /// the device id, falls in one variant's weight or the holdout's (after the variants).
+    /// Once a winner campaign has decided, every device outside its test group and its
+    /// holdout gets the winner.
     package func share(of device: String) -> Share {
+        let weighted = weightedShare(of: device)
+        guard let decision, weighted != .holdout, phase(of: device) == .rest,
+              let winner = variants.firstIndex(where: { $0.id == decision.variant }) else { return weighted }
+        return .variant(winner)
+    }
+
+    private func weightedShare(of device: String) -> Share {
         guard !variants.isEmpty || holdout > 0 else { return .base }
         let total = variants.reduce(holdout) { $0 + $1.weight }
         var point = Int(Self.spread(FNV1a.hash("\(id)/\(device)")) % UInt64(total))

@@ -43,11 +43,14 @@ package struct TaskRecord: VersionedMessage, Hashable {
     /// The shard's devices end `skipped` with this reason, without a request
     /// (`LatePolicy.skippedReason`). Nil: they are sent.
     package var skip: String?
+    /// A winner campaign's phase (`Campaign.Phase`): only the shard's devices of that phase
+    /// are its own. Nil: every device.
+    package var phase: Campaign.Phase?
 
     package init(
         campaign: String, app: String, shard: Int, shards: Int,
         after: Int64?, through: Int64?, estimate: Int, lane: Int, lanes: Int, notBefore: Int64? = nil,
-        zones: [String]? = nil, rows: [Int64]? = nil, skip: String? = nil
+        zones: [String]? = nil, rows: [Int64]? = nil, skip: String? = nil, phase: Campaign.Phase? = nil
     ) {
         self.campaign = campaign
         self.app = app
@@ -62,6 +65,7 @@ package struct TaskRecord: VersionedMessage, Hashable {
         self.zones = zones
         self.rows = rows
         self.skip = skip
+        self.phase = phase
     }
 
     /// `<app>#<lane>`: all tasks of one lane of one app go to one partition.
@@ -75,7 +79,7 @@ package struct TaskRecord: VersionedMessage, Hashable {
     }
 
     private enum CodingKeys: String, CodingKey {
-        case v, campaign, app, shard, shards, after, through, estimate, lane, lanes, notBefore = "not_before", zones, rows, skip
+        case v, campaign, app, shard, shards, after, through, estimate, lane, lanes, notBefore = "not_before", zones, rows, skip, phase
     }
 
     package init(from decoder: any Decoder) throws {
@@ -93,6 +97,7 @@ package struct TaskRecord: VersionedMessage, Hashable {
         zones = try container.optionalField(.zones)
         rows = try container.optionalField(.rows)
         skip = try container.optionalField(.skip)
+        phase = try container.optionalField(.phase)
     }
 
     /// Open bounds are written as explicit `null`s so a reader sees them.
@@ -112,6 +117,7 @@ package struct TaskRecord: VersionedMessage, Hashable {
         try container.encodeIfPresent(zones, forKey: .zones)
         try container.encodeIfPresent(rows, forKey: .rows)
         try container.encodeIfPresent(skip, forKey: .skip)
+        try container.encodeIfPresent(phase, forKey: .phase)
     }
 
     package func validate() throws(MessageDecodingError) {
