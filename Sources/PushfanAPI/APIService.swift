@@ -94,7 +94,7 @@ package final class APIService: Sendable {
         SegmentRoutes.add(to: &router, store: store)
         TemplateRoutes.add(to: &router, store: store)
         AdminRoutes.add(to: &router, store: store, credentialFiles: credentialFiles)
-        DashboardRoutes.add(to: &router, feed: dashboard, chartJS: chartJS)
+        DashboardRoutes.add(to: &router, feed: dashboard, chartJS: chartJS, store: store)
         router.add("GET", "/openapi.json", Route(roles: []) { _ in
             HTTPResponse(status: 200, headers: ["Content-Type": "application/json"], body: Array(OpenAPIDocument.json.utf8))
         })

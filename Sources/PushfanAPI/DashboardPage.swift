@@ -46,7 +46,8 @@ enum DashboardPage {
         <section><h2 id="rate-title">Send rate</h2><canvas id="rate-chart"></canvas><p id="rate-text" class="empty"></p></section>
         <section><h2 id="outcomes-title">Outcomes</h2><canvas id="outcomes-chart"></canvas>
         <table><thead><tr><th>Outcome</th><th>Reason</th><th class="num">Devices</th></tr></thead><tbody id="reasons"></tbody></table>
-        <table><thead><tr><th>Variant</th><th class="num">Delivered</th><th class="num">Done</th></tr></thead><tbody id="variants"></tbody></table></section>
+        <table><thead><tr><th>Variant</th><th class="num">Delivered</th><th class="num">Done</th><th class="num">Opened</th><th class="num">Open rate</th><th class="num">Converted</th><th class="num">Conv. rate</th></tr></thead><tbody id="variants"></tbody></table>
+        <p id="engagement-note" class="empty"></p></section>
         <section class="wide"><h2>Each app's sends per second against its limit (last minute)</h2><canvas id="apps-chart"></canvas>
         <table><thead><tr><th>App</th><th class="num">Sends/s now</th><th class="num">Limit</th></tr></thead><tbody id="apps"></tbody></table></section>
         <section class="wide"><h2>Recent dead letters</h2>
@@ -70,6 +71,8 @@ enum DashboardPage {
           var snapshot = JSON.parse(document.getElementById("snapshot").textContent);
           var chosen = new URLSearchParams(location.search).get("campaign");
           var charts = {};
+          // Each campaign's engagement as last read (the event stream's snapshots carry none).
+          var engaged = {};
           var palette = ["#2563eb", "#15803d", "#b45309", "#7c3aed", "#b91c1c", "#0e7490", "#be185d", "#4d7c0f"];
 
           function el(tag, text, cls) {
@@ -130,15 +133,43 @@ enum DashboardPage {
               tr.appendChild(el("td", r.outcome)); tr.appendChild(el("td", r.reason)); tr.appendChild(el("td", r.count, "num"));
               return tr;
             }) : [], 3, "no reasons");
+            if (snapshot.engagement && snapshot.selected) engaged[snapshot.selected.name] = snapshot.engagement;
             var variants = current && current.variants ? current.variants : {};
-            fill("variants", Object.keys(variants).sort().map(function (name) {
-              var counts = variants[name], tr = el("tr");
+            var engagement = current ? engaged[current.id] : null;
+            var groups = engagement ? engagement.variants : {};
+            var names = Object.keys(variants).concat(Object.keys(groups).filter(function (n) { return !(n in variants); })).sort();
+            function percent(rate) { return rate === null || rate === undefined ? "–" : (100 * rate).toFixed(1) + "%"; }
+            fill("variants", names.map(function (name) {
+              var counts = variants[name] || {}, group = groups[name], tr = el("tr");
               tr.dataset.variant = name;
               tr.appendChild(el("td", name));
-              tr.appendChild(el("td", counts.delivered || 0, "num"));
+              tr.appendChild(el("td", counts.delivered || (group ? group.delivered : 0), "num"));
               tr.appendChild(el("td", Object.keys(counts).reduce(function (s, k) { return s + counts[k]; }, 0), "num"));
+              if (group) {
+                tr.dataset.opened = group.opened.devices;
+                tr.dataset.converted = group.conversions.devices;
+              }
+              tr.appendChild(el("td", group ? group.opened.devices : "–", "num"));
+              tr.appendChild(el("td", group ? percent(group.open_rate) : "–", "num"));
+              tr.appendChild(el("td", group ? group.conversions.devices : "–", "num"));
+              tr.appendChild(el("td", group ? percent(group.conversion_rate) : "–", "num"));
               return tr;
-            }), 3, "no A/B variants");
+            }), 7, "no A/B variants");
+            var notes = [];
+            if (engagement && engagement.holdout_lift) {
+              var lift = engagement.holdout_lift;
+              notes.push("Holdout lift " + (100 * lift.absolute).toFixed(2) + " points (95% interval " + (100 * lift.ci95[0]).toFixed(2) +
+                " to " + (100 * lift.ci95[1]).toFixed(2) + "): variants " + percent(lift.treated_rate) + " against holdout " + percent(lift.holdout_rate) + ".");
+            }
+            if (engagement && engagement.winner) {
+              var decision = engagement.winner.decision;
+              notes.push(decision ? "Winner: " + decision.variant + " by " + decision.metric.replace("_", " ") + " (" +
+                Object.keys(decision.rates).sort().map(function (v) { return v + " " + percent(decision.rates[v]); }).join(", ") + "), decided " + time(decision.at) + "."
+                : "Winner: decided " + engagement.winner.after_s + " s after the start, from the test group's " + engagement.winner.metric.replace("_", " ") + ".");
+            }
+            var note = document.getElementById("engagement-note");
+            note.textContent = notes.join(" ");
+            note.dataset.lift = engagement && engagement.holdout_lift ? "shown" : "none";
             fill("apps", snapshot.apps.map(function (a) {
               var counts = a.series.counts, last = counts.slice(-5), now = last.reduce(function (s, n) { return s + n; }, 0) / Math.max(last.length, 1);
               var tr = el("tr");
@@ -204,8 +235,20 @@ enum DashboardPage {
             connect();
           }
 
+          // Engagement is read from the store, not the stream: asked for every few seconds.
+          function refreshEngagement() {
+            if (!chosen) return;
+            fetch("/dashboard/state?campaign=" + encodeURIComponent(chosen), { credentials: "same-origin" })
+              .then(function (answer) { return answer.ok ? answer.json() : null; })
+              .then(function (state) {
+                if (state && state.engagement && state.selected) { engaged[state.selected.name] = state.engagement; render(); }
+              })
+              .catch(function () {});
+          }
+
           render();
           connect();
+          setInterval(refreshEngagement, 3000);
         })();
 
         """#

@@ -1,5 +1,6 @@
 import Foundation
 import PushfanCore
+import PushfanStore
 
 /// The live dashboard (docs/metrics.md): the page with the current snapshot inside it, the
 /// snapshot as JSON, and its Server-Sent Events; the page's script and Chart.js (served from
@@ -14,18 +15,27 @@ enum DashboardRoutes {
         "X-Frame-Options": "DENY", "Referrer-Policy": "no-referrer",
     ]
 
-    static func add(to router: inout Router<Route>, feed: DashboardFeed?, chartJS: [UInt8]?) {
+    /// The snapshot with its chosen campaign's engagement (a campaign the viewer may not see
+    /// is never chosen); without it when the store does not answer.
+    private static func withEngagement(_ store: DeviceStore, _ snapshot: DashboardSnapshot) async -> DashboardSnapshot {
+        guard let id = snapshot.selected?.name, let key = CampaignKey(stored: id), let stats = try? await store.campaignStats(key) else { return snapshot }
+        var shown = snapshot
+        shown.engagement = stats.jsonValue
+        return shown
+    }
+
+    static func add(to router: inout Router<Route>, feed: DashboardFeed?, chartJS: [UInt8]?, store: DeviceStore) {
         let off = APIError(503, "dashboard_off", "this API process does not read the results topic (started with --no-dashboard)")
         router.add("GET", "/dashboard", Route(roles: [], viewer: true) { call in
             guard let feed, let viewer = call.viewer else { throw off }
-            let snapshot = feed.snapshot(for: viewer, selected: call.request.query["campaign"])
+            let snapshot = await withEngagement(store, feed.snapshot(for: viewer, selected: call.request.query["campaign"]))
             return HTTPResponse(
                 status: 200, headers: pageHeaders,
                 body: DashboardPage.html(snapshot: DashboardFeed.json(snapshot), charts: chartJS != nil))
         })
         router.add("GET", "/dashboard/state", Route(roles: [], viewer: true) { call in
             guard let feed, let viewer = call.viewer else { throw off }
-            let snapshot = feed.snapshot(for: viewer, selected: call.request.query["campaign"])
+            let snapshot = await withEngagement(store, feed.snapshot(for: viewer, selected: call.request.query["campaign"]))
             return HTTPResponse(status: 200, headers: ["Content-Type": "application/json", "Cache-Control": "no-store"], body: DashboardFeed.json(snapshot))
         })
         router.add("GET", "/dashboard/events", Route(roles: [], viewer: true) { call in

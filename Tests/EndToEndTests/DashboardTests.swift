@@ -42,8 +42,8 @@ struct DashboardTests {
 
     /// Headless Chromium's `--dump-dom` of the dashboard, logged in as the admin through the
     /// URL's credentials (as a user would answer the browser's prompt).
-    static func dumpDOM(_ api: APITests.Server, directory: String, screenshot: String? = nil) async throws -> String {
-        let url = api.url.replacingOccurrences(of: "http://", with: "http://admin:\(adminToken)@") + "/dashboard"
+    static func dumpDOM(_ api: APITests.Server, directory: String, screenshot: String? = nil, query: String = "") async throws -> String {
+        let url = api.url.replacingOccurrences(of: "http://", with: "http://admin:\(adminToken)@") + "/dashboard" + query
         var arguments = ["--headless", "--no-sandbox", "--disable-gpu", "--user-data-dir=\(directory)/chromium-\(UUID().uuidString.prefix(6))"]
         arguments += screenshot.map { ["--screenshot=\($0)", "--window-size=1280,1100", "--hide-scrollbars"] } ?? ["--dump-dom"]
         let result = try await CommandLineTool.run("chromium", arguments + [url])

@@ -15,7 +15,7 @@ struct EngagementTests {
     func exactCountsPerVariant() async throws {
         let pipeline = try await Pipeline()
         defer { pipeline.stop() }
-        let server = try await APITests.start(pipeline)
+        let server = try await DashboardTests.startAPI(pipeline)
         defer { server.process.signal(SIGTERM) }
         let count = 2_000
         var lines = ""
@@ -146,6 +146,14 @@ struct EngagementTests {
         #expect(matches(cliStats), "\(cli.output)")
         let table = try await pipeline.run(["campaigns", "stats", "shop/ab", "--database", pipeline.database])
         #expect(table.output.contains("holdout lift:"), "\(table.output)")
+
+        // The dashboard's variant panel, as a browser draws it, shows the same counts and the lift.
+        let dom = try await DashboardTests.dumpDOM(server, directory: pipeline.directory, query: "?campaign=shop%2Fab")
+        for variant in ["a", "b"] {
+            let row = try #require(dom.range(of: #"data-variant="\#(variant)""#).map { String(dom[$0.lowerBound...].prefix(200)) }, "no row for \(variant)")
+            #expect(row.contains(#"data-opened="\#(expected[variant]?.opened ?? -1)""#) && row.contains(#"data-converted="\#(expected[variant]?.converted ?? -1)""#), "\(row)")
+        }
+        #expect(dom.contains(#"data-lift="shown""#) && dom.contains("Holdout lift"), "\(dom.suffix(3000))")
     }
 
     @Test("A/B with a winner: the variants go to the test group, opens make b the winner, the rest gets b alone, the holdout nothing; the decision and its rates are in the stats")

@@ -11,6 +11,10 @@ package struct DashboardSnapshot: Codable, Sendable, Equatable {
     package var apps: [AppRate]
     /// The latest dead letters, newest first (only the admin sees them).
     package var deadLetters: [DeadLetter]
+    /// The chosen campaign's engagement per variant, as its stats call answers it
+    /// (`CampaignStats`), read from the store by the page and state routes (the event stream
+    /// leaves it out; the page asks for it again every few seconds).
+    package var engagement: JSONValue? = nil
 
     package struct CampaignRow: Codable, Sendable, Equatable {
         /// The campaign's `<app>/<id>` (`CampaignKey.stored`): ids are named within their app.
