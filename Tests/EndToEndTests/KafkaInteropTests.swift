@@ -111,7 +111,7 @@ struct KafkaInteropTests {
         #expect(plan.status == 0, "\(plan.err)")
         let topics = try plan.out.split(separator: "\n").map { try #require(try JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any]) }
         #expect(topics.compactMap { $0["topic"] as? String } == TopicNames().all)
-        #expect(topics.compactMap { $0["partitions"] as? Int } == [6, 6, 12, 1, 3], "tasks: max(2 lanes x 3 apps, 4 workers)")
+        #expect(topics.compactMap { $0["partitions"] as? Int } == [6, 6, 12, 1, 3, 12], "tasks: max(2 lanes x 3 apps, 4 workers)")
         #expect(plan.err.contains("pushfan.tasks: 6 partitions x 1 replica;"), "\(plan.err)")
         let refused = try await run(TestBinaries.pushfan, ["topics", "plan", "--replication", "0"])
         #expect(refused.status == 2 && refused.err.contains("--replication"), "\(refused.err)")
