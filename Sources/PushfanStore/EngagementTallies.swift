@@ -123,40 +123,75 @@ package struct EngagementTallies: Sendable {
     }
 
     /// Counts what it has not counted before; returns the events that were new. An event
-    /// that counts for no campaign is remembered (its id) but counted under none.
+    /// that counts for no campaign is remembered (its id) but counted under none. A few
+    /// statements per batch, whatever its size: the new ids and each first device come back
+    /// from multi-row inserts (`RETURNING`), and each (campaign, variant, kind, detail) gets
+    /// one update.
     package func count(_ events: [Counted], now: Int64) async throws(StoreError) -> [Counted] {
-        guard !events.isEmpty else { return [] }
+        var seen: Set<String> = []
+        let unique = events.filter { seen.insert($0.event.app + "\n" + $0.event.id).inserted }
+        guard !unique.isEmpty else { return [] }
         return try await executor.run { connection throws(StoreError) -> [Counted] in
             try connection.transaction { () throws(StoreError) -> [Counted] in
-                var new: [Counted] = []
-                for counted in events {
-                    let event = counted.event
-                    let inserted = try connection.execute("""
-                        INSERT INTO engagement_events (app, id, campaign, kind, at, counted_at) VALUES
-                        (\(event.app), \(event.id), \(event.campaignKey.map { SQLValue.text($0.stored) } ?? .null), \(event.kind.rawValue), \(event.at), \(now))
-                        ON CONFLICT (app, id) DO NOTHING
-                        """)
-                    guard inserted > 0 else { continue }
-                    new.append(counted)
-                    let detail = event.action ?? event.name ?? event.currency ?? ""
-                    for attribution in counted.attributions {
-                        let (campaign, variant) = (attribution.campaign, attribution.variant)
-                        let firstOfDevice = try connection.execute("""
-                            INSERT INTO engagement_devices (campaign, variant, kind, detail, device) VALUES
-                            (\(campaign), \(variant), \(event.kind.rawValue), \(detail), \(event.device))
-                            ON CONFLICT (campaign, variant, kind, detail, device) DO NOTHING
-                            """)
-                        try connection.execute("""
-                            INSERT INTO engagement_counts (campaign, variant, kind, detail, events, devices, value) VALUES
-                            (\(campaign), \(variant), \(event.kind.rawValue), \(detail), 1, \(firstOfDevice), \(SQLValue.real(event.value ?? 0)))
-                            ON CONFLICT (campaign, variant, kind, detail) DO UPDATE SET
-                            events = engagement_counts.events + 1, devices = engagement_counts.devices + excluded.devices,
-                            value = engagement_counts.value + excluded.value
-                            """)
+                var added: Set<String> = []
+                for chunk in StoreExecutor.chunks(unique) {
+                    var insert: SQLStatement = "INSERT INTO engagement_events (app, id, campaign, kind, at, counted_at) VALUES "
+                    for (index, counted) in chunk.enumerated() {
+                        let event = counted.event
+                        if index > 0 { insert.append(", ") }
+                        insert.append("(\(event.app), \(event.id), \(event.campaignKey.map { SQLValue.text($0.stored) } ?? .null), \(event.kind.rawValue), \(event.at), \(now))")
                     }
+                    insert.append(" ON CONFLICT (app, id) DO NOTHING RETURNING app, id")
+                    try connection.query(insert) { row in added.insert((row.text(0) ?? "") + "\n" + (row.text(1) ?? "")) }
+                }
+                let new = unique.filter { added.contains($0.event.app + "\n" + $0.event.id) }
+                let lines = new.flatMap { counted in counted.attributions.map { Line(counted.event, $0) } }
+                var firsts: [Line.Group: Int] = [:]
+                for chunk in StoreExecutor.chunks(lines) {
+                    var insert: SQLStatement = "INSERT INTO engagement_devices (campaign, variant, kind, detail, device) VALUES "
+                    for (index, line) in chunk.enumerated() {
+                        if index > 0 { insert.append(", ") }
+                        insert.append("(\(line.group.campaign), \(line.group.variant), \(line.group.kind), \(line.group.detail), \(line.device))")
+                    }
+                    insert.append(" ON CONFLICT (campaign, variant, kind, detail, device) DO NOTHING RETURNING campaign, variant, kind, detail")
+                    try connection.query(insert) { row in
+                        firsts[Line.Group(campaign: row.text(0) ?? "", variant: row.text(1) ?? "", kind: row.text(2) ?? "", detail: row.text(3) ?? ""), default: 0] += 1
+                    }
+                }
+                for (group, members) in Dictionary(grouping: lines, by: \.group) {
+                    try connection.execute("""
+                        INSERT INTO engagement_counts (campaign, variant, kind, detail, events, devices, value) VALUES
+                        (\(group.campaign), \(group.variant), \(group.kind), \(group.detail), \(members.count), \(firsts[group] ?? 0),
+                         \(SQLValue.real(members.map(\.value).reduce(0, +))))
+                        ON CONFLICT (campaign, variant, kind, detail) DO UPDATE SET
+                        events = engagement_counts.events + excluded.events, devices = engagement_counts.devices + excluded.devices,
+                        value = engagement_counts.value + excluded.value
+                        """)
                 }
                 return new
             }
+        }
+    }
+
+    /// One count an event adds: to a campaign's group, for a device, with a value.
+    private struct Line {
+        struct Group: Hashable {
+            let campaign: String
+            let variant: String
+            let kind: String
+            let detail: String
+        }
+
+        let group: Group
+        let device: String
+        let value: Double
+
+        init(_ event: EngagementEvent, _ attribution: Attribution) {
+            group = Group(
+                campaign: attribution.campaign.stored, variant: attribution.variant, kind: event.kind.rawValue,
+                detail: event.action ?? event.name ?? event.currency ?? "")
+            device = event.device
+            value = event.value ?? 0
         }
     }
 
