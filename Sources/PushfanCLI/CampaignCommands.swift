@@ -34,6 +34,18 @@ enum CampaignArgument {
         }
         return key
     }
+
+    /// The store, and the row of the campaign the first positional names; nil (after saying
+    /// so on standard error, for exit 1) when the store has no such campaign.
+    static func stored(_ arguments: ParsedArguments, _ context: CommandContext, command: String) async throws -> (DeviceStore, CampaignRegistry.Row)? {
+        let id = try key(arguments.positionals[0])
+        let store = try await StoreOptions.open(arguments, context)
+        guard let row = try await store.campaigns.get(id) else {
+            printError("pushfan \(command): no campaign \(id) in the store")
+            return nil
+        }
+        return (store, row)
+    }
 }
 
 /// `pushfan campaigns status APP/ID`: one campaign's status and counts.
@@ -46,12 +58,8 @@ struct CampaignsStatusCommand: Command {
         options: StoreOptions.specs)
 
     static func run(_ arguments: ParsedArguments, _ context: CommandContext) async throws -> Int32 {
-        let id = try CampaignArgument.key(arguments.positionals[0])
-        let store = try await StoreOptions.open(arguments, context)
-        guard let row = try await store.campaigns.get(id) else {
-            printError("pushfan campaigns status: no campaign \(id) in the store")
-            return 1
-        }
+        guard let (store, row) = try await CampaignArgument.stored(arguments, context, command: "campaigns status") else { return 1 }
+        let id = row.key
         print("campaign \(row.id) (app \(row.app)): \(row.status.rawValue)")
         print("  audience \(row.audience) in \(row.shards) shards")
         if let sendAt = row.sendAt, row.parked { print("  send at \(isoTime(sendAt))") }
@@ -82,13 +90,8 @@ struct CampaignsStatsCommand: Command {
         options: StoreOptions.specs + [.flag("json", "print the stats as JSON")])
 
     static func run(_ arguments: ParsedArguments, _ context: CommandContext) async throws -> Int32 {
-        let id = try CampaignArgument.key(arguments.positionals[0])
-        let store = try await StoreOptions.open(arguments, context)
-        guard let row = try await store.campaigns.get(id) else {
-            printError("pushfan campaigns stats: no campaign \(id) in the store")
-            return 1
-        }
-        let stats = try await store.campaignStats(id)
+        guard let (store, row) = try await CampaignArgument.stored(arguments, context, command: "campaigns stats") else { return 1 }
+        let stats = try await store.campaignStats(row.key)
         if arguments.flag("json") {
             print(stats.jsonValue.compactJSON)
             return 0

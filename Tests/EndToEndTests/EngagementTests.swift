@@ -18,11 +18,7 @@ struct EngagementTests {
         let server = try await DashboardTests.startAPI(pipeline)
         defer { server.process.signal(SIGTERM) }
         let count = 2_000
-        var lines = ""
-        for index in 0..<count { lines += #"{"device_id":"shop-\#(index)","token":"\#(Pipeline.token(index))","locale":"en_US"}"# + "\n" }
-        let file = pipeline.directory + "/shop-devices.ndjson"
-        try lines.write(toFile: file, atomically: true, encoding: .utf8)
-        try await pipeline.run(["devices", "import", "--database", pipeline.database, "--app", "shop", file])
+        try await Self.importDevices(pipeline, count: count)
         try await pipeline.addApp("news", topic: "com.example.news", rate: 1_000, devices: 2)
         let first = try pipeline.startWorker("a")
 
@@ -163,11 +159,7 @@ struct EngagementTests {
         let server = try await APITests.start(pipeline)
         defer { server.process.signal(SIGTERM) }
         let count = 1_000
-        var lines = ""
-        for index in 0..<count { lines += #"{"device_id":"shop-\#(index)","token":"\#(Pipeline.token(index))","locale":"en_US"}"# + "\n" }
-        let file = pipeline.directory + "/shop-devices.ndjson"
-        try lines.write(toFile: file, atomically: true, encoding: .utf8)
-        try await pipeline.run(["devices", "import", "--database", pipeline.database, "--app", "shop", file])
+        try await Self.importDevices(pipeline, count: count)
         try pipeline.startWorker("a")
         // The decision comes 15 s after planning: the test group's ~270 sends and the opens
         // below take a few seconds of it.
@@ -213,6 +205,15 @@ struct EngagementTests {
         #expect((rates["b"] ?? 0) > (rates["a"] ?? 1), "\(rates)")
         let decidedOver = decision["devices"] as? [String: Int] ?? [:]
         #expect(decidedOver.values.reduce(0, +) == tested.count, "the decision counted \(decidedOver), the test group had \(tested.count)")
+    }
+
+    /// Devices `shop-0` … `shop-(count - 1)` of app shop (which `pushfan api` added), locale en_US.
+    static func importDevices(_ pipeline: Pipeline, count: Int) async throws {
+        var lines = ""
+        for index in 0..<count { lines += #"{"device_id":"shop-\#(index)","token":"\#(Pipeline.token(index))","locale":"en_US"}"# + "\n" }
+        let file = pipeline.directory + "/shop-devices.ndjson"
+        try lines.write(toFile: file, atomically: true, encoding: .utf8)
+        try await pipeline.run(["devices", "import", "--database", pipeline.database, "--app", "shop", file])
     }
 
     /// Records the events role read and counted as new, summed over its `events.counted` lines.
