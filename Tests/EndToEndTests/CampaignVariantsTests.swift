@@ -67,8 +67,11 @@ struct CampaignVariantsTests {
         let row = try await DashboardTests.waitForRow(api, "ab/ab-1") { $0["status"] as? String == "completed" }
         let shown = (row["variants"] as? [String: [String: Int]] ?? [:]).mapValues { $0.values.reduce(0, +) }
         #expect(shown == perVariant, "dashboard \(shown) vs results \(perVariant)")
-        let progress = results.events.filter { $0.event == .progress && !$0.variants.isEmpty }
-        #expect(!progress.isEmpty, "no progress event counted variants")
+        // How many progress events come depends on timing (one per worker per 2 s while it
+        // sends; a loaded machine has given none), so each one that counts any outcome is
+        // checked: it counts them per variant too.
+        let progress = results.events.filter { $0.event == .progress && $0.counts.values.reduce(0, +) > 0 }
+        #expect(progress.allSatisfy { !$0.variants.isEmpty }, "a progress event with outcomes but no variants: \(progress)")
         #expect(progress.allSatisfy { event in event.variants.allSatisfy { ($0.value.values.reduce(0, +)) <= (perVariant[$0.key] ?? 0) } })
 
         // On the wire: no held-out device was sent to, and each request's size is its variant's.
