@@ -9,10 +9,10 @@ import Testing
         try await CommandLineTool.run(TestBinaries.pushfan, arguments)
     }
 
-    @Test func workerWithBothRolesOffIsAUsageError() async throws {
-        let result = try await pushfan(["worker", "--no-planner", "--no-sender"])
+    @Test func workerWithEveryRoleOffIsAUsageError() async throws {
+        let result = try await pushfan(["worker", "--no-planner", "--no-sender", "--no-events"])
         #expect(result.status == 2)
-        #expect(result.error.contains("--no-planner and --no-sender together leave nothing to do"), "\(result.error)")
+        #expect(result.error.contains("--no-planner, --no-sender and --no-events together leave nothing to do"), "\(result.error)")
     }
 
     @Test(arguments: [
