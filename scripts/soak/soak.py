@@ -217,8 +217,8 @@ def verdict(stack, workload, injected, samples, ends, stuck):
     over, duplicates, budget = checks.duplicate_budget(rows, crashes, PAGE_SIZE, LANES * len(APPS), dropped, STREAMS)
     violations += over
     with open(stack.simulator.log) as sim_log:
-        seconds = checks.sends_per_second(sim_log, {app: f"com.example.{app}" for app in APPS})
-    over, peaks = checks.rate_limits(seconds, {app: facts["rate"] for app, facts in APPS.items()})
+        times = checks.send_times(sim_log, {app: f"com.example.{app}" for app in APPS})
+    over, peaks = checks.rate_limits(times, {app: facts["rate"] for app, facts in APPS.items()})
     violations += over
     violations += checks.resource_growth(samples)
     violations += checks.dead_letters(dead_letter_keys(stack), BAD_RECORDS)
