@@ -89,6 +89,7 @@ package final class APIService: Sendable {
         DeviceRoutes.add(to: &router, store: store, logger: logger)
         CampaignRoutes.add(to: &router, store: store, writer: writer)
         NotificareRoutes.add(to: &router, store: store)
+        NotificareEngagementRoutes.add(to: &router, store: store, writer: writer)
         TokenRoutes.add(to: &router, store: store)
         EventRoutes.add(to: &router, store: store, writer: writer)
         SegmentRoutes.add(to: &router, store: store)

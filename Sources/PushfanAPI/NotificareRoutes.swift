@@ -6,8 +6,8 @@ import PushfanStore
 /// devices, at its own paths, with its field names and its auth (HTTP Basic with the app's
 /// key and secret; the key names the app): registration (a temporary device first, then the
 /// APNs token with `oldDeviceID`), partial updates, deletion, tags, user data and
-/// do-not-disturb, plus the application info and events it asks for at launch. Answers are
-/// the SDK's `{"message": …}`.
+/// do-not-disturb, plus the application info it asks for at launch. Answers are the SDK's
+/// `{"message": …}`. What it asks about pushes is `NotificareEngagementRoutes`.
 enum NotificareRoutes {
     static func add(to router: inout Router<Route>, store: DeviceStore) {
         let roles: Set<AppRole> = [.application, .master]
@@ -18,12 +18,6 @@ enum NotificareRoutes {
                 "inboxConfig": ["useInbox": false, "autoBadge": false], "userDataFields": [], "actionCategories": [],
             ]])
         })
-        // Events are acknowledged, not kept: Pushfan's results topic is its record of sends.
-        router.add("POST", "/event", Route(roles: roles) { call in
-            if !call.request.body.isEmpty { _ = try APIService.jsonObject(call.request) }
-            return .json(202, ["message": "event is being processed"])
-        })
-
         router.add("POST", "/device", Route(roles: roles) { call in
             let body = try APIService.jsonObject(call.request)
             guard case .string(let id)? = body["deviceID"], !id.isEmpty else {

@@ -2214,11 +2214,44 @@ enum OpenAPIDocument {
      "content": {
       "application/json": {
        "schema": {
+        "properties": {
+         "data": {
+          "type": "object"
+         },
+         "deviceID": {
+          "minLength": 1,
+          "type": "string"
+         },
+         "notification": {
+          "description": "the push's id (its payload's id or notificationId); required for notification events",
+          "type": "string"
+         },
+         "sessionID": {
+          "type": "string"
+         },
+         "timestamp": {
+          "description": "milliseconds since the epoch",
+          "type": "integer"
+         },
+         "type": {
+          "description": "re.notifica.event.notification.Receive and .Open are counted as received and opened, re.notifica.event.custom.<name> as a custom event; other types are taken and not counted",
+          "minLength": 1,
+          "type": "string"
+         },
+         "userID": {
+          "type": "string"
+         }
+        },
+        "required": [
+         "type",
+         "timestamp",
+         "deviceID"
+        ],
         "type": "object"
        }
       }
      },
-     "required": false
+     "required": true
     },
     "responses": {
      "202": {
@@ -2243,6 +2276,16 @@ enum OpenAPIDocument {
      "415": {
       "$ref": "#/components/responses/Unsupported"
      },
+     "422": {
+      "content": {
+       "application/json": {
+        "schema": {
+         "$ref": "#/components/schemas/Error"
+        }
+       }
+      },
+      "description": "the event names a push, device or field Pushfan does not know (in the SDK's field names)"
+     },
      "429": {
       "$ref": "#/components/responses/Throttled"
      },
@@ -2255,7 +2298,7 @@ enum OpenAPIDocument {
       "appSecret": []
      }
     ],
-    "summary": "Notificare SDK: an event (acknowledged, not kept)"
+    "summary": "Notificare SDK: an event (notification receipts, opens and custom events are counted per campaign and variant)"
    }
   },
   "/healthz": {
@@ -2444,6 +2487,161 @@ enum OpenAPIDocument {
     "summary": "Prometheus metrics of the API"
    }
   },
+  "/notification/{notification}": {
+   "get": {
+    "parameters": [
+     {
+      "in": "header",
+      "name": "Accept-Language",
+      "required": false,
+      "schema": {
+       "type": "string"
+      }
+     }
+    ],
+    "responses": {
+     "200": {
+      "content": {
+       "application/json": {
+        "schema": {
+         "properties": {
+          "notification": {
+           "properties": {
+            "_id": {
+             "type": "string"
+            },
+            "actions": {
+             "items": {
+              "properties": {
+               "camera": {
+                "type": "boolean"
+               },
+               "destructive": {
+                "type": "boolean"
+               },
+               "keyboard": {
+                "type": "boolean"
+               },
+               "label": {
+                "type": "string"
+               },
+               "type": {
+                "type": "string"
+               }
+              },
+              "required": [
+               "type",
+               "label"
+              ],
+              "type": "object"
+             },
+             "type": "array"
+            },
+            "attachments": {
+             "items": {
+              "properties": {
+               "mimeType": {
+                "type": "string"
+               },
+               "uri": {
+                "type": "string"
+               }
+              },
+              "required": [
+               "mimeType",
+               "uri"
+              ],
+              "type": "object"
+             },
+             "type": "array"
+            },
+            "content": {
+             "type": "array"
+            },
+            "extra": {
+             "type": "object"
+            },
+            "message": {
+             "type": "string"
+            },
+            "subtitle": {
+             "type": "string"
+            },
+            "time": {
+             "description": "ISO 8601 with milliseconds, UTC",
+             "type": "string"
+            },
+            "title": {
+             "type": "string"
+            },
+            "type": {
+             "type": "string"
+            }
+           },
+           "required": [
+            "_id",
+            "type",
+            "time",
+            "message",
+            "content",
+            "actions",
+            "attachments",
+            "extra"
+           ],
+           "type": "object"
+          }
+         },
+         "required": [
+          "notification"
+         ],
+         "type": "object"
+        }
+       }
+      },
+      "description": "the notification, its texts in the Accept-Language's language"
+     },
+     "401": {
+      "$ref": "#/components/responses/Unauthorized"
+     },
+     "403": {
+      "$ref": "#/components/responses/Forbidden"
+     },
+     "404": {
+      "content": {
+       "application/json": {
+        "schema": {
+         "$ref": "#/components/schemas/Error"
+        }
+       }
+      },
+      "description": "no campaign or variant of the app has this id"
+     },
+     "429": {
+      "$ref": "#/components/responses/Throttled"
+     },
+     "503": {
+      "$ref": "#/components/responses/Unavailable"
+     }
+    },
+    "security": [
+     {
+      "appSecret": []
+     }
+    ],
+    "summary": "Notificare SDK: the notification a push names, as the SDK shows it when opened"
+   },
+   "parameters": [
+    {
+     "in": "path",
+     "name": "notification",
+     "required": true,
+     "schema": {
+      "minLength": 1,
+      "type": "string"
+     }
+    }
+   ]
+  },
   "/openapi.json": {
    "get": {
     "responses": {
@@ -2488,6 +2686,92 @@ enum OpenAPIDocument {
     },
     "security": [],
     "summary": "The store and Kafka answer"
+   }
+  },
+  "/reply": {
+   "post": {
+    "requestBody": {
+     "content": {
+      "application/json": {
+       "schema": {
+        "properties": {
+         "data": {
+          "type": "object"
+         },
+         "deviceID": {
+          "minLength": 1,
+          "type": "string"
+         },
+         "label": {
+          "description": "the action's identifier (the label GET /notification gave it)",
+          "minLength": 1,
+          "type": "string"
+         },
+         "notification": {
+          "minLength": 1,
+          "type": "string"
+         },
+         "userID": {
+          "type": "string"
+         }
+        },
+        "required": [
+         "notification",
+         "deviceID",
+         "label"
+        ],
+        "type": "object"
+       }
+      }
+     },
+     "required": true
+    },
+    "responses": {
+     "201": {
+      "content": {
+       "application/json": {
+        "schema": {
+         "$ref": "#/components/schemas/Message"
+        }
+       }
+      },
+      "description": "counted as an action event"
+     },
+     "400": {
+      "$ref": "#/components/responses/Invalid"
+     },
+     "401": {
+      "$ref": "#/components/responses/Unauthorized"
+     },
+     "403": {
+      "$ref": "#/components/responses/Forbidden"
+     },
+     "415": {
+      "$ref": "#/components/responses/Unsupported"
+     },
+     "422": {
+      "content": {
+       "application/json": {
+        "schema": {
+         "$ref": "#/components/schemas/Error"
+        }
+       }
+      },
+      "description": "the event names a push, device or field Pushfan does not know (in the SDK's field names)"
+     },
+     "429": {
+      "$ref": "#/components/responses/Throttled"
+     },
+     "503": {
+      "$ref": "#/components/responses/Unavailable"
+     }
+    },
+    "security": [
+     {
+      "appSecret": []
+     }
+    ],
+    "summary": "Notificare SDK: a reply to a notification's action (counted as an action event)"
    }
   },
   "/v1/admin/apps": {

@@ -1,3 +1,4 @@
+import Foundation
 import PushfanCore
 
 /// What a campaign was planned from: its record as accepted (the JSON a resend is compared
@@ -7,6 +8,25 @@ package struct CampaignDefinition: Sendable, Equatable {
     package let template: String?
 
     package init(record: String, template: String? = nil) { (self.record, self.template) = (record, template) }
+
+    /// The campaign as it was planned: the record decoded, and the template it names, as it
+    /// was then, laid under it. `id` names it in what went wrong.
+    package func campaign(_ id: CampaignKey) throws(Unreadable) -> Campaign {
+        var campaign: Campaign
+        do { campaign = try MessageCodec.decode(Campaign.self, from: Data(record.utf8)) } catch {
+            throw Unreadable(description: "stored campaign \(id) does not read: \(error)")
+        }
+        guard let name = campaign.notification.template else { return campaign }
+        guard let template else { throw Unreadable(description: "campaign \(id) names template \(name) but was stored without it") }
+        do { return try campaign.resolved(with: try NotificationTemplates.read(template, name: name)) } catch {
+            throw Unreadable(description: "campaign \(id) with its template \(name): \(error)")
+        }
+    }
+
+    /// A stored campaign that no longer reads (a record or template from another version).
+    package struct Unreadable: Error, CustomStringConvertible {
+        package let description: String
+    }
 }
 
 /// Campaigns as the store keeps them: the definition as accepted, the audience size and
@@ -125,6 +145,13 @@ package struct CampaignRegistry: Sendable {
             try connection.queryOne("SELECT definition, template FROM campaigns WHERE id = \(id)") { row in
                 row.text(0).map { CampaignDefinition(record: $0, template: row.text(1)) }
             }.flatMap { $0 }
+        }
+    }
+
+    /// When the campaign was first recorded, in milliseconds since the epoch.
+    package func createdAt(_ id: CampaignKey) async throws(StoreError) -> Int64? {
+        try await executor.run { connection throws(StoreError) in
+            try connection.queryOne("SELECT created_at FROM campaigns WHERE id = \(id)") { $0.int(0) }.flatMap { $0 }
         }
     }
 

@@ -23,6 +23,14 @@ package struct SDKDeviceDocuments: Sendable {
         }
     }
 
+    /// Whether any of the app's devices registered through the SDK's calls: its pushes then
+    /// carry what that SDK looks for (`NotificareMarker`).
+    package func any(app: String) async throws(StoreError) -> Bool {
+        try await executor.run { connection throws(StoreError) in
+            try connection.queryOne("SELECT 1 FROM sdk_devices WHERE app = \(app) LIMIT 1") { _ in true } ?? false
+        }
+    }
+
     /// True when there was one.
     package func delete(app: String, deviceID: String) async throws(StoreError) -> Bool {
         try await executor.run { connection throws(StoreError) in

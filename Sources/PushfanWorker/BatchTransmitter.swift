@@ -53,6 +53,8 @@ struct BatchTransmitter {
         var transmission = Transmission()
         var index = 0
         var stop: WritableKeyPath<Transmission, [ShardSender.Pending]>?
+        /// The batch before: the next one's tokens wait for it to be on streams (`BatchStart`).
+        var previous: BatchStart?
         await withTaskGroup(of: Answers.self) { group in
             var running = 0
             sending: while index < ready.count {
@@ -82,6 +84,7 @@ struct BatchTransmitter {
                             probe = true
                         }
                     }
+                    if let previous { await previous.wait(atMost: Self.startWait, clock: context.clock) }
                     let waitStarted = ContinuousClock.now
                     if let campaignBucket { granted = try await campaignBucket.acquire(upTo: granted) }
                     granted = campaignBucket == nil ? try await appBucket.acquire(upTo: granted) : try await appBucket.acquire(exactly: granted)
@@ -103,7 +106,8 @@ struct BatchTransmitter {
                     }
                     let batch = Array(ready[index..<index + granted])
                     index += granted
-                    let send = sendBatch(batch, probe: probe, page: page)
+                    let (send, start) = sendBatch(batch, probe: probe, page: page)
+                    previous = start
                     group.addTask { await send() }
                     running += 1
                 } catch {
@@ -128,24 +132,26 @@ struct BatchTransmitter {
         return status == .cancelled ? \.cancelled : \.paused
     }
 
-    /// What the client calls once a batch is wholly on streams: the page's count.
-    private static func startedSignal(_ page: PagesOnTheWay.Page?) -> (@Sendable () -> Void)? {
-        guard let page else { return nil }
-        return { page.batchStarted() }
-    }
+    /// The longest the next batch's tokens wait for the one before to be on streams.
+    static let startWait = Duration.milliseconds(250)
 
     /// One batch's work, to run in the group: one client per environment (a batch mixing
-    /// them is split); the answers feed the lane's circuit.
+    /// them is split); the answers feed the lane's circuit. The client tells the page and
+    /// the returned `BatchStart` when each part is wholly on streams.
     private func sendBatch(
         _ batch: [(ShardSender.Pending, APNsNotification)], probe: Bool, page: PagesOnTheWay.Page?
-    ) -> @Sendable () async -> Answers {
+    ) -> (@Sendable () async -> Answers, BatchStart) {
         let groups = Dictionary(grouping: batch, by: { $0.0.target.environment })
         for _ in groups { page?.batchLaunched() }
-        let started: (@Sendable () -> Void)? = Self.startedSignal(page)
+        let start = BatchStart(parts: groups.count)
+        let started: @Sendable () -> Void = {
+            page?.batchStarted()
+            start.partStarted()
+        }
         let (catalog, circuits, app, lane, clock) = (context.catalog, context.circuits, plan.app, lane, context.clock)
         // The environments' sends go out together: one after another, the second would wait
         // for the first one's slowest answer before it even started.
-        return {
+        let send: @Sendable () async -> Answers = {
             await withTaskGroup(of: Answers.self) { sends in
                 for (environment, members) in groups {
                     sends.addTask {
@@ -158,7 +164,7 @@ struct BatchTransmitter {
                             circuits.record(lane, answers, probe: probe)
                             return zip(members, answers).map { ($0.0, $1, answeredAt) }
                         } catch {
-                            started?()
+                            started()
                             let now = clock.wall
                             return members.map { ($0.0, .failed(APNsTransportFailure(.credentialsUnavailable, detail: "\(error)")), now) }
                         }
@@ -169,5 +175,6 @@ struct BatchTransmitter {
                 return results
             }
         }
+        return (send, start)
     }
 }

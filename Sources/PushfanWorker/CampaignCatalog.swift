@@ -20,9 +20,12 @@ package struct CampaignPlan: Sendable {
     package let capped: Bool
     /// The kind of each device's token its push goes to.
     package let tokenKind: APNsTokenKind
+    /// The app's devices registered through Notificare's calls: its pushes carry what that
+    /// SDK looks for (`NotificareMarker`).
+    package let notificare: Bool
 
-    package init(campaign: Campaign, app: AppRecord, segment: SegmentExpression?, rowKeys: [Int64]?) {
-        (self.campaign, self.app, self.segment, self.rowKeys) = (campaign, app, segment, rowKeys)
+    package init(campaign: Campaign, app: AppRecord, segment: SegmentExpression?, rowKeys: [Int64]?, notificare: Bool = false) {
+        (self.campaign, self.app, self.segment, self.rowKeys, self.notificare) = (campaign, app, segment, rowKeys, notificare)
         tokenKind = campaign.notification.tokenKind
         personalised = campaign.isPersonalised
         capped = !app.frequencyCaps.isEmpty && campaign.countsTowardFrequencyCaps
@@ -118,17 +121,8 @@ package final class CampaignCatalog: Sendable {
             return cached.plan
         }
         guard let definition = try await store.campaigns.stored(id) else { throw CatalogError.unknownCampaign(id) }
-        var campaign: Campaign
-        do { campaign = try MessageCodec.decode(Campaign.self, from: Data(definition.record.utf8)) } catch {
-            throw CatalogError.invalidCampaign("stored campaign \(id) does not read: \(error)")
-        }
-        if let name = campaign.notification.template {
-            // The template as it was when the campaign was planned.
-            guard let text = definition.template else { throw CatalogError.invalidCampaign("campaign \(id) names template \(name) but was stored without it") }
-            do { campaign = try campaign.resolved(with: try NotificationTemplates.read(text, name: name)) } catch {
-                throw CatalogError.invalidCampaign("campaign \(id) with its template \(name): \(error)")
-            }
-        }
+        let campaign: Campaign
+        do { campaign = try definition.campaign(id) } catch { throw CatalogError.invalidCampaign(error.description) }
         guard let app = try await store.apps.get(campaign.app) else { throw CatalogError.unknownApp(campaign.app) }
         // The decision is written before the rest's tasks exist; not finding it is a moment's race.
         if decided && campaign.decision == nil { throw CatalogError.undecided(id) }
@@ -148,7 +142,9 @@ package final class CampaignCatalog: Sendable {
         } catch let error as SegmentError {
             throw CatalogError.invalidCampaign("the audience of campaign \(id) does not parse: \(error)")
         }
-        let plan = CampaignPlan(campaign: campaign.applyingDefaultCategory(app.defaultCategory), app: app, segment: segment, rowKeys: rowKeys)
+        let plan = CampaignPlan(
+            campaign: campaign.applyingDefaultCategory(app.defaultCategory), app: app, segment: segment, rowKeys: rowKeys,
+            notificare: try await store.sdkDevices.any(app: app.app))
         plans.withLock { $0[id] = (plan, ContinuousClock.now) }
         return plan
     }

@@ -281,7 +281,9 @@ package struct ShardSender: Sendable {
                 sent = variantCampaigns[variant] ?? campaign.applying(variant: variant)
                 variantCampaigns[variant] = sent
             }
-            let marker = EngagementMarker(campaign: campaign.id, variant: variant.map { campaign.variants[$0].id })
+            let variantID = variant.map { campaign.variants[$0].id }
+            let notificare = plan.notificare ? NotificareMarker(application: campaign.app, campaign: campaign.id, variant: variantID) : nil
+            let marker = EngagementMarker(campaign: campaign.id, variant: variantID, notificare: notificare)
             let sendID = EngagementMarker.sendID(campaign: campaign.key, device: target.deviceID)
             if plan.personalised {
                 sent.notification = sent.notification.personalised(for: target.templateDevice, locale: locale, templates: &templates)

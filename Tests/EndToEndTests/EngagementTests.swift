@@ -208,6 +208,113 @@ struct EngagementTests {
     }
 
     /// Devices `shop-0` … `shop-(count - 1)` of app shop (which `pushfan api` added), locale en_US.
+    @Test("an app on Notificare's SDK: pushes to devices registered through its calls carry what it looks for; GET /notification/{id} answers the variant's texts in the asker's language; Receive, Open, custom events and action replies count as native events, Influenced and app events are taken uncounted, and bad ones are refused in the SDK's field names")
+    func notificareSDKEngagement() async throws {
+        let pipeline = try await Pipeline(simArguments: ["--log-payloads"])
+        defer { pipeline.stop() }
+        let server = try await DashboardTests.startAPI(pipeline)
+        defer { server.process.signal(SIGTERM) }
+        try pipeline.startWorker("a")
+        func sdk(_ method: String, _ path: String, _ json: String? = nil, language: String = "de-DE, de;q=0.9") async throws -> (status: Int, body: String) {
+            let answer = try await server.call(method, path, secret: server.application, json: json, headers: ["X-Notificare-SDK-Version: 3.10.0", "Accept-Language: \(language)"])
+            return (answer.status, answer.body)
+        }
+        let count = 20
+        for index in 0..<count {
+            let registered = try await sdk("POST", "/device", #"{"deviceID":"\#(Pipeline.token(index))","transport":"APNS","language":"\#(index % 2 == 0 ? "de" : "en")","region":"DE","platform":"iOS"}"#)
+            #expect(registered.status == 200, "\(registered.body)")
+        }
+        let json = #"{"v":1,"id":"sdk","app":"shop","audience":{"segment":"locale in (de_DE, en_DE)"},"notification":{"push_type":"alert","content":{"default":{"title":"Sale","body":"20% off"},"locales":{"de":{"title":"Rabatt","body":"20 % günstiger"}}},"aps":{"category":"OFFER"},"data":{"media_url":"https://cdn.example.com/sale.png"},"actions":[{"id":"buy"}]},"variants":[{"id":"a","weight":50},{"id":"b","weight":50,"content":{"default":{"title":"Last day","body":"Ends tonight"},"locales":{"de":{"title":"Letzter Tag","body":"Endet heute"}}}}]}"#
+        try await pipeline.submit(json)
+        #expect(try await pipeline.results(of: "sdk").completed?.count(of: .delivered) == count)
+        let campaign = try MessageCodec.decode(Campaign.self, from: Data(json.utf8))
+
+        // Each push: the SDK's keys with the notification id of the device's variant, and ours.
+        var notificationOf: [String: String] = [:]
+        for line in pipeline.delivered(topic: "com.example.shop") {
+            let text = try #require(line["payload"] as? String, "no payload logged: \(line)")
+            let payload = try #require(try JSONSerialization.jsonObject(with: Data(text.utf8)) as? [String: Any])
+            let token = try #require(line["token"] as? String)
+            let variant = try #require(campaign.countedName(of: campaign.share(of: token)))
+            #expect(payload["x-sender"] as? String == "notificare" && payload["x-application"] as? String == "shop", "\(text)")
+            #expect(payload["id"] as? String == "sdk~\(variant)" && payload["notificationId"] as? String == "sdk~\(variant)", "\(text)")
+            #expect(payload["attachment"] as? [String: String] == ["mimeType": "image/png", "uri": "https://cdn.example.com/sale.png"], "\(text)")
+            #expect((payload["pushfan"] as? [String: String])?["variant"] == variant, "\(text)")
+            notificationOf[token] = payload["id"] as? String
+        }
+        #expect(notificationOf.count == count && Set(notificationOf.values) == ["sdk~a", "sdk~b"])
+
+        // What the SDK fetches when a push is opened, as its decoder needs it.
+        let fetched = try await sdk("GET", "/notification/sdk~b")
+        let notification = try #require((try JSONSerialization.jsonObject(with: Data(fetched.body.utf8)) as? [String: Any])?["notification"] as? [String: Any], "\(fetched.body)")
+        #expect(notification["_id"] as? String == "sdk~b" && notification["type"] as? String == "re.notifica.notification.Alert")
+        #expect(notification["title"] as? String == "Letzter Tag" && notification["message"] as? String == "Endet heute", "\(fetched.body)")
+        #expect((notification["time"] as? String).map { $0.range(of: #"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$"#, options: .regularExpression) != nil } == true, "\(fetched.body)")
+        #expect((notification["actions"] as? [[String: Any]])?.first?["label"] as? String == "buy")
+        #expect((notification["attachments"] as? [[String: String]]) == [["mimeType": "image/png", "uri": "https://cdn.example.com/sale.png"]])
+        #expect(try await sdk("GET", "/notification/sdk~a", language: "en").body.contains(#""message":"20% off""#))
+        for missing in ["sdk~c", "nope", "sdk~a~b"] {
+            let answer = try await sdk("GET", "/notification/\(missing)")
+            #expect(answer.status == 404 && answer.body.contains("notification not found"), "\(missing): \(answer.body)")
+        }
+
+        // Every device receives, the first eight open (one of them twice: the SDK's retry of
+        // the same event), two reply with the action; Influenced and app events are not counted.
+        let at = Int64(Date().timeIntervalSince1970 * 1000)
+        var opened: [String: Int] = [:]
+        for index in 0..<count {
+            let token = Pipeline.token(index)
+            let id = try #require(notificationOf[token])
+            let event = { (type: String, time: Int64) in #"{"type":"\#(type)","timestamp":\#(time),"deviceID":"\#(token)","notification":"\#(id)"}"# }
+            #expect(try await sdk("POST", "/event", event("re.notifica.event.notification.Receive", at)).status == 202)
+            guard index < 8 else { continue }
+            opened[String(id.dropFirst(4)), default: 0] += 1
+            for _ in 0..<(index == 0 ? 2 : 1) { #expect(try await sdk("POST", "/event", event("re.notifica.event.notification.Open", at + 1)).status == 202) }
+            #expect(try await sdk("POST", "/event", event("re.notifica.event.notification.Influenced", at + 1)).status == 202)
+            if index < 2 {
+                let reply = try await sdk("POST", "/reply", #"{"notification":"\#(id)","deviceID":"\#(token)","label":"buy","data":{}}"#)
+                #expect(reply.status == 201, "\(reply.body)")
+            }
+        }
+        #expect(try await sdk("POST", "/event", #"{"type":"re.notifica.event.custom.wishlist","timestamp":\#(at),"deviceID":"\#(Pipeline.token(3))"}"#).status == 202)
+        #expect(try await sdk("POST", "/event", #"{"type":"re.notifica.event.application.Open","timestamp":\#(at),"deviceID":"\#(Pipeline.token(3))"}"#).status == 202)
+
+        // Refused, in the SDK's names.
+        let token = Pipeline.token(0)
+        let refusals: [(body: String, status: Int, field: String, says: String)] = [
+            (#"{"type":"re.notifica.event.notification.Open","timestamp":\#(at),"deviceID":"\#(token)","notification":"5f0c2b6e1a9d4c3e8b7a6f5e"}"#, 422, "notification", "no campaign"),
+            (#"{"type":"re.notifica.event.notification.Open","timestamp":\#(at),"deviceID":"\#(token)","notification":"sdk~c"}"#, 422, "notification", "of campaign sdk, not"),
+            (#"{"type":"re.notifica.event.notification.Open","timestamp":\#(at),"deviceID":"00ff","notification":"sdk~a"}"#, 422, "deviceID", "has no device"),
+            (#"{"type":"re.notifica.event.notification.Open","timestamp":\#(at),"deviceID":"\#(token)"}"#, 400, "notification", "required"),
+            (#"{"type":"re.notifica.event.notification.Open","deviceID":"\#(token)","notification":"sdk~a"}"#, 400, "timestamp", "milliseconds"),
+            (#"{"type":"re.notifica.event.custom.two words","timestamp":\#(at),"deviceID":"\#(token)"}"#, 422, "type", "must be"),
+        ]
+        for (body, status, field, says) in refusals {
+            let answer = try await sdk("POST", "/event", body)
+            #expect(answer.status == status && answer.body.contains(#""field":"\#(field)""#) && answer.body.contains(says), "\(body): \(answer.status) \(answer.body)")
+        }
+
+        func variant(_ stats: [String: Any], _ name: String, _ path: String...) -> Int? {
+            var current: Any? = (stats["variants"] as? [String: Any])?[name]
+            for key in path { current = (current as? [String: Any])?[key] }
+            return (current as? NSNumber)?.intValue
+        }
+        func matches(_ stats: [String: Any]) -> Bool {
+            let received = (variant(stats, "a", "received", "events") ?? 0) + (variant(stats, "b", "received", "events") ?? 0)
+            let actions = (variant(stats, "a", "actions", "buy", "events") ?? 0) + (variant(stats, "b", "actions", "buy", "events") ?? 0)
+            return received == count && actions == 2
+                && variant(stats, "a", "opened", "events") == opened["a"] ?? 0 && variant(stats, "b", "opened", "events") == opened["b"] ?? 0
+        }
+        var latest: [String: Any] = [:]
+        let deadline = ContinuousClock.now + .seconds(60)
+        while !matches(latest) && ContinuousClock.now < deadline {
+            let answer = try await server.call("GET", "/v1/apps/shop/campaigns/sdk/stats", secret: server.master)
+            latest = try JSONSerialization.jsonObject(with: Data(answer.body.utf8)) as? [String: Any] ?? [:]
+            if !matches(latest) { try await Task.sleep(for: .milliseconds(200)) }
+        }
+        #expect(matches(latest), "opened \(opened), stats \(latest)")
+    }
+
     static func importDevices(_ pipeline: Pipeline, count: Int) async throws {
         var lines = ""
         for index in 0..<count { lines += #"{"device_id":"shop-\#(index)","token":"\#(Pipeline.token(index))","locale":"en_US"}"# + "\n" }

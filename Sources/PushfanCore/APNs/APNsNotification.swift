@@ -353,7 +353,8 @@ package struct APNsPreparedPayload: Sendable, Hashable {
 
     /// A campaign's payload for a device locale, with its push type and
     /// `effectivePriority`, and `marker` beside `aps` (its send id a placeholder until
-    /// `stamped(sendID:)`) unless the push type has no room for one.
+    /// `stamped(sendID:)`, and Notificare's keys when it has them) unless the push type has
+    /// no room for one.
     package init(campaign: Campaign, locale: String?, marker: EngagementMarker?) throws(APNsRequestError) {
         guard let priority = APNsNotification.Priority(rawValue: campaign.effectivePriority) else {
             throw .invalidPriority("must be 10, 5 or 1; found \(campaign.effectivePriority)")
@@ -363,6 +364,11 @@ package struct APNsPreparedPayload: Sendable, Hashable {
         guard let marker, EngagementMarker.carried(by: pushType) else {
             try self.init(payload, pushType: pushType, priority: priority)
             return
+        }
+        if let notificare = marker.notificare {
+            for (key, value) in notificare.keys(mediaURL: payload.custom[NotificationTemplate.mediaURLKey]?.stringValue) {
+                try payload.setCustom(value, forKey: key)
+            }
         }
         try payload.setCustom(marker.jsonValue(sendIDFill: "0"), forKey: EngagementMarker.key)
         try self.init(payload, pushType: pushType, priority: priority)

@@ -13,10 +13,13 @@ package struct EngagementMarker: Sendable, Hashable {
     package let campaign: String
     /// The device's variant (nil for a campaign without variants).
     package let variant: String?
+    /// For an app whose devices run Notificare's SDK, the keys it looks for beside ours.
+    package let notificare: NotificareMarker?
 
-    package init(campaign: String, variant: String?) {
+    package init(campaign: String, variant: String?, notificare: NotificareMarker? = nil) {
         self.campaign = campaign
         self.variant = variant
+        self.notificare = notificare
     }
 
     /// The id of the push of `campaign` to `device`, 16 hex digits: the campaign's tag (8,
