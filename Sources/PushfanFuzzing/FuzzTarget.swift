@@ -104,6 +104,13 @@ package enum FuzzTarget: String, CaseIterable, Sendable {
         if let fast = DeviceResult(canonicalJSON: bytes) {
             check((try? MessageCodec.decode(ResultRecord.self, from: bytes)) == .device(fast), "the fast reader accepted what the decoder reads otherwise")
         }
+        // The events role's fast reader likewise, and it reads every event the API writes.
+        if let event = try? MessageCodec.decode(EngagementEvent.self, from: bytes) {
+            check(MessageCodec.encode(event).withUnsafeBytes { EngagementEvent(canonicalJSON: $0) } == event, "the canonical event reader disagrees with the writer")
+        }
+        if let fast = EngagementEvent(canonicalJSON: bytes) {
+            check((try? MessageCodec.decode(EngagementEvent.self, from: bytes)) == fast, "the fast event reader accepted what the decoder reads otherwise")
+        }
         if let task = try? MessageCodec.decode(TaskRecord.self, from: bytes) {
             check((try? MessageCodec.decode(TaskRecord.self, from: MessageCodec.encode(task))) == task, "a task changes when written and read back")
         }

@@ -14,9 +14,9 @@ package struct EngagementTallies: Sendable {
     /// ahead, not more.
     package static let futureAllowance: Int64 = 15 * 60 * 1_000
 
-    /// How long after a campaign reached a device a conversion that names no campaign is
-    /// still the campaign's.
-    package static let attributionWindow: Int64 = 24 * 3_600 * 1_000
+    /// The longest a campaign's attribution window may be, in milliseconds: how far back
+    /// the campaigns a conversion may count for are looked up.
+    static let longestAttributionWindow = Campaign.maxAttributionWindow * 1_000
 
     /// A campaign an event counts for, and the variant it counts under there: the variant's
     /// id, `holdout`, or empty for a campaign without variants.
@@ -28,7 +28,8 @@ package struct EngagementTallies: Sendable {
     /// An event as it is counted: the campaigns it counts for, resolved against the store.
     /// An event that names its campaign counts for it; a conversion that names none counts
     /// for every campaign of the app that reached the device (delivered, or held out) within
-    /// `attributionWindow` before it, so a holdout's conversions are its own.
+    /// that campaign's attribution window before it (`options.attribution_window_s`, default
+    /// 24 h), so a holdout's conversions are its own.
     package struct Counted: Sendable, Hashable {
         package let event: EngagementEvent
         package let attributions: [Attribution]
@@ -73,8 +74,10 @@ package struct EngagementTallies: Sendable {
                 }
                 guard let key = event.campaignKey else {
                     // A conversion of the campaigns that reached the device shortly before it.
-                    let attributions = (reached[event.device] ?? []).filter { $0.at <= event.at && event.at <= $0.at + Self.attributionWindow }
-                        .compactMap { reach in campaigns[reach.campaign].map { Attribution(campaign: reach.campaign, variant: $0.countedName(of: $0.share(of: event.device)) ?? "") } }
+                    let attributions = (reached[event.device] ?? []).filter { $0.at <= event.at }.compactMap { reach -> Attribution? in
+                        guard let campaign = campaigns[reach.campaign], event.at <= reach.at + campaign.options.attributionWindowMillis else { return nil }
+                        return Attribution(campaign: reach.campaign, variant: campaign.countedName(of: campaign.share(of: event.device)) ?? "")
+                    }
                     return Counted(event: event, attributions: attributions)
                 }
                 guard let campaign = campaigns[key] else { throw Refusal(field: "campaign", reason: "app \(app) has no campaign \(key.id)") }
@@ -96,13 +99,14 @@ package struct EngagementTallies: Sendable {
         let at: Int64
     }
 
-    /// For conversions that name no campaign: the app's campaigns created within the
-    /// attribution window before the latest of them, and when each reached each device.
+    /// For conversions that name no campaign: the app's campaigns created within the longest
+    /// attribution window before the latest of them, and when each reached each device (each
+    /// campaign's own window is applied to the reaches).
     private static func reaches(_ connection: any SQLConnection, _ backend: any SQLBackend, app: String, of events: [EngagementEvent]) throws(StoreError) -> [String: [Reach]] {
         guard let earliest = events.map(\.at).min(), let latest = events.map(\.at).max() else { return [:] }
         var candidates: [CampaignKey] = []
         try connection.query("""
-            SELECT id FROM campaigns WHERE app = \(app) AND created_at >= \(earliest - attributionWindow) AND created_at <= \(latest)
+            SELECT id FROM campaigns WHERE app = \(app) AND created_at >= \(earliest - longestAttributionWindow) AND created_at <= \(latest)
             """) { row in
             if let stored = row.text(0), let key = CampaignKey(stored: stored) { candidates.append(key) }
         }

@@ -17,6 +17,10 @@ struct EventCounter {
     let clock: any WorkerClock
     let counted: @Sendable (_ app: String, _ kind: EngagementEvent.Kind) -> Void
 
+    private func decode(_ record: KafkaRecord) throws(MessageDecodingError) -> EngagementEvent {
+        try MessageCodec.decode(EngagementEvent.self, from: Data(record.value))
+    }
+
     /// Counts one poll's records; returns how many events were new. Throws a store or Kafka
     /// error, after which the caller tries the same records again.
     func count(_ records: [KafkaRecord]) async throws -> Int {
@@ -24,7 +28,9 @@ struct EventCounter {
         var letters: [DeadLetterRecord] = []
         for record in records {
             do {
-                let event = try MessageCodec.decode(EngagementEvent.self, from: Data(record.value))
+                // The form the API writes is read directly; any other goes through the decoder.
+                let event: EngagementEvent
+                if let fast = record.withValueBytes({ EngagementEvent(canonicalJSON: $0) }) { event = fast } else { event = try decode(record) }
                 valid[event.app, default: []].append((record, event))
             } catch {
                 letters.append(ResultsWriter.deadLetter(for: record, code: error.code, reason: error.description))

@@ -278,15 +278,22 @@ struct WorkerPipelineTests {
         #expect(Set(pipeline.delivered(topic: "com.example.shop").compactMap { $0["token"] as? String }).count == count)
     }
 
-    /// Whether per-second counts at the simulator keep to `limit`: every two adjacent seconds
-    /// within 5 % of twice it, and each one within 25 %. Counted where requests arrive,
-    /// requests admitted at the end of one second can land in the next (seen: 433 then 541 at
-    /// 500/s, 4,650 then 5,283 at 5,000/s with APNs latency, 1,531 then 2,406 at 2,000/s with
-    /// three debug-build workers and the simulator on two cores) while the mean stays under the
-    /// limit; a sender over its rate for more than a moment breaks the pairs' bound.
+    /// Whether per-second counts at the simulator keep to `limit`: every run of k whole
+    /// seconds (k = 1, 2, 5) holds at most k seconds of the limit and 0.3 s more. The lanes'
+    /// buckets allow k seconds plus their burst and one batch taken before the client started
+    /// the last (0.1 s); counted where requests arrive, up to 200 ms of lateness between the
+    /// sender and the simulator moves requests into a later second (seen: 1,531 then 2,406 at
+    /// 2,000/s, and 384, 446, 509, 549 at 500/s, with three debug-build workers and the
+    /// simulator on two cores) while the mean stays under the limit. A sender over its rate
+    /// for more than a moment breaks the five-second bound (1.06 × the limit).
     static func keepsRate(_ steady: [Int], limit: Int) -> Bool {
-        let pairs = zip(steady, steady.dropFirst()).map { $0 + $1 }
-        return pairs.allSatisfy { Double($0) <= Double(limit) * 2 * 1.05 } && steady.allSatisfy { Double($0) <= Double(limit) * 1.25 }
+        for seconds in [1, 2, 5] where steady.count >= seconds {
+            for start in 0...(steady.count - seconds) {
+                let sent = steady[start..<start + seconds].reduce(0, +)
+                if Double(sent) > Double(limit) * (Double(seconds) + 0.3) { return false }
+            }
+        }
+        return true
     }
 
     /// Counts per one-second window from the first timestamp.

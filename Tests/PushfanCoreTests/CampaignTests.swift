@@ -152,6 +152,8 @@ struct CampaignTests {
                    code: "invalid_field", field: "options.collapse_id", mentions: "is 66 bytes"),
         RejectCase("empty collapse id", value: base.setting("options.collapse_id", ""), code: "invalid_field", field: "options.collapse_id", mentions: "must not be empty"),
         RejectCase("rate 0", value: base.setting("options.rate", 0), code: "invalid_field", field: "options.rate", mentions: "more than 0"),
+        RejectCase("attribution window of 59 s", value: base.setting("options.attribution_window_s", 59), code: "invalid_field", field: "options.attribution_window_s", mentions: "60 to 2592000 seconds"),
+        RejectCase("attribution window over 30 days", value: base.setting("options.attribution_window_s", 2_592_001), code: "invalid_field", field: "options.attribution_window_s", mentions: "got 2592001"),
         RejectCase("dry_run as a string", value: base.setting("options.dry_run", "no"), code: "wrong_schema", field: "options.dry_run",
                    mentions: "expected true or false"),
         RejectCase("options is a number", value: base.setting("options", 1), code: "wrong_schema", field: "options", mentions: "expected an object"),

@@ -10,6 +10,40 @@ struct EngagementEventTests {
         "v": 1, "id": "e-1", "app": "shop", "kind": "opened", "device": "d1", "campaign": "sale", "send_id": .string(sendID), "at": 1_790_000_000_000,
     ]
 
+    @Test("the canonical reader reads back every event the writer writes, with each optional field present or not, and leaves any other spelling to the decoder")
+    func canonicalReader() throws {
+        let sendID = Self.sendID
+        let events = [
+            EngagementEvent(id: "e-1", app: "shop", kind: .opened, device: "d1", campaign: "sale", variant: "b", sendID: sendID, at: 1_790_000_000_000,
+                            action: nil, name: nil, value: nil, currency: nil, receivedAt: 1_790_000_000_500),
+            EngagementEvent(id: "e-2", app: "shop", kind: .action, device: "d1", campaign: "sale", variant: nil, sendID: sendID, at: 1_790_000_000_000,
+                            action: "buy", name: nil, value: nil, currency: nil, receivedAt: nil),
+            EngagementEvent(id: "e-3", app: "shop", kind: .converted, device: "d1", campaign: nil, variant: nil, sendID: nil, at: 1_790_000_000_000,
+                            action: nil, name: nil, value: 9.99, currency: "EUR", receivedAt: 1_790_000_000_001),
+            EngagementEvent(id: "e-4", app: "shop", kind: .converted, device: "d1", campaign: nil, variant: nil, sendID: nil, at: 1_790_000_000_000,
+                            action: nil, name: nil, value: .leastNonzeroMagnitude, currency: nil, receivedAt: nil),
+            EngagementEvent(id: "e-5", app: "shop", kind: .custom, device: "d1", campaign: nil, variant: nil, sendID: nil, at: 1_790_000_000_000,
+                            action: nil, name: "wishlist", value: nil, currency: nil, receivedAt: nil),
+        ]
+        for event in events {
+            let written = MessageCodec.encode(event)
+            #expect(written.withUnsafeBytes { EngagementEvent(canonicalJSON: $0) } == event, "\(String(decoding: written, as: UTF8.self))")
+        }
+        let written = String(decoding: MessageCodec.encode(events[0]), as: UTF8.self)
+        for other in [
+            written.replacingOccurrences(of: ",", with: ", "),  // whitespace
+            written.replacingOccurrences(of: #""v":1"#, with: #""v":2"#),  // another version
+            written.replacingOccurrences(of: #""d1""#, with: #""d\u0031""#),  // an escape
+            written.replacingOccurrences(of: #""kind":"opened""#, with: #""kind":"clicked""#),  // a kind the decoder refuses too
+            written + " ", "{}", "",
+        ] {
+            #expect(Data(other.utf8).withUnsafeBytes { EngagementEvent(canonicalJSON: $0) } == nil, "\(other)")
+        }
+        // The escaped spelling is still an event: the decoder reads it.
+        let escaped = written.replacingOccurrences(of: #""d1""#, with: #""d\u0031""#)
+        #expect(try MessageCodec.decode(EngagementEvent.self, from: Data(escaped.utf8)) == events[0])
+    }
+
     static let rejects: [RejectCase] = [
         RejectCase("an unknown kind", value: base.setting("kind", "clicked"), code: "invalid_field", field: "kind", mentions: "received, opened, action"),
         RejectCase("an open without its send id", value: base.setting("send_id", nil), code: "invalid_field", field: "send_id", mentions: "about one push"),

@@ -62,6 +62,33 @@ struct EngagementTalliesTests {
         if case .success(let counted) = results[5] { #expect(counted.attributions == [EngagementTallies.Attribution(campaign: sale, variant: variantOfD1)]) }
     }
 
+    @Test("a conversion naming no campaign counts for each campaign that reached its device within that campaign's own attribution window", arguments: Backend.enabled)
+    func perCampaignAttributionWindow(_ backend: Backend) async throws {
+        let (store, _) = try await store(backend)
+        let reachedAt = now - 3 * 3_600_000
+        var keys: [String: CampaignKey] = [:]
+        for (id, window) in [("hourly", #","options":{"attribution_window_s":3600}"#), ("daily", "")] {
+            let key = CampaignKey(app: "shop-ios", id: id)
+            let json = #"{"v":1,"id":"\#(id)","app":"shop-ios","audience":{"segment":"locale = en_US"},"notification":{"push_type":"alert","content":{"default":{"title":"Hi","body":"There"}}}\#(window)}"#
+            _ = try MessageCodec.decode(Campaign.self, from: Data(json.utf8))
+            #expect(try await store.campaigns.record(key, audience: 10, shards: 1, definition: CampaignDefinition(record: json), now: reachedAt - 60_000))
+            let targets = try await store.audience.page(app: "shop-ios", segment: nil, shard: ShardRange(after: nil, through: nil), cursor: nil, limit: 10)
+            _ = try await store.ledger.claim(campaign: key, targets: targets, owner: "w", now: reachedAt)
+            #expect(try await store.ledger.record(campaign: key, targets.map { LedgerOutcome(rowKey: $0.rowKey, state: .delivered) }, now: reachedAt) == 10)
+            keys[id] = key
+        }
+        // Half an hour after the pushes: both campaigns'; three hours after: the daily one's only.
+        let soon = event(.converted, "d1", campaign: nil, at: reachedAt + 1_800_000)
+        let later = event(.converted, "d2", campaign: nil, at: reachedAt + 3 * 3_600_000 - 1_000)
+        let results = try await store.engagement.resolve([soon, later], app: "shop-ios", now: now)
+        func campaigns(_ result: Result<EngagementTallies.Counted, EngagementTallies.Refusal>) -> Set<String> {
+            guard case .success(let counted) = result else { return ["refused"] }
+            return Set(counted.attributions.map(\.campaign.id))
+        }
+        #expect(campaigns(results[0]) == ["hourly", "daily"], "\(results[0])")
+        #expect(campaigns(results[1]) == ["daily"], "\(results[1])")
+    }
+
     @Test("every event id counts once: the same batch again, or an event again with its own id, changes nothing; devices are counted once per kind", arguments: Backend.enabled)
     func countsOnce(_ backend: Backend) async throws {
         let (store, campaign) = try await store(backend)

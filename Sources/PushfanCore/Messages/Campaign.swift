@@ -17,6 +17,11 @@ package struct Campaign: VersionedMessage, Hashable {
     /// How far ahead `options.send_at` may be: 30 days, in milliseconds. A campaign parked
     /// longer would outlive most tokens' freshness and most marketing plans.
     package static let maxScheduleAhead: Int64 = 30 * 86_400_000
+    /// A conversion that names no campaign counts for the campaigns that reached its device
+    /// this long before it, in seconds, unless a campaign sets its own (`options.attribution_window_s`).
+    package static let defaultAttributionWindow: Int64 = 86_400
+    package static let minAttributionWindow: Int64 = 60
+    package static let maxAttributionWindow: Int64 = 30 * 86_400
     /// Longest `apns-collapse-id` APNs accepts, in UTF-8 bytes.
     package static var maxCollapseIDBytes: Int { APNsNotification.maxCollapseIDBytes }
     /// Longest id, app key, saved segment name or device id, in characters.
@@ -419,6 +424,9 @@ extension Campaign {
         package var ignoreQuietHours: Bool
         /// Transactional sends: the app's frequency caps neither hold them back nor count them.
         package var ignoreFrequencyCaps: Bool = false
+        /// How long after the campaign reached a device, in seconds, a conversion that names
+        /// no campaign is still counted for it; nil: `Campaign.defaultAttributionWindow`.
+        package var attributionWindow: Int64?
 
         package init(
             priority: Int? = nil, expiration: Int64? = nil, collapseID: String? = nil,
@@ -439,9 +447,13 @@ extension Campaign {
         /// What late devices get: `skip` unless the campaign says otherwise.
         package var latePolicy: LatePolicy { late ?? .skip }
 
+        /// The attribution window in milliseconds.
+        package var attributionWindowMillis: Int64 { (attributionWindow ?? Campaign.defaultAttributionWindow) * 1_000 }
+
         private enum CodingKeys: String, CodingKey {
             case priority, expiration, collapseID = "collapse_id", rate, dryRun = "dry_run", sendAt = "send_at"
             case localTime = "local_time", late, ignoreQuietHours = "ignore_quiet_hours", ignoreFrequencyCaps = "ignore_frequency_caps"
+            case attributionWindow = "attribution_window_s"
         }
 
         package init(from decoder: any Decoder) throws {
@@ -456,6 +468,7 @@ extension Campaign {
             late = try container.optionalField(.late)
             ignoreQuietHours = try container.optionalField(.ignoreQuietHours) ?? false
             ignoreFrequencyCaps = try container.optionalField(.ignoreFrequencyCaps) ?? false
+            attributionWindow = try container.optionalField(.attributionWindow)
         }
 
         package func encode(to encoder: any Encoder) throws {
@@ -470,6 +483,7 @@ extension Campaign {
             try container.encodeIfPresent(late?.rawValue, forKey: .late)
             if ignoreQuietHours { try container.encode(true, forKey: .ignoreQuietHours) }
             if ignoreFrequencyCaps { try container.encode(true, forKey: .ignoreFrequencyCaps) }
+            try container.encodeIfPresent(attributionWindow, forKey: .attributionWindow)
         }
     }
 }
@@ -679,6 +693,11 @@ extension Campaign {
         }
         if let rate = options.rate, rate <= 0 {
             throw .invalidField("options.rate", "must be more than 0 sends per second, got \(rate)")
+        }
+        if let window = options.attributionWindow, !(Self.minAttributionWindow...Self.maxAttributionWindow).contains(window) {
+            throw .invalidField(
+                "options.attribution_window_s",
+                "must be \(Self.minAttributionWindow) to \(Self.maxAttributionWindow) seconds (a minute to 30 days), got \(window)")
         }
     }
 
