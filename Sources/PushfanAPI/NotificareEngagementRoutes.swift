@@ -48,6 +48,9 @@ enum NotificareEngagementRoutes {
             guard case .string(let type)? = body["type"], !type.isEmpty else {
                 throw APIError(400, "invalid_input", "type: required, the event's type (re.notifica.event.…)", field: "type")
             }
+            try checkOptional(body, strings: ["notification", "sessionID", "userID"])
+            let at = try timestamp(body)
+            let device = try text(body, "deviceID", required: true)!
             let kind: EngagementEvent.Kind
             var name: String?
             if let known = counted[type] {
@@ -60,17 +63,11 @@ enum NotificareEngagementRoutes {
                 // Open of the same push, which is what is counted): taken, not kept.
                 return .json(202, ["message": "event is being processed"])
             }
-            let device = try text(body, "deviceID", required: true)!
             var campaign: (campaign: String, variant: String?)?
             if kind != .custom || body["notification"] != nil {
-                let notification = try text(body, "notification", required: kind != .custom)!
-                guard let named = NotificareMarker.campaign(ofNotificationID: notification) else {
-                    throw APIError(422, "invalid_event", "notification: \(String(notification.prefix(60)).debugDescription) is not the id of a push Pushfan sent", field: "notification")
-                }
-                campaign = named
+                campaign = try named(try text(body, "notification", required: kind != .custom)!)
             }
-            let event = try engagementEvent(
-                kind: kind, app: app, device: device, campaign: campaign, action: nil, name: name, at: try timestamp(body))
+            let event = try engagementEvent(kind: kind, app: app, device: device, campaign: campaign, action: nil, name: name, at: at)
             try await take(event, store: store, writer: writer)
             return .json(202, ["message": "event is being processed"])
         })
@@ -80,14 +77,19 @@ enum NotificareEngagementRoutes {
         router.add("POST", "/reply", Route(roles: roles) { call in
             let app = call.parameter("app")
             let body = try APIService.jsonObject(call.request)
+            try checkOptional(body, strings: ["userID"])
             let device = try text(body, "deviceID", required: true)!
             let notification = try text(body, "notification", required: true)!
             let label = try text(body, "label", required: true)!
-            guard let campaign = NotificareMarker.campaign(ofNotificationID: notification) else {
-                throw APIError(422, "invalid_event", "notification: \(String(notification.prefix(60)).debugDescription) is not the id of a push Pushfan sent", field: "notification")
+            let campaign = try named(notification)
+            let key = CampaignKey(app: app, id: campaign.campaign)
+            guard let definition = try await store.campaigns.stored(key) else {
+                throw APIError(404, "not_found", "notification: app \(app) has no campaign \(campaign.campaign)", field: "notification")
             }
-            let event = try engagementEvent(
-                kind: .action, app: app, device: device, campaign: campaign, action: label, name: nil, at: epochMillis())
+            guard try definition.campaign(key).notification.actions.contains(where: { $0.id == label }) else {
+                throw APIError(404, "not_found", "label: notification \(notification) has no action \(String(label.prefix(60)).debugDescription)", field: "label")
+            }
+            let event = try engagementEvent(kind: .action, app: app, device: device, campaign: campaign, action: label, name: nil, at: epochMillis())
             try await take(event, store: store, writer: writer)
             return .json(201, ["message": "reply registered"])
         })
@@ -115,11 +117,24 @@ enum NotificareEngagementRoutes {
         return event
     }
 
-    /// Counts it as the native call would, or refuses it in the SDK's field names.
+    /// The campaign and variant a notification id names; 404 when it names none.
+    private static func named(_ notification: String) throws -> (campaign: String, variant: String?) {
+        guard let named = NotificareMarker.campaign(ofNotificationID: notification) else {
+            throw APIError(404, "not_found", "notification not found: \(String(notification.prefix(60)).debugDescription) is not the id of a push Pushfan sent", field: "notification")
+        }
+        return named
+    }
+
+    /// Counts it as the native call would, or refuses it in the SDK's field names: 404 for
+    /// a device or campaign the app does not have, 422 for the rest.
     private static func take(_ event: EngagementEvent, store: DeviceStore, writer: ResultsWriter) async throws {
         let now = epochMillis()
         if case .failure(let refusal)? = try await store.engagement.resolve([event], app: event.app, now: now).first {
-            throw APIError(422, "invalid_event", "\(sdkField(refusal.field)): \(refusal.reason)", field: sdkField(refusal.field))
+            let field = sdkField(refusal.field)
+            if refusal.field == "device_id" || refusal.field == "campaign" {
+                throw APIError(404, "not_found", "\(field): \(refusal.reason)", field: field)
+            }
+            throw APIError(422, "invalid_event", "\(field): \(refusal.reason)", field: field)
         }
         try await writer.events([event])
     }
@@ -143,6 +158,21 @@ enum NotificareEngagementRoutes {
         default: break
         }
         throw APIError(400, "invalid_input", "\(field): required, a string", field: field)
+    }
+
+    /// The optional members are of their types when present: these strings, and `data` an
+    /// object.
+    private static func checkOptional(_ body: [String: JSONValue], strings: [String]) throws {
+        for field in strings {
+            switch body[field] {
+            case nil, .null?, .string?: continue
+            default: throw APIError(400, "invalid_input", "\(field): expected a string", field: field)
+            }
+        }
+        switch body["data"] {
+        case nil, .null?, .object?: break
+        default: throw APIError(400, "invalid_input", "data: expected an object", field: "data")
+        }
     }
 
     /// The SDK's `timestamp`, milliseconds since the epoch.

@@ -2216,7 +2216,10 @@ enum OpenAPIDocument {
        "schema": {
         "properties": {
          "data": {
-          "type": "object"
+          "type": [
+           "object",
+           "null"
+          ]
          },
          "deviceID": {
           "minLength": 1,
@@ -2224,10 +2227,16 @@ enum OpenAPIDocument {
          },
          "notification": {
           "description": "the push's id (its payload's id or notificationId); required for notification events",
-          "type": "string"
+          "type": [
+           "string",
+           "null"
+          ]
          },
          "sessionID": {
-          "type": "string"
+          "type": [
+           "string",
+           "null"
+          ]
          },
          "timestamp": {
           "description": "milliseconds since the epoch",
@@ -2239,7 +2248,10 @@ enum OpenAPIDocument {
           "type": "string"
          },
          "userID": {
-          "type": "string"
+          "type": [
+           "string",
+           "null"
+          ]
          }
         },
         "required": [
@@ -2273,6 +2285,16 @@ enum OpenAPIDocument {
      "403": {
       "$ref": "#/components/responses/Forbidden"
      },
+     "404": {
+      "content": {
+       "application/json": {
+        "schema": {
+         "$ref": "#/components/schemas/Error"
+        }
+       }
+      },
+      "description": "no campaign of the app has this notification id, or the app has no such device"
+     },
      "415": {
       "$ref": "#/components/responses/Unsupported"
      },
@@ -2284,7 +2306,7 @@ enum OpenAPIDocument {
         }
        }
       },
-      "description": "the event names a push, device or field Pushfan does not know (in the SDK's field names)"
+      "description": "another variant than the device's, a time too far ahead, or a custom name that is not an identifier"
      },
      "429": {
       "$ref": "#/components/responses/Throttled"
@@ -2696,14 +2718,17 @@ enum OpenAPIDocument {
        "schema": {
         "properties": {
          "data": {
-          "type": "object"
+          "type": [
+           "object",
+           "null"
+          ]
          },
          "deviceID": {
           "minLength": 1,
           "type": "string"
          },
          "label": {
-          "description": "the action's identifier (the label GET /notification gave it)",
+          "description": "the action's identifier (the label GET /notification gave it); 404 when the notification has no such action",
           "minLength": 1,
           "type": "string"
          },
@@ -2712,7 +2737,10 @@ enum OpenAPIDocument {
           "type": "string"
          },
          "userID": {
-          "type": "string"
+          "type": [
+           "string",
+           "null"
+          ]
          }
         },
         "required": [
@@ -2746,6 +2774,16 @@ enum OpenAPIDocument {
      "403": {
       "$ref": "#/components/responses/Forbidden"
      },
+     "404": {
+      "content": {
+       "application/json": {
+        "schema": {
+         "$ref": "#/components/schemas/Error"
+        }
+       }
+      },
+      "description": "no campaign of the app has this notification id, it has no such action, or the app has no such device"
+     },
      "415": {
       "$ref": "#/components/responses/Unsupported"
      },
@@ -2757,7 +2795,7 @@ enum OpenAPIDocument {
         }
        }
       },
-      "description": "the event names a push, device or field Pushfan does not know (in the SDK's field names)"
+      "description": "another variant than the device's"
      },
      "429": {
       "$ref": "#/components/responses/Throttled"

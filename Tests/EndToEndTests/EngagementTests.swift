@@ -276,15 +276,20 @@ struct EngagementTests {
                 #expect(reply.status == 201, "\(reply.body)")
             }
         }
+        let unknownAction = try await sdk("POST", "/reply", #"{"notification":"sdk~a","deviceID":"\#(Pipeline.token(0))","label":"Buy now"}"#)
+        #expect(unknownAction.status == 404 && unknownAction.body.contains(#""field":"label""#), "\(unknownAction.body)")
         #expect(try await sdk("POST", "/event", #"{"type":"re.notifica.event.custom.wishlist","timestamp":\#(at),"deviceID":"\#(Pipeline.token(3))"}"#).status == 202)
         #expect(try await sdk("POST", "/event", #"{"type":"re.notifica.event.application.Open","timestamp":\#(at),"deviceID":"\#(Pipeline.token(3))"}"#).status == 202)
 
         // Refused, in the SDK's names.
         let token = Pipeline.token(0)
         let refusals: [(body: String, status: Int, field: String, says: String)] = [
-            (#"{"type":"re.notifica.event.notification.Open","timestamp":\#(at),"deviceID":"\#(token)","notification":"5f0c2b6e1a9d4c3e8b7a6f5e"}"#, 422, "notification", "no campaign"),
+            (#"{"type":"re.notifica.event.notification.Open","timestamp":\#(at),"deviceID":"\#(token)","notification":"5f0c2b6e1a9d4c3e8b7a6f5e"}"#, 404, "notification", "no campaign"),
             (#"{"type":"re.notifica.event.notification.Open","timestamp":\#(at),"deviceID":"\#(token)","notification":"sdk~c"}"#, 422, "notification", "of campaign sdk, not"),
-            (#"{"type":"re.notifica.event.notification.Open","timestamp":\#(at),"deviceID":"00ff","notification":"sdk~a"}"#, 422, "deviceID", "has no device"),
+            (#"{"type":"re.notifica.event.notification.Open","timestamp":\#(at),"deviceID":"00ff","notification":"sdk~a"}"#, 404, "deviceID", "has no device"),
+            (#"{"type":"re.notifica.event.notification.Open","timestamp":\#(at),"deviceID":"\#(token)","notification":"not one of ours"}"#, 404, "notification", "not the id of a push"),
+            (#"{"type":"re.notifica.event.application.Open","timestamp":\#(at)}"#, 400, "deviceID", "required"),
+            (#"{"type":"re.notifica.event.application.Open","timestamp":\#(at),"deviceID":"\#(token)","data":[1]}"#, 400, "data", "expected an object"),
             (#"{"type":"re.notifica.event.notification.Open","timestamp":\#(at),"deviceID":"\#(token)"}"#, 400, "notification", "required"),
             (#"{"type":"re.notifica.event.notification.Open","deviceID":"\#(token)","notification":"sdk~a"}"#, 400, "timestamp", "milliseconds"),
             (#"{"type":"re.notifica.event.custom.two words","timestamp":\#(at),"deviceID":"\#(token)"}"#, 422, "type", "must be"),
