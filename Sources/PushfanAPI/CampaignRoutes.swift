@@ -21,6 +21,12 @@ enum CampaignRoutes {
             guard campaign.app == call.parameter("app") else {
                 throw APIError(422, "app_mismatch", "the campaign is for app \(campaign.app), not \(call.parameter("app")) of the path", field: "app")
             }
+            // An app on Notificare's SDK: its pushes carry that SDK's keys too (NotificareMarker).
+            if try await store.sdkDevices.any(app: campaign.app) {
+                do throws(MessageDecodingError) { try campaign.validatePayloads(notificareApplication: campaign.app) } catch {
+                    throw APIError(400, error.code, "\(error.description) (with the keys Notificare's SDK needs, which this app's pushes carry)", field: error.field)
+                }
+            }
             try await TemplateRoutes.check(campaign, store: store)
             guard let key = try idempotencyKey(call.request) else { return try await submit(campaign, writer) }
             return try await once(store, app: campaign.app, key: key, body: body) { try await submit(campaign, writer) }

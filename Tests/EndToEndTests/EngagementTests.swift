@@ -299,6 +299,15 @@ struct EngagementTests {
             #expect(answer.status == status && answer.body.contains(#""field":"\#(field)""#) && answer.body.contains(says), "\(body): \(answer.status) \(answer.body)")
         }
 
+        // A campaign that fits only without the SDK's keys is refused at submit, saying why.
+        func big(_ body: String) -> String {
+            #"{"v":1,"id":"big","app":"shop","audience":{"segment":"locale = de_DE"},"notification":{"push_type":"alert","content":{"default":{"title":"Big","body":"\#(body)"}}}}"#
+        }
+        let probe = try MessageCodec.decode(Campaign.self, from: Data(big("x").utf8))
+        let fits = try APNsPreparedPayload(campaign: probe, locale: nil, marker: EngagementMarker(campaign: "big", variant: nil)).bytes.count
+        let tooBig = try await server.call("POST", "/v1/apps/shop/campaigns", secret: server.master, json: big(String(repeating: "x", count: 4_096 - fits - 20)))
+        #expect(tooBig.status == 400 && tooBig.body.contains("payload_too_large") && tooBig.body.contains("Notificare"), "\(tooBig.status) \(tooBig.body)")
+
         func variant(_ stats: [String: Any], _ name: String, _ path: String...) -> Int? {
             var current: Any? = (stats["variants"] as? [String: Any])?[name]
             for key in path { current = (current as? [String: Any])?[key] }

@@ -591,6 +591,17 @@ extension Campaign {
     /// the rules of `aps`, push types, priority and size.
     /// `variant`: the variant whose devices get it (nil for the notification as given), for
     /// the engagement marker that every payload carries and that counts against its size.
+    /// The payload checks again with Notificare's keys in every push, for an app whose
+    /// devices run that SDK (which the API knows and the record does not): they take about
+    /// 150 bytes of the limit.
+    package func validatePayloads(notificareApplication application: String) throws(MessageDecodingError) {
+        guard EngagementMarker.carried(by: notification.pushType) else { return }
+        try checkPayloads(variant: nil, notificare: application)
+        for (index, variant) in variants.enumerated() {
+            try applying(variant: index).checkPayloads(variant: variant.id, notificare: application)
+        }
+    }
+
     func validateNotification(variant: String?) throws(MessageDecodingError) {
         try validateContent()
         if let name = notification.template { try Rules.identifier(name, field: "notification.template") }
@@ -620,16 +631,23 @@ extension Campaign {
         default:
             break
         }
-        let locales: [String?] = [nil] + (notification.content?.locales.keys.sorted() ?? []).map { Optional($0) }
         do {
             // `aps` as given, before a locale's texts replace its alert.
             _ = try APNsPayload.APS(json: notification.aps ?? [:])
         } catch {
             throw Self.refusal(error, locale: nil)
         }
+        try checkPayloads(variant: variant, notificare: nil)
+    }
+
+    /// Each locale's payload, with the marker (and Notificare's keys for an app on that
+    /// SDK), is one APNs accepts.
+    private func checkPayloads(variant: String?, notificare application: String?) throws(MessageDecodingError) {
+        let locales: [String?] = [nil] + (notification.content?.locales.keys.sorted() ?? []).map { Optional($0) }
         for locale in locales {
+            let notificare = application.map { NotificareMarker(application: $0, campaign: id, variant: variant) }
             do {
-                _ = try APNsPreparedPayload(campaign: self, locale: locale, marker: EngagementMarker(campaign: id, variant: variant))
+                _ = try APNsPreparedPayload(campaign: self, locale: locale, marker: EngagementMarker(campaign: id, variant: variant, notificare: notificare))
             } catch {
                 throw Self.refusal(error, locale: locale)
             }
