@@ -39,7 +39,13 @@ enum NotificareEngagementRoutes {
                 campaign = campaign.applying(variant: index)
             }
             let locale = call.request.header("accept-language").flatMap(preferredLocale)
-            return .json(200, ["notification": notification(campaign.notification, id: id, locale: locale, createdAt: createdAt)])
+            var shown = campaign.notification
+            if shown.isPersonalised {
+                // The SDK asks without naming its device: each placeholder gets its default.
+                var templates = TemplateCache()
+                shown = shown.personalised(for: TemplateDevice(id: "", locale: locale), locale: locale, templates: &templates)
+            }
+            return .json(200, ["notification": notification(shown, id: id, locale: locale, createdAt: createdAt)])
         })
 
         router.add("POST", "/event", Route(roles: roles) { call in

@@ -299,6 +299,12 @@ struct EngagementTests {
             #expect(answer.status == status && answer.body.contains(#""field":"\#(field)""#) && answer.body.contains(says), "\(body): \(answer.status) \(answer.body)")
         }
 
+        // A personalised notification, fetched without a device: each placeholder's default.
+        try await pipeline.submit(#"{"v":1,"id":"hi","app":"shop","audience":{"segment":"locale = de_DE"},"notification":{"push_type":"alert","content":{"default":{"title":"Hi {{ attr.first_name | default: \"there\" }}","body":"You have {{ attr.points | default: \"no\" }} points"}}}}"#)
+        #expect(try await pipeline.results(of: "hi").completed?.count(of: .delivered) == count / 2)
+        let personal = try await sdk("GET", "/notification/hi", language: "en")
+        #expect(personal.body.contains(#""title":"Hi there""#) && personal.body.contains(#""message":"You have no points""#), "\(personal.body)")
+
         // A campaign that fits only without the SDK's keys is refused at submit, saying why.
         func big(_ body: String) -> String {
             #"{"v":1,"id":"big","app":"shop","audience":{"segment":"locale = de_DE"},"notification":{"push_type":"alert","content":{"default":{"title":"Big","body":"\#(body)"}}}}"#
