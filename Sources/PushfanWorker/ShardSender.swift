@@ -281,17 +281,20 @@ package struct ShardSender: Sendable {
                 sent = variantCampaigns[variant] ?? campaign.applying(variant: variant)
                 variantCampaigns[variant] = sent
             }
-            let variantID = variant.map { campaign.variants[$0].id }
-            let notificare = plan.notificare ? NotificareMarker(application: campaign.app, campaign: campaign.id, variant: variantID) : nil
-            let marker = EngagementMarker(campaign: campaign.id, variant: variantID, notificare: notificare)
+            // Made only when a payload is built, not for each device a cached one serves.
+            func marker() -> EngagementMarker {
+                let variantID = variant.map { campaign.variants[$0].id }
+                let notificare = plan.notificare ? NotificareMarker(application: campaign.app, campaign: campaign.id, variant: variantID) : nil
+                return EngagementMarker(campaign: campaign.id, variant: variantID, notificare: notificare)
+            }
             let sendID = EngagementMarker.sendID(campaign: campaign.key, device: target.deviceID)
             if plan.personalised {
                 sent.notification = sent.notification.personalised(for: target.templateDevice, locale: locale, templates: &templates)
-                return try APNsPreparedPayload(campaign: sent, locale: locale, marker: marker).stamped(sendID: sendID)
+                return try APNsPreparedPayload(campaign: sent, locale: locale, marker: marker()).stamped(sendID: sendID)
             }
             let key = variant.map { "\($0)|\(locale ?? "")" } ?? locale ?? ""
             if let known = payloads[key] { return try known.get().stamped(sendID: sendID) }
-            let made = Result { () throws(APNsRequestError) -> APNsPreparedPayload in try APNsPreparedPayload(campaign: sent, locale: locale, marker: marker) }
+            let made = Result { () throws(APNsRequestError) -> APNsPreparedPayload in try APNsPreparedPayload(campaign: sent, locale: locale, marker: marker()) }
             payloads[key] = made
             return try made.get().stamped(sendID: sendID)
         }
