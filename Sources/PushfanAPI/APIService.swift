@@ -76,7 +76,7 @@ package final class APIService: Sendable {
     package init(
         store: DeviceStore, writer: ResultsWriter, throttle: AuthThrottle = AuthThrottle(), adminToken: String? = nil,
         credentialFiles: CredentialFiles = .anywhere, dashboard: DashboardFeed? = nil, chartJS: [UInt8]? = nil,
-        metrics: RequestMetrics = RequestMetrics(), logger: Logger
+        metrics: RequestMetrics = RequestMetrics(), apns: PushfanConfiguration.APNs = PushfanConfiguration.APNs(), logger: Logger
     ) {
         self.metrics = metrics
         self.throttle = Locked(throttle)
@@ -94,6 +94,10 @@ package final class APIService: Sendable {
         EventRoutes.add(to: &router, store: store, writer: writer)
         SegmentRoutes.add(to: &router, store: store)
         TemplateRoutes.add(to: &router, store: store)
+        let tokens = ProviderTokenCache.shared(through: store.providerTokens, now: { Date() }) { error in
+            logger.warning("api.token_not_shared", ["error": "\(error)"])
+        }
+        ChannelRoutes.add(to: &router, store: store, access: ChannelRoutes.Access(apns: apns, tokens: tokens))
         AdminRoutes.add(to: &router, store: store, credentialFiles: credentialFiles)
         DashboardRoutes.add(to: &router, feed: dashboard, chartJS: chartJS, store: store)
         router.add("GET", "/openapi.json", Route(roles: []) { _ in

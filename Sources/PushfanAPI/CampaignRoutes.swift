@@ -28,6 +28,7 @@ enum CampaignRoutes {
                 }
             }
             try await TemplateRoutes.check(campaign, store: store)
+            try await ChannelRoutes.check(campaign, store: store)
             guard let key = try idempotencyKey(call.request) else { return try await submit(campaign, writer) }
             return try await once(store, app: campaign.app, key: key, body: body) { try await submit(campaign, writer) }
         })

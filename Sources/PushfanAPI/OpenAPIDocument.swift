@@ -4281,6 +4281,379 @@ enum OpenAPIDocument {
     "summary": "Cancel, pause or resume a campaign"
    }
   },
+  "/v1/apps/{app}/channels": {
+   "get": {
+    "responses": {
+     "200": {
+      "content": {
+       "application/json": {
+        "schema": {
+         "properties": {
+          "channels": {
+           "items": {
+            "properties": {
+             "channel_id": {
+              "description": "the id APNs made: base64, may hold / + =",
+              "type": "string"
+             },
+             "created_at": {
+              "description": "ms since the epoch",
+              "type": "integer"
+             },
+             "environment": {
+              "enum": [
+               "production",
+               "sandbox"
+              ]
+             },
+             "message_storage_policy": {
+              "enum": [
+               "none",
+               "most_recent"
+              ]
+             }
+            },
+            "required": [
+             "channel_id",
+             "message_storage_policy",
+             "environment",
+             "created_at"
+            ],
+            "type": "object"
+           },
+           "type": "array"
+          }
+         },
+         "required": [
+          "channels"
+         ],
+         "type": "object"
+        }
+       }
+      },
+      "description": "channels"
+     },
+     "400": {
+      "$ref": "#/components/responses/Invalid"
+     },
+     "401": {
+      "$ref": "#/components/responses/Unauthorized"
+     },
+     "403": {
+      "$ref": "#/components/responses/Forbidden"
+     },
+     "415": {
+      "$ref": "#/components/responses/Unsupported"
+     },
+     "429": {
+      "$ref": "#/components/responses/Throttled"
+     },
+     "503": {
+      "$ref": "#/components/responses/Unavailable"
+     }
+    },
+    "security": [
+     {
+      "masterSecret": []
+     }
+    ],
+    "summary": "The app's iOS 18 broadcast channels, oldest first"
+   },
+   "parameters": [
+    {
+     "in": "path",
+     "name": "app",
+     "required": true,
+     "schema": {
+      "minLength": 1,
+      "type": "string"
+     }
+    }
+   ],
+   "post": {
+    "requestBody": {
+     "content": {
+      "application/json": {
+       "schema": {
+        "additionalProperties": false,
+        "properties": {
+         "message_storage_policy": {
+          "description": "default none",
+          "enum": [
+           "none",
+           "most_recent"
+          ]
+         }
+        },
+        "type": "object"
+       }
+      }
+     },
+     "required": false
+    },
+    "responses": {
+     "201": {
+      "content": {
+       "application/json": {
+        "schema": {
+         "properties": {
+          "channel_id": {
+           "description": "the id APNs made: base64, may hold / + =",
+           "type": "string"
+          },
+          "created_at": {
+           "description": "ms since the epoch",
+           "type": "integer"
+          },
+          "environment": {
+           "enum": [
+            "production",
+            "sandbox"
+           ]
+          },
+          "message_storage_policy": {
+           "enum": [
+            "none",
+            "most_recent"
+           ]
+          }
+         },
+         "required": [
+          "channel_id",
+          "message_storage_policy",
+          "environment",
+          "created_at"
+         ],
+         "type": "object"
+        }
+       }
+      },
+      "description": "created",
+      "headers": {
+       "Location": {
+        "schema": {
+         "type": "string"
+        }
+       }
+      }
+     },
+     "400": {
+      "$ref": "#/components/responses/Invalid"
+     },
+     "401": {
+      "$ref": "#/components/responses/Unauthorized"
+     },
+     "403": {
+      "$ref": "#/components/responses/Forbidden"
+     },
+     "404": {
+      "content": {
+       "application/json": {
+        "schema": {
+         "$ref": "#/components/schemas/Error"
+        }
+       }
+      },
+      "description": "no such app"
+     },
+     "415": {
+      "$ref": "#/components/responses/Unsupported"
+     },
+     "422": {
+      "content": {
+       "application/json": {
+        "schema": {
+         "$ref": "#/components/schemas/Error"
+        }
+       }
+      },
+      "description": "the app's credentials do not load"
+     },
+     "429": {
+      "$ref": "#/components/responses/Throttled"
+     },
+     "502": {
+      "content": {
+       "application/json": {
+        "schema": {
+         "$ref": "#/components/schemas/Error"
+        }
+       }
+      },
+      "description": "APNs refused (apns_refused, with its status and reason)"
+     },
+     "503": {
+      "$ref": "#/components/responses/Unavailable"
+     }
+    },
+    "security": [
+     {
+      "masterSecret": []
+     }
+    ],
+    "summary": "Create a broadcast channel at APNs with the app's credentials (docs/apns.md)"
+   }
+  },
+  "/v1/apps/{app}/channels/{channel}": {
+   "delete": {
+    "responses": {
+     "204": {
+      "description": "deleted"
+     },
+     "400": {
+      "$ref": "#/components/responses/Invalid"
+     },
+     "401": {
+      "$ref": "#/components/responses/Unauthorized"
+     },
+     "403": {
+      "$ref": "#/components/responses/Forbidden"
+     },
+     "404": {
+      "content": {
+       "application/json": {
+        "schema": {
+         "$ref": "#/components/schemas/Error"
+        }
+       }
+      },
+      "description": "the app has no such channel"
+     },
+     "415": {
+      "$ref": "#/components/responses/Unsupported"
+     },
+     "422": {
+      "content": {
+       "application/json": {
+        "schema": {
+         "$ref": "#/components/schemas/Error"
+        }
+       }
+      },
+      "description": "the app's credentials do not load"
+     },
+     "429": {
+      "$ref": "#/components/responses/Throttled"
+     },
+     "502": {
+      "content": {
+       "application/json": {
+        "schema": {
+         "$ref": "#/components/schemas/Error"
+        }
+       }
+      },
+      "description": "APNs refused (apns_refused, with its status and reason)"
+     },
+     "503": {
+      "$ref": "#/components/responses/Unavailable"
+     }
+    },
+    "security": [
+     {
+      "masterSecret": []
+     }
+    ],
+    "summary": "Delete a broadcast channel at APNs and in the store (irreversible)"
+   },
+   "get": {
+    "responses": {
+     "200": {
+      "content": {
+       "application/json": {
+        "schema": {
+         "properties": {
+          "channel_id": {
+           "description": "the id APNs made: base64, may hold / + =",
+           "type": "string"
+          },
+          "created_at": {
+           "description": "ms since the epoch",
+           "type": "integer"
+          },
+          "environment": {
+           "enum": [
+            "production",
+            "sandbox"
+           ]
+          },
+          "message_storage_policy": {
+           "enum": [
+            "none",
+            "most_recent"
+           ]
+          }
+         },
+         "required": [
+          "channel_id",
+          "message_storage_policy",
+          "environment",
+          "created_at"
+         ],
+         "type": "object"
+        }
+       }
+      },
+      "description": "channel"
+     },
+     "400": {
+      "$ref": "#/components/responses/Invalid"
+     },
+     "401": {
+      "$ref": "#/components/responses/Unauthorized"
+     },
+     "403": {
+      "$ref": "#/components/responses/Forbidden"
+     },
+     "404": {
+      "content": {
+       "application/json": {
+        "schema": {
+         "$ref": "#/components/schemas/Error"
+        }
+       }
+      },
+      "description": "the app has no such channel"
+     },
+     "415": {
+      "$ref": "#/components/responses/Unsupported"
+     },
+     "429": {
+      "$ref": "#/components/responses/Throttled"
+     },
+     "503": {
+      "$ref": "#/components/responses/Unavailable"
+     }
+    },
+    "security": [
+     {
+      "masterSecret": []
+     }
+    ],
+    "summary": "One broadcast channel of the app"
+   },
+   "parameters": [
+    {
+     "in": "path",
+     "name": "app",
+     "required": true,
+     "schema": {
+      "minLength": 1,
+      "type": "string"
+     }
+    },
+    {
+     "description": "the channel id, percent-encoded",
+     "in": "path",
+     "name": "channel",
+     "required": true,
+     "schema": {
+      "minLength": 1,
+      "type": "string"
+     }
+    }
+   ]
+  },
   "/v1/apps/{app}/devices/{device}": {
    "delete": {
     "responses": {

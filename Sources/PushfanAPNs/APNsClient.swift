@@ -63,9 +63,12 @@ package final class APNsClient: Sendable {
             attempt += 1
             let result = await send(notification)
             let now = clock()
-            let notBefore = throttle.withLock { throttle in
-                throttle.record(result, for: notification.token, at: now)
-                return throttle.nextAllowedSend(for: notification.token)
+            // TooManyRequests is counted per device token; a broadcast's channel has none.
+            let notBefore = notification.token.flatMap { token in
+                throttle.withLock { throttle in
+                    throttle.record(result, for: token, at: now)
+                    return throttle.nextAllowedSend(for: token)
+                }
             }
             let decision = policy.decide(
                 result, attempt: attempt, now: now, expiration: notification.expiration, firstAttemptAt: firstAttemptAt,

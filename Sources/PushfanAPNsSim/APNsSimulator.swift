@@ -66,6 +66,8 @@ package final class APNsSimulator: Sendable {
     package let certificateAuthorityPEM: String?
     /// The port actually listened on.
     package let port: Int
+    /// Broadcast channels (iOS 18), shared by the loops.
+    package let channels = SimChannels()
 
     let tls: TLSServerContext?
     let loops: [EventLoop]
@@ -157,7 +159,9 @@ package final class APNsSimulator: Sendable {
         let threads = loops.map { $0.stats.withLock { $0 } }
         var changes: [String: Int] = [:]
         if case .token(let authority) = configuration.auth { changes = authority.tokenChanges() }
-        return SimStatsSnapshot(merging: threads, jwtChanges: changes)
+        var snapshot = SimStatsSnapshot(merging: threads, jwtChanges: changes)
+        snapshot.channels = channels.count
+        return snapshot
     }
 
     /// Clears the statistics (open connections stay counted).

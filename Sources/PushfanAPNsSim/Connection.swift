@@ -195,6 +195,8 @@ final class Connection: HTTP2SessionDelegate {
         case 13 where named("apns-priority"): set(&request.priority, "apns-priority")
         case 14 where named("apns-push-type"): set(&request.pushType, "apns-push-type")
         case 15 where named("apns-expiration"): set(&request.expiration, "apns-expiration")
+        case 15 where named("apns-channel-id"): set(&request.channelID, "apns-channel-id")
+        case 15 where named("apns-request-id"): set(&request.requestID, "apns-request-id")
         case 16 where named("apns-collapse-id"): set(&request.collapseID, "apns-collapse-id")
         default: break
         }
@@ -330,20 +332,30 @@ final class Connection: HTTP2SessionDelegate {
             loop.stats.withLock { $0.recordRejected(rejection) }
             lastWasRejection = true
             return .rejected(rejection, apnsID: apnsID)
+        case .answered(let answer):
+            loop.stats.withLock { $0.recordChannelRequest(method: request.method ?? "", status: answer.status) }
+            let requestID = request.requestID.flatMap { RequestRules.isUUID($0) ? Array($0.lowercased().utf8) : nil } ?? loop.random.uuid()
+            return .channel(answer, requestID: requestID)
         case .accepted(let checked, let token):
             hadAccepted = true
             lastWasRejection = false
+            let broadcast = request.channelID != nil
             loop.stats.withLock {
-                $0.recordAccepted(token: token, topic: checked.topic, pushType: checked.pushType, collapseID: checked.collapseID)
+                if broadcast {
+                    $0.recordBroadcast(channel: token, topic: checked.topic)
+                } else {
+                    $0.recordAccepted(token: token, topic: checked.topic, pushType: checked.pushType, collapseID: checked.collapseID)
+                }
             }
             if loop.logging {
                 LogLine.append(
-                    into: &loop.logBuffer, timeMillis: now, connection: logID, token: token, apnsID: apnsID,
+                    into: &loop.logBuffer, timeMillis: now, connection: logID, token: broadcast ? "" : token, apnsID: apnsID,
                     collapseID: checked.collapseID, topic: checked.topic, pushType: checked.pushType.rawValue,
                     priority: checked.priority, expiration: request.expiration, payloadBytes: request.bodyBytes,
-                    payload: loop.logPayloads ? request.body : nil)
+                    payload: loop.logPayloads ? request.body : nil, channel: broadcast ? token : nil)
             }
-            return .accepted(apnsID: apnsID, uniqueID: loop.sandbox ? loop.random.uuid() : nil)
+            // A broadcast's answer always carries a unique id (Apple's page lists it).
+            return .accepted(apnsID: apnsID, uniqueID: loop.sandbox || broadcast ? loop.random.uuid() : nil)
         }
     }
 
@@ -374,13 +386,19 @@ final class Connection: HTTP2SessionDelegate {
             submit(session, streamID: streamID, status: rejection.status, apnsID: apnsID, uniqueID: nil, body: rejection.body, stream: stream)
         case .json(let status, let body):
             submit(session, streamID: streamID, status: status, apnsID: nil, uniqueID: nil, body: body, stream: stream)
+        case .channel(let answer, let requestID):
+            submit(session, streamID: streamID, status: answer.status, apnsID: nil, uniqueID: nil, body: answer.body, stream: stream) { headers in
+                headers.add("apns-request-id", requestID)
+                if let channelID = answer.channelID { headers.add("apns-channel-id", channelID) }
+            }
         }
     }
 
     /// Builds the header list in the loop's reusable one and submits it (nghttp2 copies
     /// names and values, so the list is free again when this returns).
     private func submit(
-        _ session: HTTP2Session, streamID: Int32, status: Int, apnsID: [UInt8]?, uniqueID: [UInt8]?, body: [UInt8]?, stream: Stream
+        _ session: HTTP2Session, streamID: Int32, status: Int, apnsID: [UInt8]?, uniqueID: [UInt8]?, body: [UInt8]?, stream: Stream,
+        extraHeaders: (HTTP2Headers) -> Void = { _ in }
     ) {
         let headers = loop.responseHeaders
         headers.reset()
@@ -389,6 +407,7 @@ final class Connection: HTTP2SessionDelegate {
         if body != nil { headers.add("content-type", Self.jsonType) }
         if let apnsID { headers.add("apns-id", apnsID) }
         if let uniqueID { headers.add("apns-unique-id", uniqueID) }
+        extraHeaders(headers)
         if let body {
             stream.responseBody = body
             stream.responseOffset = 0
@@ -430,12 +449,16 @@ extension FastRandom {
 enum LogLine {
     static func append(
         into buffer: inout [UInt8], timeMillis: Int64, connection: UInt64, token: String, apnsID: [UInt8], collapseID: String?,
-        topic: String, pushType: String, priority: Int, expiration: String?, payloadBytes: Int, payload: [UInt8]? = nil
+        topic: String, pushType: String, priority: Int, expiration: String?, payloadBytes: Int, payload: [UInt8]? = nil, channel: String? = nil
     ) {
         buffer.append(contentsOf: "{\"time_ms\":".utf8)
         buffer.append(contentsOf: String(timeMillis).utf8)
         buffer.append(contentsOf: ",\"connection\":".utf8)
         buffer.append(contentsOf: String(connection).utf8)
+        if let channel {
+            buffer.append(contentsOf: ",\"channel\":".utf8)
+            appendString(channel, into: &buffer)
+        }
         buffer.append(contentsOf: ",\"token\":\"".utf8)
         buffer.append(contentsOf: token.utf8)
         buffer.append(contentsOf: "\",\"apns_id\":\"".utf8)

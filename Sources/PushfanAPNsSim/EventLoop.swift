@@ -53,7 +53,7 @@ final class EventLoop: @unchecked Sendable {
             authority: authority,
             verify: { [unowned self] authorization, authority, now in self.tokenCache.verify(authorization: authorization, authority: authority, now: now) },
             allowedTopics: { [unowned self] keyIndex, authority in self.allowedTopics(keyIndex: keyIndex, authority: authority) },
-            faults: faults, deviceRules: rules)
+            faults: faults, deviceRules: rules, channels: simulator.channels)
     }()
 
     private static let listenerID: UInt64 = 0
@@ -268,6 +268,8 @@ enum Response {
     case rejected(SimRejection, apnsID: [UInt8])
     case refused
     case json(status: Int, body: [UInt8])
+    /// A channel management request's answer, with its `apns-request-id`.
+    case channel(ChannelRules.Answer, requestID: [UInt8])
 }
 
 /// Delayed responses by due time (a binary min-heap).

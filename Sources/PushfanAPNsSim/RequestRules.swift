@@ -15,6 +15,9 @@ package struct SimRequest: Sendable, Equatable {
     package var expiration: String?
     package var collapseID: String?
     package var apnsID: String?
+    /// `apns-channel-id` and `apns-request-id`: channel management and broadcasts.
+    package var channelID: String?
+    package var requestID: String?
     package var duplicateHeader: String?
     package var body: [UInt8] = []
     /// Body bytes received beyond what is kept (the body is capped, see `SimRequest.maxBodyBytes`).

@@ -22,6 +22,10 @@ package struct ThreadStats: Sendable {
     package var connectionsClosed = 0
     /// Most streams one connection of this thread has had open at once.
     package var peakStreams = 0
+    /// Accepted broadcasts per channel id.
+    package var broadcasts: [String: Int] = [:]
+    /// Channel management requests per method (`POST`, `GET`, `DELETE`), answered or not.
+    package var channelRequests: [String: Int] = [:]
 
     package init() {}
 
@@ -40,6 +44,21 @@ package struct ThreadStats: Sendable {
         pushTypeCounts[ThreadStats.pushTypeIndex[pushType] ?? 0] += 1
         acceptedTokens.insert(token)
         if let collapseID { collapseAcceptances[token + " " + collapseID, default: 0] += 1 }
+    }
+
+    /// One broadcast accepted: one request, whatever the channel's subscribers.
+    package mutating func recordBroadcast(channel: String, topic: String) {
+        requests += 1
+        statusCounts[200] += 1
+        topics[topic, default: 0] += 1
+        pushTypeCounts[ThreadStats.pushTypeIndex[.liveactivity] ?? 0] += 1
+        broadcasts[channel, default: 0] += 1
+    }
+
+    package mutating func recordChannelRequest(method: String, status: Int) {
+        requests += 1
+        statusCounts[min(max(status, 0), 599)] += 1
+        channelRequests[method, default: 0] += 1
     }
 
     private static let pushTypeIndex: [Campaign.PushType: Int] =
@@ -76,6 +95,11 @@ package struct SimStatsSnapshot: Sendable, Equatable {
     package var connectionsOpen = 0
     /// Most streams any one connection has had open at once.
     package var peakStreams = 0
+    /// Accepted broadcasts per channel id, and channel management requests per method.
+    package var broadcasts: [String: Int] = [:]
+    package var channelRequests: [String: Int] = [:]
+    /// Channels that exist now.
+    package var channels = 0
 
     package init() {}
 
@@ -96,6 +120,8 @@ package struct SimStatsSnapshot: Sendable, Equatable {
             connectionsAccepted += stats.connectionsAccepted
             connectionsOpen += stats.connectionsAccepted - stats.connectionsClosed
             peakStreams = max(peakStreams, stats.peakStreams)
+            broadcasts.merge(stats.broadcasts, uniquingKeysWith: +)
+            channelRequests.merge(stats.channelRequests, uniquingKeysWith: +)
         }
         accepted = statuses[200] ?? 0
         distinctTokensAccepted = tokens.count
@@ -120,6 +146,9 @@ package struct SimStatsSnapshot: Sendable, Equatable {
             "connections_accepted": connectionsAccepted,
             "connections_open": connectionsOpen,
             "peak_streams": peakStreams,
+            "broadcasts": broadcasts,
+            "channel_requests": channelRequests,
+            "channels": channels,
         ]
     }
 

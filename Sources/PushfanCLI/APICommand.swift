@@ -37,6 +37,8 @@ struct APICommand: Command {
             .flag("dashboard-rebuild", "forget the dashboard's saved tallies and count the results topic again from its start"),
             .flag("no-dashboard", "do not read the results topic: /dashboard answers 503"),
             .option("chartjs", "FILE", "Chart.js to serve to the dashboard (default \(APICommand.debianChartJS), from libjs-chart.js)"),
+            .option("url", "URL", "APNs endpoint override for broadcast channel management, e.g. a simulator (default: $PUSHFAN_APNS_URL, else Apple's hosts)"),
+            .option("ca-file", "FILE", "PEM CA certificates to trust for --url (default: $PUSHFAN_APNS_CA_FILE)"),
         ] + StoreOptions.specs + KafkaOptions.specs)
 
     static let debianChartJS = "/usr/share/javascript/chart.js/chart.min.js"
@@ -91,12 +93,16 @@ struct APICommand: Command {
             if arguments.value("chartjs") != nil { throw UsageError("--chartjs: cannot read \(chartPath)") }
             context.logger.warning("dashboard.no_charts", ["reason": "\(chartPath) is missing (apt-get install libjs-chart.js): the dashboard shows its numbers without charts"])
         }
+        var apns = context.configuration.apns
+        if let url = arguments.value("url") { apns.url = url }
+        if let caFile = arguments.value("ca-file") { apns.caFile = caFile }
         let service = APIService(
             store: store, writer: ResultsWriter(producer: producer, topics: context.configuration.kafka.topics),
             throttle: AuthThrottle(
                 limit: try arguments.int("auth-failures", default: 10, range: 1...1_000_000),
                 window: .seconds(try arguments.int("auth-window", default: 60, range: 1...86_400))),
-            adminToken: adminToken, credentialFiles: credentialFiles, dashboard: dashboard, chartJS: chartJS, metrics: metrics, logger: context.logger.child("api"))
+            adminToken: adminToken, credentialFiles: credentialFiles, dashboard: dashboard, chartJS: chartJS, metrics: metrics,
+            apns: apns, logger: context.logger.child("api"))
         let feeding = Task { await dashboard?.run() }
         let loopbackOnly = !arguments.flag("listen-all")
         let server = try HTTPServer(

@@ -211,6 +211,7 @@ struct DemoCommand: Command {
             return try await store.audience.count(app: campaign.app, segment: try SegmentParser.parse(text))
         case .devices(let ids): return try await store.audience.rowKeys(app: campaign.app, deviceIDs: ids).count
         case .activity: return try await store.audience.count(app: campaign.app, segment: nil, tokens: campaign.tokenSelection)
+        case .channel: return 1  // one broadcast, one result
         }
     }
 
@@ -227,6 +228,7 @@ struct DemoCommand: Command {
         case .named(let name): "saved segment '\(name)'"
         case .devices(let ids): "\(ids.count) listed devices"
         case .activity(let id): "the devices following activity '\(id)'"
+        case .channel(let id): "broadcast channel '\(id)'"
         }
     }
 

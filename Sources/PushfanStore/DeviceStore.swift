@@ -20,6 +20,7 @@ import PushfanCore
 /// - `adminKeys`: scoped keys for operators and tools (`AdminKeys`)
 /// - `dashboard`: the live dashboard's tallies and their results-topic offsets (`DashboardTallies`)
 /// - `tokens`: devices' tokens of other kinds than alert: VoIP, Live Activity… (`DeviceTokens`)
+/// - `channels`: apps' broadcast channels (`BroadcastChannels`)
 ///
 /// Every call runs on the store's own serial queues, never on Swift's cooperative pool,
 /// because SQLite and libpq calls block. Dialect differences live in `SQLiteBackend` and
@@ -44,6 +45,7 @@ package final class DeviceStore: Sendable {
     package let dashboard: DashboardTallies
     package let tokens: DeviceTokens
     package let engagement: EngagementTallies
+    package let channels: BroadcastChannels
 
     /// Opens `sqlite:PATH` or a `postgres://` / `postgresql://` URL and applies migrations.
     package static func open(_ url: String, logger: Logger) async throws(StoreError) -> DeviceStore {
@@ -94,6 +96,7 @@ package final class DeviceStore: Sendable {
         dashboard = DashboardTallies(executor: executor)
         tokens = DeviceTokens(executor: executor)
         engagement = EngagementTallies(executor: executor)
+        channels = BroadcastChannels(executor: executor)
     }
 
     static func now() -> Int64 { Int64(Date().timeIntervalSince1970 * 1000) }

@@ -159,6 +159,14 @@ package struct DeviceTarget: Sendable, Equatable {
     package var traits: DeviceTraits? = nil
     /// Which kind of token `token` is.
     package var tokenKind: APNsTokenKind = .alert
+
+    package init(
+        rowKey: Int64, deviceID: String, token: String, environment: APNsEnvironment, locale: String?, timezone: String? = nil,
+        quietHours: QuietHours? = nil, traits: DeviceTraits? = nil, tokenKind: APNsTokenKind = .alert
+    ) {
+        (self.rowKey, self.deviceID, self.token, self.environment, self.locale) = (rowKey, deviceID, token, environment, locale)
+        (self.timezone, self.quietHours, self.traits, self.tokenKind) = (timezone, quietHours, traits, tokenKind)
+    }
 }
 
 /// A device's versions and attributes, for the placeholders of personalised texts.

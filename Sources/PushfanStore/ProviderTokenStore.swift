@@ -1,3 +1,4 @@
+import Foundation
 import PushfanCore
 
 /// APNs provider tokens shared between the processes that sign with one key: APNs answers
@@ -23,5 +24,26 @@ package struct ProviderTokenStore: Sendable {
                 return current ?? (jwt, issuedAt)
             }
         }
+    }
+}
+
+extension ProviderTokenCache {
+    /// A cache whose tokens are shared through `store` with every process signing with the
+    /// same key (workers, the API's channel calls): one token per key for 40 minutes. When
+    /// the store cannot be reached, the process's own token is used and `failed` is told.
+    package static func shared(
+        through store: ProviderTokenStore, now: @escaping @Sendable () -> Date, failed: @escaping @Sendable (StoreError) -> Void
+    ) -> ProviderTokenCache {
+        ProviderTokenCache(now: now, exchange: { signed, key in
+            do throws(StoreError) {
+                let current = try store.exchange(
+                    teamID: key.teamID, keyID: key.keyID, jwt: signed.jwt, issuedAt: signed.issuedAtClaim, replaceAfter: 40 * 60)
+                if current.jwt == signed.jwt { return signed }
+                return ProviderToken(jwt: current.jwt, for: key) ?? signed
+            } catch {
+                failed(error)
+                return signed
+            }
+        })
     }
 }

@@ -299,7 +299,18 @@ enum Schema {
         Migration(
             version: 19, summary: "engagement events: each event id once per app, and per campaign, variant and kind the events, devices and values",
             sqlite: engagement, postgres: engagement),
+        Migration(
+            version: 20, summary: "apps' broadcast channels (iOS 18) as APNs made them, with their environment and message storage policy",
+            sqlite: broadcastChannels, postgres: broadcastChannels),
     ]
+
+    /// Migration 20, the same on both databases.
+    private static let broadcastChannels = """
+        CREATE TABLE broadcast_channels (
+            app TEXT NOT NULL, channel_id TEXT NOT NULL, environment TEXT NOT NULL, storage_policy TEXT NOT NULL, created_at BIGINT NOT NULL,
+            PRIMARY KEY (app, channel_id)
+        );
+        """
 
     /// Migration 19, the same on both databases (`DOUBLE PRECISION` is SQLite's REAL).
     private static let engagement = """

@@ -23,9 +23,13 @@ package struct CampaignPlan: Sendable {
     /// The app's devices registered through Notificare's calls: its pushes carry what that
     /// SDK looks for (`NotificareMarker`).
     package let notificare: Bool
+    /// A broadcast campaign's channel: its one "device".
+    package let channel: BroadcastTarget?
 
-    package init(campaign: Campaign, app: AppRecord, segment: SegmentExpression?, rowKeys: [Int64]?, notificare: Bool = false) {
-        (self.campaign, self.app, self.segment, self.rowKeys, self.notificare) = (campaign, app, segment, rowKeys, notificare)
+    package init(
+        campaign: Campaign, app: AppRecord, segment: SegmentExpression?, rowKeys: [Int64]?, notificare: Bool = false, channel: BroadcastTarget? = nil
+    ) {
+        (self.campaign, self.app, self.segment, self.rowKeys, self.notificare, self.channel) = (campaign, app, segment, rowKeys, notificare, channel)
         tokenKind = campaign.notification.tokenKind
         personalised = campaign.isPersonalised
         capped = !app.frequencyCaps.isEmpty && campaign.countsTowardFrequencyCaps
@@ -45,6 +49,21 @@ extension Campaign {
             if case .activity(let id) = audience { TokenSelection(kind: .liveActivityUpdate, scope: id, holdersOnly: true) } else { TokenSelection(kind: .liveActivityUpdate) }
         case let kind: TokenSelection(kind: kind)
         }
+    }
+}
+
+/// The channel a broadcast campaign goes to, standing in the pipeline where a device
+/// would: one page of one target, one ledger row (`rowKey`), one result whose device is the
+/// channel's id.
+package struct BroadcastTarget: Sendable, Equatable {
+    /// The ledger row of the broadcast; device row keys start at 1.
+    package static let rowKey: Int64 = 0
+    package let id: String
+    package let environment: APNsEnvironment
+
+    /// The target the sender claims and sends to.
+    package var target: DeviceTarget {
+        DeviceTarget(rowKey: Self.rowKey, deviceID: id, token: id, environment: environment, locale: nil, tokenKind: .liveActivityUpdate)
     }
 }
 
@@ -128,6 +147,7 @@ package final class CampaignCatalog: Sendable {
         if decided && campaign.decision == nil { throw CatalogError.undecided(id) }
         var segment: SegmentExpression?
         var rowKeys: [Int64]?
+        var channel: BroadcastTarget?
         do {
             switch campaign.audience {
             case .segment(let text): segment = try SegmentParser.parse(text)
@@ -138,13 +158,18 @@ package final class CampaignCatalog: Sendable {
                 segment = try SegmentParser.parse(text)
             case .devices(let ids): rowKeys = try await store.audience.rowKeys(app: campaign.app, deviceIDs: ids)
             case .activity: break  // the app's devices with the activity's token (`tokenSelection`)
+            case .channel(let id):
+                // Deleted since planning: sent all the same, and APNs says ChannelNotRegistered.
+                let row = try await store.channels.get(app: campaign.app, id: id)
+                channel = BroadcastTarget(id: id, environment: row?.environment ?? app.environment)
+                rowKeys = [BroadcastTarget.rowKey]
             }
         } catch let error as SegmentError {
             throw CatalogError.invalidCampaign("the audience of campaign \(id) does not parse: \(error)")
         }
         let plan = CampaignPlan(
             campaign: campaign.applyingDefaultCategory(app.defaultCategory), app: app, segment: segment, rowKeys: rowKeys,
-            notificare: try await store.sdkDevices.any(app: app.app))
+            notificare: try await store.sdkDevices.any(app: app.app), channel: channel)
         plans.withLock { $0[id] = (plan, ContinuousClock.now) }
         return plan
     }

@@ -17,7 +17,10 @@ struct OutcomeRecorder {
         /// Tokens APNs refused for good, marked in the store with the page's outcomes.
         var marks: [TokenMark] = []
 
-        init(plan: CampaignPlan) { (campaign, capped) = (plan.campaign, plan.capped) }
+        /// A broadcast campaign: its one result says so.
+        let broadcast: Bool
+
+        init(plan: CampaignPlan) { (campaign, capped, broadcast) = (plan.campaign, plan.capped, plan.channel != nil) }
 
         /// Devices admitted under the caps that did not receive the push after all.
         var notReceived: [Int64] {
@@ -35,7 +38,8 @@ struct OutcomeRecorder {
             ledger.append(outcome)
             results.append(DeviceResult(
                 campaign: campaign.key, device: item.target.deviceID, outcome: DeviceOutcome(rawValue: state.rawValue) ?? .failed,
-                status: status, reason: reason, apnsID: apnsID, attempts: item.attempts, at: at, variant: campaign.variantID(of: share)))
+                status: status, reason: reason, apnsID: apnsID, attempts: item.attempts, at: at, variant: campaign.variantID(of: share),
+                broadcast: broadcast))
         }
     }
 

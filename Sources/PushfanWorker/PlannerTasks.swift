@@ -113,6 +113,13 @@ extension CampaignPlanner {
             let segment = try await segment(of: campaign, refuse: refuse)
             return Audience(segment: segment, count: try await store.audience.count(app: campaign.app, segment: segment, tokens: campaign.tokenSelection))
         }
+        if case .channel(let id) = campaign.audience {
+            guard try await store.channels.get(app: campaign.app, id: id) != nil else {
+                throw refuse("unknown_channel", "audience.channel: app \(campaign.app) has no broadcast channel \(id.debugDescription) (POST /v1/apps/\(campaign.app)/channels makes one)")
+            }
+            // One broadcast: one ledger row, one result.
+            return Audience(rowKeys: [BroadcastTarget.rowKey], count: 1)
+        }
         guard case .devices(let ids) = campaign.audience else { return Audience(count: 0) }
         let keys = try await store.audience.rowKeys(app: campaign.app, deviceIDs: ids)
         return Audience(rowKeys: keys, count: keys.count)
@@ -132,7 +139,7 @@ extension CampaignPlanner {
             do { return try SegmentParser.parse(text) } catch {
                 throw refuse("invalid_segment", "saved segment \(name): \(error)")
             }
-        case .devices, .activity:
+        case .devices, .activity, .channel:
             return nil
         }
     }

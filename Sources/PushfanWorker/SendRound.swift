@@ -133,9 +133,15 @@ struct SendRound {
                     continue
                 }
                 do {
-                    let token = try DeviceToken(tokenText)
                     let payload = try state.payload(for: item.target, variant: variant, plan: plan)
-                    ready.append((item, try APNsNotification(campaign: campaign, token: token, topic: plan.app.topic, prepared: payload)))
+                    if plan.channel != nil {
+                        ready.append((item, try APNsNotification(
+                            channel: tokenText, bundleID: plan.app.topic, prepared: payload,
+                            expiration: APNsNotification.Expiration(epochSeconds: campaign.options.expiration))))
+                    } else {
+                        let token = try DeviceToken(tokenText)
+                        ready.append((item, try APNsNotification(campaign: campaign, token: token, topic: plan.app.topic, prepared: payload)))
+                    }
                 } catch {
                     finals.add(item, state: .rejected, reason: error.code, at: now)
                 }

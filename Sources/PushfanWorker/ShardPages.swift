@@ -13,6 +13,8 @@ struct ShardPages {
     private enum Source {
         case range(segment: SegmentExpression?, shard: ShardRange)
         case listed(rowKeys: ArraySlice<Int64>)
+        /// A broadcast: one page of the channel alone.
+        case channel(BroadcastTarget)
     }
 
     private let store: DeviceStore
@@ -40,7 +42,9 @@ struct ShardPages {
         traits = plan.personalised
         tokens = plan.campaign.tokenSelection
         phase = task.phase.map { ($0, plan.campaign) }
-        if let rows = task.rows {
+        if let channel = plan.channel {
+            source = .channel(channel)
+        } else if let rows = task.rows {
             // A quiet-hours hold: exactly its devices.
             source = .listed(rowKeys: ArraySlice(rows.sorted()))
         } else if let keys = plan.rowKeys {
@@ -65,6 +69,8 @@ struct ShardPages {
         case .listed(let keys):
             listedOffset = min(listedOffset + pageSize, keys.count)
             next = listedOffset < keys.count ? read(after: nil) : nil
+        case .channel:
+            next = nil
         }
         guard let (wanted, campaign) = phase else { return page }
         return page.filter { campaign.phase(of: $0.deviceID) == wanted }
@@ -82,6 +88,8 @@ struct ShardPages {
             let start = keys.startIndex + listedOffset
             let page = Array(keys[start..<min(start + limit, keys.endIndex)])
             return Task { page.isEmpty ? [] : try await store.audience.devices(app: app, rowKeys: page, zones: zones, traits: traits, tokens: tokens) }
+        case .channel(let channel):
+            return Task { [channel.target] }
         }
     }
 }

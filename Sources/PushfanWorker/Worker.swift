@@ -73,17 +73,9 @@ package final class Worker: Sendable {
         writer = ResultsWriter(producer: producer, topics: options.topics)
         // One provider token per signing key across all workers (through the store): APNs
         // refuses a key's token changing more often than every 20 minutes.
-        let sharedTokens = ProviderTokenCache(now: { clock.wall }, exchange: { signed, key in
-            do {
-                let current = try store.providerTokens.exchange(
-                    teamID: key.teamID, keyID: key.keyID, jwt: signed.jwt, issuedAt: signed.issuedAtClaim, replaceAfter: 40 * 60)
-                if current.jwt == signed.jwt { return signed }
-                return ProviderToken(jwt: current.jwt, for: key) ?? signed
-            } catch {
-                logger.warning("worker.token_not_shared", ["error": "\(error)"])
-                return signed
-            }
-        })
+        let sharedTokens = ProviderTokenCache.shared(through: store.providerTokens, now: { clock.wall }) { error in
+            logger.warning("worker.token_not_shared", ["error": "\(error)"])
+        }
         clients = APNsClients(configuration: options.apns, tokenCache: sharedTokens, logger: logger, metrics: options.metrics.apns)
 
         func makeConsumer(group: String, topic: String, from reset: KafkaConsumerConfiguration.OffsetReset = .earliest) throws -> KafkaConsumer {

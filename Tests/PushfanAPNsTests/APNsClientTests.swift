@@ -27,7 +27,7 @@ import Testing
         #expect(apnsID == notification.apnsIDString)
         #expect(uniqueID != nil, "the simulator answers like the sandbox, with apns-unique-id")
         let line = try #require(harness.acceptedLog()[notification.apnsIDString])
-        #expect(line["token"] as? String == notification.token.hex)
+        #expect(line["token"] as? String == notification.token?.hex)
         #expect(line["topic"] as? String == "com.example.app")
         #expect(line["push_type"] as? String == "alert")
         #expect((line["priority"] as? NSNumber)?.intValue == 10)

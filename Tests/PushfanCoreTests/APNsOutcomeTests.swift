@@ -14,6 +14,10 @@ struct APNsOutcomeTests {
         ("DuplicateHeaders", 400, .fixRequest), ("InvalidPushType", 400, .fixRequest),
         ("MissingDeviceToken", 400, .fixRequest), ("MissingTopic", 400, .fixRequest),
         ("PayloadEmpty", 400, .fixRequest), ("TopicDisallowed", 400, .fixRequest),
+        // Broadcast channels: the channel or the request is wrong, never the token.
+        ("BadChannelId", 400, .fixRequest), ("ChannelNotRegistered", 400, .fixRequest), ("MissingChannelId", 400, .fixRequest), ("MissingPushType", 400, .fixRequest),
+        ("CannotCreateChannelConfig", 400, .fixRequest), ("FeatureNotEnabled", 400, .fixRequest),
+        ("BadRequestParams", 400, .fixRequest), ("BadRequestPayload", 400, .fixRequest),
         ("BadDeviceToken", 400, .invalidateToken), ("DeviceTokenNotForTopic", 400, .invalidateToken),
         ("IdleTimeout", 400, .retryOnNewConnection),
         ("ExpiredProviderToken", 403, .refreshProviderTokenAndRetry),

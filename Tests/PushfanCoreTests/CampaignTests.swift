@@ -51,7 +51,7 @@ struct CampaignTests {
         RejectCase("missing audience", value: base.setting("audience", nil), code: "wrong_schema", field: "audience", mentions: "missing"),
         RejectCase("audience is a string", value: base.setting("audience", "everyone"), code: "wrong_schema", field: "audience", mentions: "expected an object, found a string"),
         RejectCase("two audience forms", value: base.setting("audience.devices", ["d1"]), code: "invalid_field", field: "audience",
-                   mentions: "exactly one of \"segment\", \"named\", \"devices\" or \"activity\", found \"segment\" and \"devices\""),
+                   mentions: "exactly one of \"segment\", \"named\", \"devices\", \"activity\" or \"channel\", found \"segment\" and \"devices\""),
         RejectCase("no audience form", value: base.setting("audience", [:]), code: "invalid_field", field: "audience", mentions: "found none"),
         RejectCase("only null audience forms", value: base.setting("audience", ["segment": nil]), code: "invalid_field", field: "audience", mentions: "found none"),
         RejectCase("empty segment", value: base.setting("audience.segment", "  "), code: "invalid_field", field: "audience.segment", mentions: "must not be empty"),

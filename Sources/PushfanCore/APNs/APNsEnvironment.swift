@@ -20,4 +20,12 @@ package enum APNsEnvironment: String, Sendable, Hashable, CaseIterable {
         case .sandbox: return "api.sandbox.push.apple.com"
         }
     }
+
+    /// Apple's host and port for broadcast channel management (iOS 18).
+    package var channelManagementHost: String {
+        switch self {
+        case .production: return "api-manage-broadcast.push.apple.com:2196"
+        case .sandbox: return "api-manage-broadcast.sandbox.push.apple.com:2195"
+        }
+    }
 }

@@ -62,8 +62,18 @@ package struct APNsNotification: Sendable, Hashable {
         }
     }
 
-    /// Where the request goes (`path`).
-    package let token: DeviceToken
+    /// Where a request goes: one device's token (`/3/device/<token>`), or an iOS 18
+    /// broadcast channel (`/4/broadcasts/apps/<bundle id>` with `apns-channel-id`).
+    package enum Destination: Sendable, Hashable {
+        case device(DeviceToken)
+        case channel(String)
+    }
+
+    package let destination: Destination
+    /// The device's token; nil for a broadcast.
+    package var token: DeviceToken? {
+        if case .device(let token) = destination { token } else { nil }
+    }
     /// `apns-topic` as sent: the bundle id with the push type's suffix.
     package let topic: String
     /// `apns-push-type`.
@@ -127,7 +137,7 @@ package struct APNsNotification: Sendable, Hashable {
         self.topic = try Self.requestTopic(topic, pushType: prepared.pushType)
         self.expiration = try Self.check(expiration)
         if let collapseID { try Self.checkCollapseID(collapseID) }
-        self.token = token
+        self.destination = .device(token)
         self.pushType = prepared.pushType
         self.priority = prepared.priority
         self.collapseID = collapseID
@@ -154,8 +164,35 @@ package struct APNsNotification: Sendable, Hashable {
             collapseID: campaign.effectiveCollapseID, apnsID: apnsID)
     }
 
-    /// `/3/device/<hex token>`.
-    package var path: String { "/3/device/" + token.hex }
+    /// A broadcast of a Live Activity update or end to every subscriber of `channel`
+    /// (iOS 18). APNs wants `apns-expiration` on every broadcast (a channel without message
+    /// storage takes only `0`, which `unspecified` becomes), no collapse id, and the bundle
+    /// id in the path rather than a topic header.
+    package init(
+        channel: String, bundleID: String, prepared: APNsPreparedPayload, expiration: Expiration = .immediately,
+        apnsID: UUID = APNsNotification.randomID()
+    ) throws(APNsRequestError) {
+        guard prepared.pushType == .liveactivity else {
+            throw .pushTypeRule(prepared.pushType, "cannot be broadcast: channels carry Live Activity updates only", field: "apns-push-type")
+        }
+        if let problem = BroadcastChannel.problem(withID: channel) { throw .invalidChannel(problem) }
+        self.topic = try Self.requestTopic(bundleID, pushType: .alert)
+        self.expiration = expiration == .unspecified ? .immediately : try Self.check(expiration)
+        self.destination = .channel(channel)
+        self.pushType = prepared.pushType
+        self.priority = prepared.priority
+        self.collapseID = nil
+        self.apnsID = apnsID
+        self.payload = prepared.bytes
+    }
+
+    /// `/3/device/<hex token>`, or `/4/broadcasts/apps/<bundle id>` for a broadcast.
+    package var path: String {
+        switch destination {
+        case .device(let token): "/3/device/" + token.hex
+        case .channel: "/4/broadcasts/apps/" + topic
+        }
+    }
 
     /// `apns-id` as sent: a lowercase UUID.
     package var apnsIDString: String { apnsID.uuidString.lowercased() }
@@ -172,7 +209,10 @@ package struct APNsNotification: Sendable, Hashable {
     /// writes. Without `authorization`: the transport adds the provider token (or uses the
     /// TLS client certificate).
     package func writeHeaders<Sink: APNsHeaderSink>(to sink: inout Sink) {
-        Self.emit("apns-topic", topic, to: &sink)
+        switch destination {
+        case .device: Self.emit("apns-topic", topic, to: &sink)
+        case .channel(let id): Self.emit("apns-channel-id", id, to: &sink)
+        }
         Self.emit("apns-push-type", pushType.rawValue, to: &sink)
         let priorityValue: StaticString = switch priority {
         case .immediate: "10"

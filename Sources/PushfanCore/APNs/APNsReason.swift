@@ -27,9 +27,18 @@ package struct APNsReason: RawRepresentable, Hashable, Sendable, CustomStringCon
     package static let idleTimeout = APNsReason(rawValue: "IdleTimeout")
     package static let invalidPushType = APNsReason(rawValue: "InvalidPushType")
     package static let missingDeviceToken = APNsReason(rawValue: "MissingDeviceToken")
+    package static let missingPushType = APNsReason(rawValue: "MissingPushType")
     package static let missingTopic = APNsReason(rawValue: "MissingTopic")
     package static let payloadEmpty = APNsReason(rawValue: "PayloadEmpty")
     package static let topicDisallowed = APNsReason(rawValue: "TopicDisallowed")
+    // 400, broadcast channels (iOS 18)
+    package static let badChannelId = APNsReason(rawValue: "BadChannelId")
+    package static let channelNotRegistered = APNsReason(rawValue: "ChannelNotRegistered")
+    package static let missingChannelId = APNsReason(rawValue: "MissingChannelId")
+    package static let cannotCreateChannelConfig = APNsReason(rawValue: "CannotCreateChannelConfig")
+    package static let featureNotEnabled = APNsReason(rawValue: "FeatureNotEnabled")
+    package static let badRequestParams = APNsReason(rawValue: "BadRequestParams")
+    package static let badRequestPayload = APNsReason(rawValue: "BadRequestPayload")
     // 403
     package static let badCertificate = APNsReason(rawValue: "BadCertificate")
     package static let badCertificateEnvironment = APNsReason(rawValue: "BadCertificateEnvironment")
@@ -103,9 +112,17 @@ package struct APNsReason: RawRepresentable, Hashable, Sendable, CustomStringCon
         (.idleTimeout, 400, .retryOnNewConnection),
         (.invalidPushType, 400, .fixRequest),
         (.missingDeviceToken, 400, .fixRequest),
+        (.missingPushType, 400, .fixRequest),
         (.missingTopic, 400, .fixRequest),
         (.payloadEmpty, 400, .fixRequest),
         (.topicDisallowed, 400, .fixRequest),
+        (.badChannelId, 400, .fixRequest),
+        (.channelNotRegistered, 400, .fixRequest),
+        (.missingChannelId, 400, .fixRequest),
+        (.cannotCreateChannelConfig, 400, .fixRequest),
+        (.featureNotEnabled, 400, .fixRequest),
+        (.badRequestParams, 400, .fixRequest),
+        (.badRequestPayload, 400, .fixRequest),
         (.badCertificate, 403, .credentialsProblem),
         (.badCertificateEnvironment, 403, .credentialsProblem),
         (.expiredProviderToken, 403, .refreshProviderTokenAndRetry),

@@ -12,6 +12,8 @@ package struct APNsRequestError: Error, CustomStringConvertible, Equatable, Send
     private enum Code: String {
         /// Not even-length hex of 16 to 200 bytes.
         case invalidDeviceToken = "invalid_device_token"
+        /// `apns-channel-id`: not a channel id as APNs makes them.
+        case invalidChannel = "invalid_channel"
         /// `apns-topic`: empty, unprintable, or carrying another push type's suffix.
         case invalidTopic = "invalid_topic"
         /// `apns-priority` not allowed for the push type.
@@ -63,6 +65,10 @@ package struct APNsRequestError: Error, CustomStringConvertible, Equatable, Send
         APNsRequestError(.invalidDeviceToken, "device token \(reason)")
     }
 
+    package static func invalidChannel(_ reason: String) -> APNsRequestError {
+        APNsRequestError(.invalidChannel, "apns-channel-id \(reason)", field: "apns-channel-id", detail: reason)
+    }
+
     package static func invalidTopic(_ reason: String) -> APNsRequestError {
         APNsRequestError(.invalidTopic, "apns-topic \(reason)", field: "apns-topic", detail: reason)
     }
@@ -108,7 +114,7 @@ package struct APNsRequestError: Error, CustomStringConvertible, Equatable, Send
 
     /// Every code this error can carry, for documentation and metric pre-registration.
     package static let allCodes: [String] = [
-        "invalid_device_token", "invalid_topic", "invalid_priority", "invalid_expiration",
+        "invalid_device_token", "invalid_channel", "invalid_topic", "invalid_priority", "invalid_expiration",
         "invalid_collapse_id", "invalid_payload", "push_type_rule", "payload_too_large",
         "invalid_credential", "signing_failed",
     ]

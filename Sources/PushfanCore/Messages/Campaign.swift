@@ -109,15 +109,22 @@ extension Campaign {
         /// it under (Notificare's `activity`, or `activity_id`), e.g. every phone following
         /// match 1234. For `liveactivity` pushes with `event` update or end only.
         case activity(String)
+        /// An iOS 18 broadcast channel of the app (created through the API): one request to
+        /// APNs reaches every Live Activity subscribed to it. For `liveactivity` pushes with
+        /// `event` update or end only.
+        case channel(String)
 
         private enum CodingKeys: String, CodingKey, CaseIterable {
-            case segment, named, devices, activity
+            case segment, named, devices, activity, channel
         }
 
         /// Planned over the app's devices (a segment, a saved one, or the holders of an
-        /// activity's tokens), rather than a list of device ids.
+        /// activity's tokens), rather than a list of device ids or a channel.
         package var readsTheAppsDevices: Bool {
-            if case .devices = self { false } else { true }
+            switch self {
+            case .devices, .channel: false
+            case .segment, .named, .activity: true
+            }
         }
 
         package init(from decoder: any Decoder) throws {
@@ -128,8 +135,8 @@ extension Campaign {
             }
             guard present.count == 1, let form = present.first else {
                 let reason = present.isEmpty
-                    ? "needs exactly one of \"segment\", \"named\", \"devices\" or \"activity\", found none"
-                    : "needs exactly one of \"segment\", \"named\", \"devices\" or \"activity\", found "
+                    ? "needs exactly one of \"segment\", \"named\", \"devices\", \"activity\" or \"channel\", found none"
+                    : "needs exactly one of \"segment\", \"named\", \"devices\", \"activity\" or \"channel\", found "
                         + present.map { "\"\($0.rawValue)\"" }.joined(separator: " and ")
                 throw MessageDecodingError.invalidField(at: decoder.codingPath, reason)
             }
@@ -138,6 +145,7 @@ extension Campaign {
             case .named: self = .named(try container.field(.named))
             case .devices: self = .devices(try container.field(.devices))
             case .activity: self = .activity(try container.field(.activity))
+            case .channel: self = .channel(try container.field(.channel))
             }
         }
 
@@ -148,6 +156,7 @@ extension Campaign {
             case .named(let name): try container.encode(name, forKey: .named)
             case .devices(let ids): try container.encode(ids, forKey: .devices)
             case .activity(let id): try container.encode(id, forKey: .activity)
+            case .channel(let id): try container.encode(id, forKey: .channel)
             }
         }
     }
@@ -537,8 +546,12 @@ extension Campaign {
         // Checked once the push is known good: an update reaches the tokens of one running
         // activity, and without naming it there is no device it could go to.
         if notification.tokenKind == .liveActivityUpdate {
-            guard case .activity = audience else {
-                throw .invalidField("audience", "a liveactivity update or end goes to one activity's tokens: give audience.activity (the id the app registered the activity under)")
+            switch audience {
+            case .activity, .channel: break
+            default:
+                throw .invalidField(
+                    "audience",
+                    "a liveactivity update or end goes to one activity's tokens or to a broadcast channel: give audience.activity (the id the app registered the activity under) or audience.channel")
             }
         }
         try validateVariants()
@@ -564,6 +577,14 @@ extension Campaign {
             try Rules.identifier(id, field: "audience.activity")
             guard notification.tokenKind == .liveActivityUpdate else {
                 throw .invalidField("audience.activity", "addresses a Live Activity's update tokens: only for push_type liveactivity with aps.event update or end")
+            }
+        case .channel(let id):
+            if let problem = BroadcastChannel.problem(withID: id) { throw .invalidField("audience.channel", problem) }
+            guard notification.tokenKind == .liveActivityUpdate else {
+                throw .invalidField("audience.channel", "is a broadcast channel, which carries Live Activity updates only: push_type liveactivity with aps.event update or end")
+            }
+            if !variants.isEmpty || holdout != 0 {
+                throw .invalidField("audience.channel", "one broadcast reaches every subscriber alike: a channel campaign has no variants or holdout")
             }
         case .devices(let ids):
             if ids.isEmpty {

@@ -110,12 +110,17 @@ package struct DeviceResult: Codable, Sendable, Hashable {
     package var at: Int64
     /// The A/B variant the device was given (absent without variants and in the holdout).
     package var variant: String?
+    /// A broadcast to a channel (iOS 18): `device` is the channel's id, and this one
+    /// result stands for every subscriber (APNs does not say who they are). In JSON only
+    /// when true.
+    package var broadcast = false
 
     package init(
         campaign: CampaignKey, device: String, outcome: DeviceOutcome, status: Int? = nil,
-        reason: String? = nil, apnsID: String? = nil, attempts: Int, at: Int64, variant: String? = nil
+        reason: String? = nil, apnsID: String? = nil, attempts: Int, at: Int64, variant: String? = nil, broadcast: Bool = false
     ) {
         self.variant = variant
+        self.broadcast = broadcast
         self.app = campaign.app
         self.campaign = campaign.id
         self.device = device
@@ -130,11 +135,12 @@ package struct DeviceResult: Codable, Sendable, Hashable {
     /// The campaign's name across the system.
     package var campaignKey: CampaignKey { CampaignKey(app: app, id: campaign) }
 
-    /// `<app>/<campaign>/<device>`. No id can contain `/`.
+    /// `<app>/<campaign>/<device>`. No app, campaign or device id can contain `/` (a
+    /// broadcast's channel id may: it is always the last part).
     package var kafkaKey: String { "\(app)/\(campaign)/\(device)" }
 
     private enum CodingKeys: String, CodingKey {
-        case v, type, app, campaign, device, outcome, status, reason, apnsID = "apns_id", attempts, at, variant
+        case v, type, app, campaign, device, outcome, status, reason, apnsID = "apns_id", attempts, at, variant, broadcast
     }
 
     package init(from decoder: any Decoder) throws {
@@ -149,6 +155,7 @@ package struct DeviceResult: Codable, Sendable, Hashable {
         attempts = try container.field(.attempts)
         at = try container.field(.at)
         variant = try container.optionalField(.variant)
+        broadcast = try container.optionalField(.broadcast) ?? false
     }
 
     /// Writes `v` and `"type": "device"` too; absent optionals as explicit `null`, except
@@ -167,6 +174,7 @@ package struct DeviceResult: Codable, Sendable, Hashable {
         try container.encode(attempts, forKey: .attempts)
         try container.encode(at, forKey: .at)
         try container.encodeIfPresent(variant, forKey: .variant)
+        if broadcast { try container.encode(true, forKey: .broadcast) }
     }
 
     /// The record's JSON, the same bytes as `MessageCodec.encode(ResultRecord.device(self))`
@@ -185,6 +193,7 @@ package struct DeviceResult: Codable, Sendable, Hashable {
         out.append(contentsOf: #","app":"#.utf8); text(app)
         out.append(contentsOf: #","at":"#.utf8); number(at)
         out.append(contentsOf: #","attempts":"#.utf8); number(Int64(attempts))
+        if broadcast { out.append(contentsOf: #","broadcast":true"#.utf8) }
         out.append(contentsOf: #","campaign":"#.utf8); text(campaign)
         out.append(contentsOf: #","device":"#.utf8); text(device)
         out.append(contentsOf: #","outcome":"#.utf8); text(outcome.rawValue)
@@ -207,8 +216,10 @@ package struct DeviceResult: Codable, Sendable, Hashable {
         guard reader.literal(#"{"apns_id":"#), let apnsID = reader.optionalString(),
               reader.literal(#","app":"#), let app = reader.optionalString() ?? nil,
               reader.literal(#","at":"#), let at = reader.integer(),
-              reader.literal(#","attempts":"#), let attempts = reader.integer(),
-              reader.literal(#","campaign":"#), let campaign = reader.optionalString() ?? nil,
+              reader.literal(#","attempts":"#), let attempts = reader.integer()
+        else { return nil }
+        let broadcast = reader.literal(#","broadcast":true"#)
+        guard reader.literal(#","campaign":"#), let campaign = reader.optionalString() ?? nil,
               reader.literal(#","device":"#), let device = reader.optionalString() ?? nil,
               reader.literal(#","outcome":"#), let outcome = (reader.optionalString() ?? nil).flatMap(DeviceOutcome.init(rawValue:)),
               reader.literal(#","reason":"#), let reason = reader.optionalString(),
@@ -223,14 +234,18 @@ package struct DeviceResult: Codable, Sendable, Hashable {
         guard reader.literal("}"), reader.atEnd, let attemptCount = Int(exactly: attempts) else { return nil }
         self.init(
             campaign: CampaignKey(app: app, id: campaign), device: device, outcome: outcome, status: status.flatMap { Int(exactly: $0) }, reason: reason, apnsID: apnsID,
-            attempts: attemptCount, at: at, variant: variant)
+            attempts: attemptCount, at: at, variant: variant, broadcast: broadcast)
         guard (try? validate()) != nil else { return nil }
     }
 
     package func validate() throws(MessageDecodingError) {
         try Rules.identifier(app, field: "app")
         try Rules.identifier(campaign, field: "campaign")
-        try Rules.identifier(device, field: "device")
+        if broadcast {
+            if let problem = BroadcastChannel.problem(withID: device) { throw .invalidField("device", "a broadcast's channel id \(problem)") }
+        } else {
+            try Rules.identifier(device, field: "device")
+        }
         if let variant { try Rules.identifier(variant, field: "variant") }
         if let status, !(100...599).contains(status) {
             throw .invalidField("status", "must be an HTTP status from 100 to 599, got \(status)")
