@@ -110,6 +110,25 @@ struct DeviceTokensTests {
         #expect(try await page(store, TokenSelection(kind: .voip), at: now + 30)["d0"]?.token(for: .voip) == voip(0))
     }
 
+    @Test("a device whose alert token moves to another device goes with its tokens of other kinds; the new holder's are its own", arguments: Backend.enabled)
+    func movedTokenTakesNoOrphans(_ backend: Backend) async throws {
+        let url = try backend.freshDatabase()
+        let store = try await DeviceStore.open(url, logger: quietLogger)
+        try await store.addTestApp()
+        _ = try await store.devices.register(app: "shop-ios", DeviceRegistration(deviceID: "old", token: String(format: "%064x", 1)))
+        #expect(try await store.tokens.register(app: "shop-ios", deviceID: "old", KindToken(kind: .voip, token: voip(1)), now: now))
+        #expect(try backend.rawCount(url, "SELECT count(*) FROM device_tokens") == 1)
+        // The phone re-registered under a new id with the same alert token: the old row goes.
+        _ = try await store.devices.register(app: "shop-ios", DeviceRegistration(deviceID: "new", token: String(format: "%064x", 1)))
+        #expect(try await store.devices.get(app: "shop-ios", deviceID: "old") == nil)
+        #expect(try backend.rawCount(url, "SELECT count(*) FROM device_tokens") == 0, "the old device's VoIP token outlived it")
+        #expect(try await store.tokens.list(app: "shop-ios", deviceID: "new").isEmpty)
+        // The same through a batch (an import's path on both databases).
+        #expect(try await store.tokens.register(app: "shop-ios", deviceID: "new", KindToken(kind: .voip, token: voip(2)), now: now))
+        _ = try await store.devices.importDevices(app: "shop-ios", [try Validation.device(DeviceRegistration(deviceID: "newer", token: String(format: "%064x", 1)))])
+        #expect(try backend.rawCount(url, "SELECT count(*) FROM device_tokens") == 0)
+    }
+
     @Test("an import line and a registration carry the device's tokens of other kinds, written with it; a bad one is refused naming its place", arguments: Backend.enabled)
     func importAndRegistrationCarryTokens(_ backend: Backend) async throws {
         let store = try await backend.openFresh()

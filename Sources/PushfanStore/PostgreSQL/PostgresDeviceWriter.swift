@@ -42,7 +42,7 @@ enum PostgresDeviceWriter {
                                 attributes, seen_at, tags, quiet_start, quiet_end) FROM STDIN
             """, rows.bytes)
         // Tokens this batch takes over from other devices: those devices go, and their tags
-        // with them (PostgreSQL has no cascading key on tags). The joins are written so that only index
+        // and tokens of other kinds with them (PostgreSQL has no cascading key on tags). The joins are written so that only index
         // probes can serve them (LATERAL … LIMIT 1 is not flattened; `= ANY(ARRAY(…))` is an
         // index condition): a planner that picked a hash join here would read the whole
         // table once per batch and make the import quadratic.
@@ -59,7 +59,8 @@ enum PostgresDeviceWriter {
                 DELETE FROM devices d USING stale s
                 WHERE d.app = \(app) AND d.row_key = s.row_key AND d.environment = s.environment AND d.token = s.token
                 RETURNING d.row_key, d.device_id, d.environment, d.token),
-            tags_gone AS (DELETE FROM device_tags WHERE row_key = ANY(ARRAY(SELECT row_key FROM moved)))
+            tags_gone AS (DELETE FROM device_tags WHERE row_key = ANY(ARRAY(SELECT row_key FROM moved))),
+            tokens_gone AS (DELETE FROM device_tokens WHERE row_key = ANY(ARRAY(SELECT row_key FROM moved)))
             SELECT m.device_id, i.device_id FROM moved m JOIN device_import i ON i.environment = m.environment AND i.token = m.token
             """) { row throws(StoreError) in
             written.movedFrom[row.text(1) ?? "", default: []].append(row.text(0) ?? "")

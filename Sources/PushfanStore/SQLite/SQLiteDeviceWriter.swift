@@ -11,8 +11,9 @@ enum SQLiteDeviceWriter {
 
     static func upsert(_ connection: SQLiteConnection, app: String, devices: [ValidatedDevice], now: Int64, returningRowKeys: Bool) throws(StoreError) -> DeviceWriter.Written {
         let owner = try connection.pinned("SELECT row_key, device_id FROM devices WHERE app = ?1 AND environment = ?2 AND token = ?3")
-        // The device's tags go with it (ON DELETE CASCADE).
+        // The device's tags go with it (ON DELETE CASCADE); its tokens of other kinds by hand.
         let remove = try connection.pinned("DELETE FROM devices WHERE row_key = ?1")
+        let removeTokens = try connection.pinned("DELETE FROM device_tokens WHERE row_key = ?1")
         let upsert = try connection.pinned("""
             INSERT INTO devices (app, device_id, token, environment, locale, timezone, app_version, app_version_key, os_version, os_version_key,
                                  attributes, created_at, last_seen_at, status, quiet_start, quiet_end)
@@ -76,6 +77,8 @@ enum SQLiteDeviceWriter {
                 guard let previous, previous.deviceID != device.deviceID else { throw StoreError.conflict("device \(device.deviceID): unique key conflict") }
                 try remove.bind(1, previous.rowKey)
                 try remove.run()
+                try removeTokens.bind(1, previous.rowKey)
+                try removeTokens.run()
                 written.movedFrom[device.deviceID, default: []].append(previous.deviceID)
                 try upsert.run()
             }
