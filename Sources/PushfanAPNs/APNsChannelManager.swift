@@ -143,31 +143,15 @@ private struct Transfer: Sendable {
         let errorText = UnsafeMutablePointer<CChar>.allocate(capacity: Int(CURL_ERROR_SIZE) + 1)
         errorText[0] = 0
         defer { errorText.deallocate() }
-        var failed: String?
-        func set(_ option: CURLoption, _ value: Int) {
-            if failed == nil, pushfan_curl_easy_setopt_long(easy, option, value) != CURLE_OK { failed = "\(option)" }
-        }
-        func set(_ option: CURLoption, _ value: String) {
-            if failed == nil, value.withCString({ pushfan_curl_easy_setopt_pointer(easy, option, $0) }) != CURLE_OK { failed = "\(option)" }
-        }
-        set(CURLOPT_URL, url)
-        set(CURLOPT_CUSTOMREQUEST, method)
-        set(CURLOPT_NOSIGNAL, 1)
-        set(CURLOPT_TIMEOUT_MS, Int(max(1, timeout.milliseconds)))
-        set(CURLOPT_HTTP_VERSION, Int(url.hasPrefix("http://") ? CURL_HTTP_VERSION_2_PRIOR_KNOWLEDGE : CURL_HTTP_VERSION_2TLS))
-        set(CURLOPT_SSLVERSION, Int(CURL_SSLVERSION_TLSv1_2))
-        if let caFile { set(CURLOPT_CAINFO, caFile) }
-        if !verifyPeer {
-            set(CURLOPT_SSL_VERIFYPEER, 0)
-            set(CURLOPT_SSL_VERIFYHOST, 0)
-        }
-        if case .certificate(let certificate) = credentials {
-            set(CURLOPT_SSLCERT, certificate.certificateFile)
-            set(CURLOPT_SSLCERTTYPE, certificate.format.rawValue)
-            if let keyFile = certificate.keyFile { set(CURLOPT_SSLKEY, keyFile) }
-            if let password = certificate.password { set(CURLOPT_KEYPASSWD, password) }
-        }
-        if failed == nil {
+        var options = CurlOptions(easy)
+        options.set(CURLOPT_URL, url)
+        options.set(CURLOPT_CUSTOMREQUEST, method)
+        options.set(CURLOPT_NOSIGNAL, 1)
+        options.set(CURLOPT_TIMEOUT_MS, Int(max(1, timeout.milliseconds)))
+        options.set(CURLOPT_HTTP_VERSION, Int(url.hasPrefix("http://") ? CURL_HTTP_VERSION_2_PRIOR_KNOWLEDGE : CURL_HTTP_VERSION_2TLS))
+        options.tls(verifyPeer: verifyPeer, credentials: credentials)
+        if let caFile { options.set(CURLOPT_CAINFO, caFile) }
+        if options.failed == nil {
             _ = pushfan_curl_easy_setopt_pointer(easy, CURLOPT_HTTPHEADER, list)
             _ = pushfan_curl_easy_setopt_pointer(easy, CURLOPT_ERRORBUFFER, errorText)
             let context = Unmanaged.passUnretained(sink).toOpaque()
@@ -194,10 +178,10 @@ private struct Transfer: Sendable {
             }
         }
         if let body {
-            set(CURLOPT_POSTFIELDSIZE, body.count)
+            options.set(CURLOPT_POSTFIELDSIZE, body.count)
             _ = body.withUnsafeBytes { pushfan_curl_easy_setopt_pointer(easy, CURLOPT_COPYPOSTFIELDS, $0.baseAddress) }
         }
-        if let failed { return .failure(.init(status: 0, reason: "libcurl option \(failed) not supported")) }
+        if let failed = options.failed { return .failure(.init(status: 0, reason: "libcurl option \(failed) not supported")) }
         let code = curl_easy_perform(easy)
         guard code == CURLE_OK else {
             let detail = String(cString: errorText)

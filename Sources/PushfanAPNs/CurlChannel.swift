@@ -47,37 +47,21 @@ final class CurlChannel: ByteChannel, @unchecked Sendable {
         tlsSetup = TLSSetup(extraCAFile: endpoint.caFile)
         errorText[0] = 0
         let milliseconds = Int(max(1, connectTimeout.milliseconds))
-        var failed: String?
-        func set(_ option: CURLoption, _ value: Int) {
-            if failed == nil, pushfan_curl_easy_setopt_long(easy, option, value) != CURLE_OK { failed = "\(option)" }
-        }
-        func set(_ option: CURLoption, _ value: String) {
-            if failed == nil, value.withCString({ pushfan_curl_easy_setopt_pointer(easy, option, $0) }) != CURLE_OK { failed = "\(option)" }
-        }
-        set(CURLOPT_URL, endpoint.baseURL + "/")
-        set(CURLOPT_CONNECT_ONLY, 1)
+        var options = CurlOptions(easy)
+        options.set(CURLOPT_URL, endpoint.baseURL + "/")
+        options.set(CURLOPT_CONNECT_ONLY, 1)
         // Threads: no signals for name-resolution timeouts.
-        set(CURLOPT_NOSIGNAL, 1)
-        set(CURLOPT_CONNECTTIMEOUT_MS, milliseconds)
-        set(CURLOPT_TIMEOUT_MS, milliseconds)
-        set(CURLOPT_TCP_NODELAY, 1)
-        set(CURLOPT_TCP_KEEPALIVE, 1)
-        if failed == nil { _ = pushfan_curl_easy_setopt_pointer(easy, CURLOPT_ERRORBUFFER, errorText) }
-        if let proxy { set(CURLOPT_PROXY, proxy) }
+        options.set(CURLOPT_NOSIGNAL, 1)
+        options.set(CURLOPT_CONNECTTIMEOUT_MS, milliseconds)
+        options.set(CURLOPT_TIMEOUT_MS, milliseconds)
+        options.set(CURLOPT_TCP_NODELAY, 1)
+        options.set(CURLOPT_TCP_KEEPALIVE, 1)
+        if options.failed == nil { _ = pushfan_curl_easy_setopt_pointer(easy, CURLOPT_ERRORBUFFER, errorText) }
+        if let proxy { options.set(CURLOPT_PROXY, proxy) }
         if isTLS {
-            set(CURLOPT_SSL_ENABLE_ALPN, 0)
-            set(CURLOPT_SSLVERSION, CURL_SSLVERSION_TLSv1_2)
-            if !endpoint.verifyPeer {
-                set(CURLOPT_SSL_VERIFYPEER, 0)
-                set(CURLOPT_SSL_VERIFYHOST, 0)
-            }
-            if case .certificate(let certificate) = credentials {
-                set(CURLOPT_SSLCERT, certificate.certificateFile)
-                set(CURLOPT_SSLCERTTYPE, certificate.format.rawValue)
-                if let keyFile = certificate.keyFile { set(CURLOPT_SSLKEY, keyFile) }
-                if let password = certificate.password { set(CURLOPT_KEYPASSWD, password) }
-            }
-            if failed == nil {
+            options.set(CURLOPT_SSL_ENABLE_ALPN, 0)
+            options.tls(verifyPeer: endpoint.verifyPeer, credentials: credentials)
+            if options.failed == nil {
                 // Unretained: the channel keeps `tlsSetup` alive as long as the handle.
                 _ = pushfan_curl_easy_setopt_pointer(easy, CURLOPT_SSL_CTX_DATA, Unmanaged.passUnretained(tlsSetup).toOpaque())
                 _ = pushfan_curl_easy_setopt_ssl_ctx(easy) { _, sslContext, user in
@@ -88,7 +72,7 @@ final class CurlChannel: ByteChannel, @unchecked Sendable {
                 }
             }
         }
-        if let failed {
+        if let failed = options.failed {
             curl_easy_cleanup(easy)
             errorText.deallocate()
             throw .libcurl("curl_easy_setopt", "\(failed) not supported by this libcurl")
