@@ -28,7 +28,9 @@ enum CampaignRoutes {
                 }
             }
             try await TemplateRoutes.check(campaign, store: store)
-            try await ChannelRoutes.check(campaign, store: store)
+            if let missing = try await store.missingReference(in: campaign) {
+                throw APIError(422, missing.code, missing.description, field: missing.field)
+            }
             guard let key = try idempotencyKey(call.request) else { return try await submit(campaign, writer) }
             return try await once(store, app: campaign.app, key: key, body: body) { try await submit(campaign, writer) }
         })

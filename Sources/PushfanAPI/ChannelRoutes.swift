@@ -64,14 +64,6 @@ enum ChannelRoutes {
         })
     }
 
-    /// A campaign addressed to a channel names one of its app's: 422 otherwise.
-    static func check(_ campaign: Campaign, store: DeviceStore) async throws {
-        guard case .channel(let id) = campaign.audience else { return }
-        guard try await store.channels.get(app: campaign.app, id: id) != nil else {
-            throw APIError(422, "unknown_channel", "audience.channel: app \(campaign.app) has no broadcast channel \(id.debugDescription)", field: "audience.channel")
-        }
-    }
-
     /// `{"message_storage_policy": "none" | "most_recent"}`; an empty body means "none"
     /// (no stored message, and APNs' higher publishing budget).
     private static func storagePolicy(_ request: HTTPRequest) throws -> BroadcastChannel.StoragePolicy {

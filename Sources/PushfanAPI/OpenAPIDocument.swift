@@ -500,6 +500,18 @@ enum OpenAPIDocument {
          "pattern": "^[A-Za-z0-9_:-][A-Za-z0-9._:-]{0,127}$",
          "type": "string"
         },
+        "attributes": {
+         "additionalProperties": {
+          "maxLength": 256,
+          "type": "string"
+         },
+         "description": "liveactivity_update: the activity's static attributes as strings (names 1 to 128 of A-Z a-z 0-9 . _ : -), which a campaign's audience.activities matches; needs attributes_type",
+         "maxProperties": 8,
+         "propertyNames": {
+          "pattern": "^[A-Za-z0-9_:-][A-Za-z0-9._:-]{0,127}$"
+         },
+         "type": "object"
+        },
         "attributes_type": {
          "description": "1 to 128 of A-Z a-z 0-9 . _ : -, not . or ..",
          "pattern": "^[A-Za-z0-9_:-][A-Za-z0-9._:-]{0,127}$",
@@ -733,6 +745,12 @@ enum OpenAPIDocument {
      "activity_id": {
       "type": "string"
      },
+     "attributes": {
+      "additionalProperties": {
+       "type": "string"
+      },
+      "type": "object"
+     },
      "attributes_type": {
       "type": "string"
      },
@@ -789,15 +807,27 @@ enum OpenAPIDocument {
    },
    "KindTokenInput": {
     "additionalProperties": false,
-    "description": "a token of one kind; attributes_type only for liveactivity_start (required there), activity_id only for liveactivity_update (required there)",
+    "description": "a token of one kind; attributes_type only for Live Activity tokens (required for liveactivity_start), activity_id and attributes only for liveactivity_update (activity_id required there)",
     "properties": {
      "activity_id": {
       "description": "liveactivity_update: the activity the token updates; 1 to 128 of A-Z a-z 0-9 . _ : -, not . or ..",
       "pattern": "^[A-Za-z0-9_:-][A-Za-z0-9._:-]{0,127}$",
       "type": "string"
      },
+     "attributes": {
+      "additionalProperties": {
+       "maxLength": 256,
+       "type": "string"
+      },
+      "description": "liveactivity_update: the activity's static attributes as strings (names 1 to 128 of A-Z a-z 0-9 . _ : -), which a campaign's audience.activities matches; needs attributes_type",
+      "maxProperties": 8,
+      "propertyNames": {
+       "pattern": "^[A-Za-z0-9_:-][A-Za-z0-9._:-]{0,127}$"
+      },
+      "type": "object"
+     },
      "attributes_type": {
-      "description": "liveactivity_start: the ActivityAttributes type the token starts; 1 to 128 of A-Z a-z 0-9 . _ : -, not . or ..",
+      "description": "liveactivity_start: the ActivityAttributes type the token starts (required); liveactivity_update: the type of the activity it updates (optional, for audience.activities); 1 to 128 of A-Z a-z 0-9 . _ : -, not . or ..",
       "pattern": "^[A-Za-z0-9_:-][A-Za-z0-9._:-]{0,127}$",
       "type": "string"
      },

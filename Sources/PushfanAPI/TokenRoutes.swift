@@ -59,13 +59,12 @@ enum TokenRoutes {
     }
 
     static func json(_ stored: StoredKindToken) -> JSONValue {
-        var object: [String: JSONValue] = [
-            "kind": .string(stored.token.kind.rawValue), "token": .string(stored.token.token),
-            "environment": .string(stored.token.environment?.rawValue ?? "production"), "status": .string(stored.status),
-            "created": .int(stored.createdAt), "last_seen": .int(stored.lastSeenAt),
-            "expires_at": stored.token.expiresAt.map { .int($0) } ?? .null, "invalid_reason": stored.invalidReason.map { .string($0) } ?? .null,
-        ]
-        if let name = KindToken.scopeName(of: stored.token.kind) { object[name] = .string(stored.token.scope) }
+        var object = stored.token.members
+        object["kind"] = .string(stored.token.kind.rawValue)
+        object["environment"] = .string(stored.token.environment?.rawValue ?? "production")
+        (object["status"], object["created"], object["last_seen"]) = (.string(stored.status), .int(stored.createdAt), .int(stored.lastSeenAt))
+        object["expires_at"] = stored.token.expiresAt.map { .int($0) } ?? .null
+        object["invalid_reason"] = stored.invalidReason.map { .string($0) } ?? .null
         return .object(object)
     }
 }

@@ -210,7 +210,7 @@ struct DemoCommand: Command {
             guard let text = try await store.audience.savedSegment(app: campaign.app, name: name) else { throw UsageError("no saved segment \(name)") }
             return try await store.audience.count(app: campaign.app, segment: try SegmentParser.parse(text))
         case .devices(let ids): return try await store.audience.rowKeys(app: campaign.app, deviceIDs: ids).count
-        case .activity: return try await store.audience.count(app: campaign.app, segment: nil, tokens: campaign.tokenSelection)
+        case .activity, .activities: return try await store.audience.count(app: campaign.app, segment: nil, tokens: campaign.tokenSelection)
         case .channel: return 1  // one broadcast, one result
         }
     }
@@ -228,6 +228,7 @@ struct DemoCommand: Command {
         case .named(let name): "saved segment '\(name)'"
         case .devices(let ids): "\(ids.count) listed devices"
         case .activity(let id): "the devices following activity '\(id)'"
+        case .activities(let filter): "the devices following a \(filter.attributesType) activity with \(filter.attributes.sorted { $0.key < $1.key }.map { "\($0.key)=\($0.value)" }.joined(separator: ", "))"
         case .channel(let id): "broadcast channel '\(id)'"
         }
     }

@@ -217,13 +217,26 @@ package struct AudienceReader: Sendable {
     }
 
     /// The join to each device's one active, unexpired token of the kind and scope: every
-    /// device with it or without (`LEFT`), or only its holders.
+    /// device with it or without (`LEFT`), or only its holders. For an activity filter, the
+    /// scope is the lowest activity id among the device's matching update tokens, so a device
+    /// following two matching activities is one row.
     private static func holders(_ tokens: TokenSelection?, now: Int64) -> SQLStatement {
         guard let tokens, tokens.kind != .alert else { return "" }
-        return """
+        func usable(_ alias: String) -> SQLStatement {
+            " AND \(raw: alias).status = 'active' AND (\(raw: alias).expires_at IS NULL OR \(raw: alias).expires_at > \(now))"
+        }
+        var join: SQLStatement = """
              \(raw: tokens.holdersOnly ? "JOIN" : "LEFT JOIN") device_tokens t ON t.row_key = d.row_key AND t.kind = \(tokens.kind.rawValue)
-                AND t.scope = \(tokens.scope) AND t.status = 'active' AND (t.expires_at IS NULL OR t.expires_at > \(now))
-            """
+            """ + usable("t")
+        guard let filter = tokens.activities else { return join + " AND t.scope = \(tokens.scope)" }
+        join.append("""
+             AND t.scope = (SELECT MIN(a.scope) FROM device_tokens a WHERE a.row_key = d.row_key AND a.kind = \(tokens.kind.rawValue)
+                AND a.attributes_type = \(filter.attributesType)
+            """ + usable("a"))
+        for (name, value) in filter.attributes.sorted(by: { $0.key < $1.key }) {
+            join.append(" AND \(jsonText: "a.attributes", key: name) = \(value)")
+        }
+        return join + ")"
     }
 
     private static func target(_ row: any SQLRow, traits: Bool, tokens: TokenSelection?) -> DeviceTarget {

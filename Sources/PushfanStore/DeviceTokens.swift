@@ -38,11 +38,12 @@ package struct DeviceTokens: Sendable {
         _ connection: any SQLConnection, app: String, rowKey: Int64, deviceEnvironment: String, _ token: KindToken, now: Int64
     ) throws(StoreError) {
         try connection.execute("""
-            INSERT INTO device_tokens (app, row_key, kind, scope, token, environment, created_at, last_seen_at, expires_at, status)
+            INSERT INTO device_tokens (app, row_key, kind, scope, token, environment, created_at, last_seen_at, expires_at, status, attributes_type, attributes)
             VALUES (\(app), \(rowKey), \(token.kind.rawValue), \(token.scope), \(token.token), \(token.environment?.rawValue ?? deviceEnvironment),
-                    \(now), \(now), \(.optional(token.expiresAt)), 'active')
+                    \(now), \(now), \(.optional(token.expiresAt)), 'active', \(.optional(token.storedAttributesType)), \(.optional(token.attributesJSON)))
             ON CONFLICT (row_key, kind, scope) DO UPDATE SET token = excluded.token, environment = excluded.environment,
-                last_seen_at = excluded.last_seen_at, expires_at = excluded.expires_at, status = 'active', invalid_reason = NULL, invalid_at = NULL
+                last_seen_at = excluded.last_seen_at, expires_at = excluded.expires_at, status = 'active', invalid_reason = NULL, invalid_at = NULL,
+                attributes_type = excluded.attributes_type, attributes = excluded.attributes
             """)
     }
 
@@ -72,19 +73,40 @@ package struct DeviceTokens: Sendable {
     package func list(app: String, deviceID: String) async throws(StoreError) -> [StoredKindToken] {
         try await executor.run { connection throws(StoreError) in
             try connection.queryAll("""
-                SELECT t.kind, t.scope, t.token, t.environment, t.created_at, t.last_seen_at, t.expires_at, t.status, t.invalid_reason
-                FROM device_tokens t JOIN devices d ON d.row_key = t.row_key
+                SELECT \(raw: Self.columns) FROM device_tokens t JOIN devices d ON d.row_key = t.row_key
                 WHERE d.app = \(app) AND d.device_id = \(deviceID) ORDER BY t.kind, t.scope
-                """) { row throws(StoreError) in
-                guard let kind = row.text(0).flatMap(APNsTokenKind.init(rawValue:)) else {
-                    throw StoreError.database("a device token of the unknown kind '\(row.text(0) ?? "")'")
-                }
-                return StoredKindToken(
-                    token: KindToken(
-                        kind: kind, token: row.text(2) ?? "", environment: row.text(3, equals: "sandbox") ? .sandbox : .production,
-                        scope: row.text(1) ?? "", expiresAt: row.int(6)),
-                    createdAt: row.int(4) ?? 0, lastSeenAt: row.int(5) ?? 0, status: row.text(7) ?? "active", invalidReason: row.text(8))
-            }
+                """) { row throws(StoreError) in try Self.stored(row) }
+        }
+    }
+
+    /// The columns `stored` reads, of `device_tokens t`.
+    static let columns = "t.kind, t.scope, t.token, t.environment, t.created_at, t.last_seen_at, t.expires_at, t.status, t.invalid_reason, t.attributes_type, t.attributes"
+
+    /// A token as `columns` read it, from column `start` on.
+    static func stored(_ row: any SQLRow, start: Int = 0) throws(StoreError) -> StoredKindToken {
+        guard let kind = row.text(start).flatMap(APNsTokenKind.init(rawValue:)) else {
+            throw StoreError.database("a device token of the unknown kind '\(row.text(start) ?? "")'")
+        }
+        var token = KindToken(
+            kind: kind, token: row.text(start + 2) ?? "", environment: row.text(start + 3, equals: "sandbox") ? .sandbox : .production,
+            scope: row.text(start + 1) ?? "", expiresAt: row.int(start + 6))
+        if kind == .liveActivityUpdate {
+            token.attributesType = row.text(start + 9)
+            token.attributes = DeviceDirectory.attributes(row.text(start + 10)).compactMapValues(\.stringValue)
+        }
+        return StoredKindToken(
+            token: token, createdAt: row.int(start + 4) ?? 0, lastSeenAt: row.int(start + 5) ?? 0, status: row.text(start + 7) ?? "active",
+            invalidReason: row.text(start + 8))
+    }
+
+    /// Whether any device of the app holds an active token of a Live Activity attributes
+    /// type: a push-to-start token of it (`kind` start) or an update token registered with it
+    /// (`kind` update). A campaign naming a type nobody registered is a mistake to refuse.
+    package func anyHolder(app: String, kind: APNsTokenKind, attributesType: String) async throws(StoreError) -> Bool {
+        try await executor.run { connection throws(StoreError) in
+            try connection.queryOne("""
+                SELECT 1 FROM device_tokens WHERE app = \(app) AND kind = \(kind.rawValue) AND attributes_type = \(attributesType) AND status = 'active' LIMIT 1
+                """) { $0.int(0) } != nil
         }
     }
 
@@ -118,9 +140,17 @@ package struct TokenSelection: Sendable, Equatable {
     /// Only devices that hold such a token are the audience (an activity's update tokens:
     /// the devices following it), rather than every device, those without one skipped.
     package var holdersOnly: Bool
+    /// Update tokens of any activity matching this, in place of one `scope`: a device
+    /// following several such activities gets the push once, for the lowest activity id.
+    package var activities: ActivityFilter?
 
     package init(kind: APNsTokenKind, scope: String = "", holdersOnly: Bool = false) {
         (self.kind, self.scope, self.holdersOnly) = (kind, scope, holdersOnly)
+    }
+
+    /// The devices following any running activity `filter` matches.
+    package init(activities filter: ActivityFilter) {
+        (kind, scope, holdersOnly, activities) = (.liveActivityUpdate, "", true, filter)
     }
 }
 
@@ -137,9 +167,28 @@ package struct KindToken: Sendable, Equatable {
     /// When the token stops being worth sending to (ms): a Live Activity's end or stale
     /// date. Nil: until APNs says otherwise.
     package var expiresAt: Int64?
+    /// An update token's activity's attributes type and the attributes a campaign can pick
+    /// it by (`ActivityFilter`): the static attributes of the activity, as strings.
+    package var attributesType: String?
+    package var attributes: [String: String] = [:]
 
     package init(kind: APNsTokenKind, token: String, environment: APNsEnvironment? = nil, scope: String = "", expiresAt: Int64? = nil) {
         (self.kind, self.token, self.environment, self.scope, self.expiresAt) = (kind, token, environment, scope, expiresAt)
+    }
+
+    /// The attributes type the store files the token under: a push-to-start token's scope,
+    /// an update token's own.
+    var storedAttributesType: String? {
+        switch kind {
+        case .liveActivityStart: scope
+        case .liveActivityUpdate: attributesType
+        default: nil
+        }
+    }
+
+    /// The attributes as stored: a JSON object, nil when there are none.
+    var attributesJSON: String? {
+        attributes.isEmpty ? nil : JSONValue.object(attributes.mapValues(JSONValue.string)).compactJSON
     }
 
     /// The scope a kind needs: Live Activity tokens name their attributes type or activity,
@@ -166,9 +215,9 @@ package struct KindToken: Sendable, Equatable {
             }
         }
         let scopeName = scopeName(of: kind)
-        for name in members.keys.sorted() where !["token", "environment", "expires_at", scopeName].contains(name) {
-            let fields = (["token", "environment", "expires_at"] + (scopeName.map { [$0] } ?? [])).sorted().joined(separator: ", ")
-            throw StoreError.invalidInput("\(field)\(name): not a field of a \(kind.rawValue) token (fields: \(fields))")
+        let fields = ["token", "environment", "expires_at"] + (scopeName.map { [$0] } ?? []) + (kind == .liveActivityUpdate ? ["attributes_type", "attributes"] : [])
+        for name in members.keys.sorted() where !fields.contains(name) {
+            throw StoreError.invalidInput("\(field)\(name): not a field of a \(kind.rawValue) token (fields: \(fields.sorted().joined(separator: ", ")))")
         }
         guard let hex = try text("token"), !hex.isEmpty else { throw StoreError.invalidInput("\(field)token: required") }
         var token = KindToken(kind: kind, token: hex)
@@ -187,7 +236,31 @@ package struct KindToken: Sendable, Equatable {
         case .int(let millis)?: token.expiresAt = millis
         default: throw StoreError.invalidInput("\(field)expires_at: wrong type, expected milliseconds since the epoch")
         }
+        token.attributesType = try text("attributes_type")
+        switch members["attributes"] {
+        case nil, .null?: break
+        case .object(let attributes)?:
+            for (name, value) in attributes.sorted(by: { $0.key < $1.key }) {
+                guard let text = value.stringValue else {
+                    throw StoreError.invalidInput("\(field)attributes.\(name): wrong type, expected a string (an activity's attributes are matched as text)")
+                }
+                token.attributes[name] = text
+            }
+        default: throw StoreError.invalidInput("\(field)attributes: wrong type, expected an object of strings")
+        }
         return token
+    }
+
+    /// The members `read` takes back: the token as a registration or an import line gives it
+    /// (without `kind`, which the caller places).
+    package var members: [String: JSONValue] {
+        var members: [String: JSONValue] = ["token": .string(token)]
+        if let environment { members["environment"] = .string(environment.rawValue) }
+        if let expiresAt { members["expires_at"] = .int(expiresAt) }
+        if let name = Self.scopeName(of: kind) { members[name] = .string(scope) }
+        if kind == .liveActivityUpdate, let attributesType { members["attributes_type"] = .string(attributesType) }
+        if !attributes.isEmpty { members["attributes"] = .object(attributes.mapValues(JSONValue.string)) }
+        return members
     }
 
     /// Checked and normalised (token lowercase hex of even length; the scope as the kind
@@ -207,6 +280,13 @@ package struct KindToken: Sendable, Equatable {
         } else if !scope.isEmpty {
             throw StoreError.invalidInput("scope: a \(kind.rawValue) token has no attributes type or activity id")
         }
+        if let attributesType, !Rules.isIdentifier(attributesType) {
+            throw StoreError.invalidInput("attributes_type: 1 to 128 characters of A-Z a-z 0-9 . _ : -")
+        }
+        if !attributes.isEmpty && attributesType == nil {
+            throw StoreError.invalidInput("attributes: an activity's attributes need its attributes_type")
+        }
+        do { try ActivityFilter.validate(attributes, field: "attributes") } catch { throw StoreError.invalidInput(error.description) }
         if let expiresAt, expiresAt < 100_000_000_000 {
             throw StoreError.invalidInput("expires_at: milliseconds since the epoch, got \(expiresAt) (seconds?)")
         }

@@ -19,6 +19,7 @@ struct SQLStatement: ExpressibleByStringInterpolation, Sendable {
         case text(String)
         case value(SQLValue)
         case segment(SegmentExpression, now: Int64)
+        case jsonText(column: String, key: String)
     }
 
     var pieces: [Piece] = []
@@ -44,6 +45,8 @@ struct SQLStatement: ExpressibleByStringInterpolation, Sendable {
         mutating func appendInterpolation(_ number: Int64) { pieces.append(.value(.integer(number))) }
         mutating func appendInterpolation(_ number: Int) { pieces.append(.value(.integer(Int64(number)))) }
         mutating func appendInterpolation(segment: SegmentExpression, now: Int64) { pieces.append(.segment(segment, now: now)) }
+        /// The text of member `key` of the JSON object in text column `column` (NULL without one).
+        mutating func appendInterpolation(jsonText column: String, key: String) { pieces.append(.jsonText(column: column, key: key)) }
         /// Fixed SQL chosen by Pushfan (never user input), e.g. a column list.
         mutating func appendInterpolation(raw: String) { pieces.append(.text(raw)) }
     }
@@ -72,6 +75,11 @@ struct SQLStatement: ExpressibleByStringInterpolation, Sendable {
                 let compiled = SegmentSQL.compile(expression, syntax: syntax, now: now, firstParameterIndex: parameters.count + 1)
                 sql += "(" + compiled.sql + ")"
                 parameters += compiled.parameters
+            case .jsonText(let column, let key):
+                sql += syntax.jsonText(column, key: key) { value in
+                    parameters.append(value)
+                    return syntax.placeholder(parameters.count, type: .text)
+                }
             }
         }
         return (sql, parameters)
@@ -92,6 +100,8 @@ protocol SQLSyntax {
     /// holds that JSON kind, `member` its value for comparing with a bound literal.
     /// `bind` binds a parameter and returns its placeholder.
     func attribute(_ key: String, kind: SQLAttributeKind, ordering: Bool, bind: (SQLValue) -> String) -> (check: String, member: String)
+    /// The text of member `key` of a JSON object kept as text in `column`.
+    func jsonText(_ column: String, key: String, bind: (SQLValue) -> String) -> String
 }
 
 /// The type a typed placeholder is cast to.

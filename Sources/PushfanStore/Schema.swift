@@ -302,7 +302,19 @@ enum Schema {
         Migration(
             version: 20, summary: "apps' broadcast channels (iOS 18) as APNs made them, with their environment and message storage policy",
             sqlite: broadcastChannels, postgres: broadcastChannels),
+        Migration(
+            version: 21, summary: "Live Activity tokens by attributes type, and update tokens' activity attributes, for campaigns that pick activities by them",
+            sqlite: activityAttributes, postgres: activityAttributes),
     ]
+
+    /// Migration 21, the same on both databases. The attributes are a JSON object of strings
+    /// kept as text; PostgreSQL reads a member with a cast, SQLite with json_extract.
+    private static let activityAttributes = """
+        ALTER TABLE device_tokens ADD COLUMN attributes_type TEXT;
+        ALTER TABLE device_tokens ADD COLUMN attributes TEXT;
+        UPDATE device_tokens SET attributes_type = scope WHERE kind = 'liveactivity_start';
+        CREATE INDEX device_tokens_by_attributes_type ON device_tokens (app, kind, attributes_type);
+        """
 
     /// Migration 20, the same on both databases.
     private static let broadcastChannels = """

@@ -46,7 +46,11 @@ extension Campaign {
         case .alert: nil
         case .liveActivityStart: TokenSelection(kind: .liveActivityStart, scope: notification.aps?["attributes-type"]?.stringValue ?? "")
         case .liveActivityUpdate:
-            if case .activity(let id) = audience { TokenSelection(kind: .liveActivityUpdate, scope: id, holdersOnly: true) } else { TokenSelection(kind: .liveActivityUpdate) }
+            switch audience {
+            case .activity(let id): TokenSelection(kind: .liveActivityUpdate, scope: id, holdersOnly: true)
+            case .activities(let filter): TokenSelection(activities: filter)
+            default: TokenSelection(kind: .liveActivityUpdate)
+            }
         case let kind: TokenSelection(kind: kind)
         }
     }
@@ -157,7 +161,7 @@ package final class CampaignCatalog: Sendable {
                 }
                 segment = try SegmentParser.parse(text)
             case .devices(let ids): rowKeys = try await store.audience.rowKeys(app: campaign.app, deviceIDs: ids)
-            case .activity: break  // the app's devices with the activity's token (`tokenSelection`)
+            case .activity, .activities: break  // the app's devices with the activities' tokens (`tokenSelection`)
             case .channel(let id):
                 // Deleted since planning: sent all the same, and APNs says ChannelNotRegistered.
                 let row = try await store.channels.get(app: campaign.app, id: id)

@@ -152,6 +152,7 @@ package struct CampaignPlanner: Sendable {
             throw refuse(error.code, "app \(campaign.app)'s bundle id cannot carry this campaign: \(error.description)")
         }
         do { try campaign.checkSchedule(now: clock.wall) } catch { throw refuse(error.code, error.description) }
+        if let missing = try await store.missingReference(in: campaign) { throw refuse(missing.code, missing.description) }
         let definition = try await self.definition(of: campaign, refuse: refuse)
         let submission = Self.submission(of: record)
         if let localTime = campaign.options.localTime {

@@ -113,10 +113,9 @@ extension CampaignPlanner {
             let segment = try await segment(of: campaign, refuse: refuse)
             return Audience(segment: segment, count: try await store.audience.count(app: campaign.app, segment: segment, tokens: campaign.tokenSelection))
         }
-        if case .channel(let id) = campaign.audience {
-            guard try await store.channels.get(app: campaign.app, id: id) != nil else {
-                throw refuse("unknown_channel", "audience.channel: app \(campaign.app) has no broadcast channel \(id.debugDescription) (POST /v1/apps/\(campaign.app)/channels makes one)")
-            }
+        if case .channel = campaign.audience {
+            // Checked again here: a scheduled campaign's channel may have gone since it was planned.
+            if let missing = try await store.missingReference(in: campaign) { throw refuse(missing.code, missing.description) }
             // One broadcast: one ledger row, one result.
             return Audience(rowKeys: [BroadcastTarget.rowKey], count: 1)
         }
@@ -139,7 +138,7 @@ extension CampaignPlanner {
             do { return try SegmentParser.parse(text) } catch {
                 throw refuse("invalid_segment", "saved segment \(name): \(error)")
             }
-        case .devices, .activity, .channel:
+        case .devices, .activity, .activities, .channel:
             return nil
         }
     }

@@ -186,4 +186,62 @@ struct TokenKindTests {
         #expect(updates.count == 9 && updates.allSatisfy { ($0["priority"] as? Int) == 5 }, "\(updates.prefix(2))")
         #expect(pipeline.delivered(topic: "com.example.shop.push-type.liveactivity").allSatisfy { ($0["token"] as? String)?.hasPrefix("b2b2") == false })
     }
+
+    @Test("Live Activities at scale: push-to-start to 10,000 imported devices of MatchActivity; an update by attribute reaches exactly the running activities for that match; an attributes type nobody registered is refused over HTTP (422) and on the topic (failed, naming the field)")
+    func liveActivitiesByAttribute() async throws {
+        let pipeline = try await Pipeline()
+        defer { pipeline.stop() }
+        func token(_ prefix: String, _ index: Int) -> String { prefix + String(format: "%060x", index) }
+        let now = Int64(Date().timeIntervalSince1970 * 1000)
+        // Every device can start a MatchActivity; 3,000 run one: 1,800 for match 1234 (20 of
+        // them already ended), 1,200 for match 777.
+        var lines = ""
+        for index in 0..<10_000 {
+            var tokens = [#"{"kind":"liveactivity_start","token":"\#(token("5a00", index))","attributes_type":"MatchActivity"}"#]
+            if index < 3_000 {
+                let match = index < 1_800 ? "1234" : "777"
+                let ended = index < 20 ? #","expires_at":\#(now - 60_000)"# : ""
+                tokens.append(#"{"kind":"liveactivity_update","token":"\#(token("a1a1", index))","activity_id":"act-\#(index)","attributes_type":"MatchActivity","attributes":{"match":"\#(match)","league":"premier"}\#(ended)}"#)
+            }
+            lines += #"{"device_id":"d\#(index)","token":"\#(Pipeline.token(index))","locale":"en_US","tokens":[\#(tokens.joined(separator: ","))]}"# + "\n"
+        }
+        let server = try await APITests.start(pipeline)
+        defer { server.process.signal(SIGTERM) }
+        try lines.write(toFile: pipeline.directory + "/devices.ndjson", atomically: true, encoding: .utf8)
+        try await pipeline.run(["devices", "import", "--database", pipeline.database, "--app", "shop", pipeline.directory + "/devices.ndjson"])
+        try pipeline.startWorker("a")
+
+        let seconds = now / 1000
+        let start = #"{"v":1,"id":"kickoff","app":"shop","audience":{"segment":"locale = en_US"},"notification":{"push_type":"liveactivity","aps":{"event":"start","timestamp":\#(seconds),"content-state":{"home":0,"away":0},"attributes-type":"MatchActivity","attributes":{"match":"1234"},"alert":{"title":"Kick-off","body":"Match 1234"}}}}"#
+        let started = try await server.call("POST", "/v1/apps/shop/campaigns", secret: server.master, json: start)
+        #expect(started.status == 202, "\(started.body)")
+        let kickoff = try await pipeline.results(of: "kickoff")
+        #expect(kickoff.completed?.count(of: .delivered) == 10_000, "\(String(describing: kickoff.completed))")
+
+        let update = #"{"v":1,"id":"goal","app":"shop","audience":{"activities":{"attributes_type":"MatchActivity","attributes":{"match":"1234"}}},"notification":{"push_type":"liveactivity","aps":{"event":"update","timestamp":\#(seconds),"content-state":{"home":1,"away":0}}},"options":{"priority":5}}"#
+        let submitted = try await server.call("POST", "/v1/apps/shop/campaigns", secret: server.master, json: update)
+        #expect(submitted.status == 202, "\(submitted.body)")
+        let goal = try await pipeline.results(of: "goal")
+        #expect(goal.completed?.audience == 1_780 && goal.completed?.count(of: .delivered) == 1_780, "\(String(describing: goal.completed))")
+        #expect(Set(goal.devices.keys) == Set((20..<1_800).map { "d\($0)" }))
+        let updates = pipeline.delivered(topic: "com.example.shop.push-type.liveactivity").filter { ($0["token"] as? String)?.hasPrefix("a1a1") == true }
+        #expect(updates.count == 1_780 && updates.allSatisfy { $0["priority"] as? Int == 5 && $0["push_type"] as? String == "liveactivity" }, "\(updates.prefix(2))")
+
+        // A type nobody registered: what the marketing tool sees, and what a producer writing
+        // straight onto the topic gets.
+        let typo = update.replacingOccurrences(of: #""attributes_type":"MatchActivity""#, with: #""attributes_type":"MatchActivty""#)
+        let refused = try await server.call("POST", "/v1/apps/shop/campaigns", secret: server.master, json: typo)
+        #expect(refused.status == 422 && refused.body.contains(#""code":"unknown_attributes_type""#) && refused.body.contains(#""field":"audience.activities.attributes_type""#)
+                && refused.body.contains("MatchActivty"), "\(refused.body)")
+        let startTypo = start.replacingOccurrences(of: #""attributes-type":"MatchActivity""#, with: #""attributes-type":"RideActivity""#)
+        let refusedStart = try await server.call("POST", "/v1/apps/shop/campaigns", secret: server.master, json: startTypo)
+        #expect(refusedStart.status == 422 && refusedStart.body.contains(#""field":"notification.aps.attributes-type""#), "\(refusedStart.body)")
+        try await pipeline.produceRaw([typo.replacingOccurrences(of: #""id":"goal""#, with: #""id":"goal-2""#)], key: "shop/goal-2")
+        let events = try await pipeline.readTopic(TopicNames.defaultResults, timeout: .seconds(60), into: [CampaignEvent]()) { events, record in
+            if case .campaign(let event)? = try? MessageCodec.decode(ResultRecord.self, from: Data(record.value)), event.campaign == "goal-2" { events.append(event) }
+            return events.contains { $0.event == .failed }
+        }
+        let failed = try #require(events.first { $0.event == .failed })
+        #expect(failed.error?.contains("audience.activities.attributes_type: no device of app shop registered an update token of attributes type \"MatchActivty\"") == true, "\(failed)")
+    }
 }

@@ -51,7 +51,7 @@ struct CampaignTests {
         RejectCase("missing audience", value: base.setting("audience", nil), code: "wrong_schema", field: "audience", mentions: "missing"),
         RejectCase("audience is a string", value: base.setting("audience", "everyone"), code: "wrong_schema", field: "audience", mentions: "expected an object, found a string"),
         RejectCase("two audience forms", value: base.setting("audience.devices", ["d1"]), code: "invalid_field", field: "audience",
-                   mentions: "exactly one of \"segment\", \"named\", \"devices\", \"activity\" or \"channel\", found \"segment\" and \"devices\""),
+                   mentions: "exactly one of \"segment\", \"named\", \"devices\", \"activity\", \"activities\" or \"channel\", found \"segment\" and \"devices\""),
         RejectCase("no audience form", value: base.setting("audience", [:]), code: "invalid_field", field: "audience", mentions: "found none"),
         RejectCase("only null audience forms", value: base.setting("audience", ["segment": nil]), code: "invalid_field", field: "audience", mentions: "found none"),
         RejectCase("empty segment", value: base.setting("audience.segment", "  "), code: "invalid_field", field: "audience.segment", mentions: "must not be empty"),
@@ -59,6 +59,16 @@ struct CampaignTests {
         RejectCase("activity audience for an alert", value: base.setting("audience", ["activity": "match-1"]), code: "invalid_field", field: "audience.activity",
                    mentions: "only for push_type liveactivity"),
         RejectCase("activity id with a slash", value: liveUpdate.setting("audience.activity", "a/b"), code: "invalid_field", field: "audience.activity", mentions: "characters of"),
+        RejectCase("activities audience for an alert", value: base.setting("audience", ["activities": ["attributes_type": "MatchActivity"]]), code: "invalid_field",
+                   field: "audience.activities", mentions: "only for push_type liveactivity"),
+        RejectCase("activities without a type", value: liveUpdate.setting("audience", ["activities": ["attributes": ["match": "1"]]]), code: "wrong_schema",
+                   field: "audience.activities.attributes_type", mentions: "missing"),
+        RejectCase("activities with a bad attribute name", value: liveUpdate.setting("audience", ["activities": ["attributes_type": "MatchActivity", "attributes": ["match id": "1"]]]),
+                   code: "invalid_field", field: "audience.activities.attributes.match id", mentions: "characters of"),
+        RejectCase("activities with a number value", value: liveUpdate.setting("audience", ["activities": ["attributes_type": "MatchActivity", "attributes": ["match": 1234]]]),
+                   code: "wrong_schema", field: "audience.activities.attributes.match", mentions: "expected a string"),
+        RejectCase("activities with nine attributes", value: liveUpdate.setting("audience", ["activities": ["attributes_type": "MatchActivity", "attributes": .object(Dictionary(uniqueKeysWithValues: (0..<9).map { ("k\($0)", .string("v")) }))]]),
+                   code: "invalid_field", field: "audience.activities.attributes", mentions: "at most 8"),
         RejectCase("a Live Activity update to a segment", value: liveUpdate.setting("audience", ["segment": "tag:x"]), code: "invalid_field", field: "audience",
                    mentions: "give audience.activity"),
         RejectCase("segment too long", value: base.setting("audience.segment", .string(String(repeating: "tag:a or ", count: 456))),
@@ -230,6 +240,14 @@ struct CampaignTests {
     func liveActivityUpdateRoundTrip() throws {
         let campaign = try MessageCodec.decode(Campaign.self, from: Data(Self.liveUpdate.jsonText.utf8))
         #expect(campaign.audience == .activity("match-1") && campaign.notification.tokenKind == .liveActivityUpdate)
+        #expect(try MessageCodec.decode(Campaign.self, from: MessageCodec.encode(campaign)) == campaign)
+    }
+
+    @Test("a Live Activity update addressed to activities by attributes reads, validates and writes back the same")
+    func liveActivityFilterRoundTrip() throws {
+        let text = Self.liveUpdate.setting("audience", ["activities": ["attributes_type": "MatchActivity", "attributes": ["match": "1234"]]]).jsonText
+        let campaign = try MessageCodec.decode(Campaign.self, from: Data(text.utf8))
+        #expect(campaign.audience == .activities(ActivityFilter(attributesType: "MatchActivity", attributes: ["match": "1234"])))
         #expect(try MessageCodec.decode(Campaign.self, from: MessageCodec.encode(campaign)) == campaign)
     }
 

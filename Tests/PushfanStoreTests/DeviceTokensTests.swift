@@ -83,6 +83,48 @@ struct DeviceTokensTests {
         #expect(try await store.audience.count(app: "shop-ios", segment: nil, tokens: TokenSelection(kind: .voip), now: now) == 3)
     }
 
+    @Test("update tokens picked by attributes type and attributes: only matching, active, unexpired ones; a device following two matching activities is one target; a type nobody holds is known as such", arguments: Backend.enabled)
+    func activitiesByAttributes(_ backend: Backend) async throws {
+        let store = try await store(backend)
+        func update(_ device: String, _ index: Int, activity: String, type: String = "MatchActivity", match: String, expiresAt: Int64? = nil) async throws {
+            var token = KindToken(kind: .liveActivityUpdate, token: voip(100 + index), scope: activity, expiresAt: expiresAt)
+            (token.attributesType, token.attributes) = (type, ["match": match, "league": "premier"])
+            _ = try await store.tokens.register(app: "shop-ios", deviceID: device, token, now: now)
+        }
+        try await update("d0", 0, activity: "act-b", match: "1234")
+        try await update("d0", 1, activity: "act-a", match: "1234")  // d0 follows the match twice
+        try await update("d1", 2, activity: "act-c", match: "1234", expiresAt: now + 1_000)
+        try await update("d2", 3, activity: "act-d", match: "99")
+        try await update("d2", 4, activity: "act-e", type: "RideActivity", match: "1234")
+        let match = TokenSelection(activities: ActivityFilter(attributesType: "MatchActivity", attributes: ["match": "1234"]))
+        let found = try await page(store, match, at: now)
+        #expect(found.keys.sorted() == ["d0", "d1"], "\(found.keys.sorted())")
+        #expect(found["d0"]?.token(for: .liveActivityUpdate) == voip(101), "the lowest activity id of the two")
+        #expect(try await page(store, match, at: now + 1_000).keys.sorted() == ["d0"], "d1's token is past its end")
+        #expect(try await store.audience.count(app: "shop-ios", segment: nil, tokens: match, now: now) == 2)
+        let both = TokenSelection(activities: ActivityFilter(attributesType: "MatchActivity", attributes: ["match": "1234", "league": "cup"]))
+        #expect(try await page(store, both, at: now).isEmpty, "every pair must match")
+        #expect(try await page(store, TokenSelection(activities: ActivityFilter(attributesType: "MatchActivity")), at: now).keys.sorted() == ["d0", "d1", "d2"])
+        let listed = try await store.tokens.list(app: "shop-ios", deviceID: "d2").first { $0.token.scope == "act-d" }
+        #expect(listed?.token.attributesType == "MatchActivity" && listed?.token.attributes == ["match": "99", "league": "premier"])
+
+        #expect(try await store.tokens.anyHolder(app: "shop-ios", kind: .liveActivityUpdate, attributesType: "RideActivity"))
+        #expect(try await !store.tokens.anyHolder(app: "shop-ios", kind: .liveActivityUpdate, attributesType: "TaxiActivity"))
+        #expect(try await !store.tokens.anyHolder(app: "shop-ios", kind: .liveActivityStart, attributesType: "MatchActivity"))
+        _ = try await store.tokens.register(app: "shop-ios", deviceID: "d2", KindToken(kind: .liveActivityStart, token: voip(50), scope: "MatchActivity"), now: now)
+        #expect(try await store.tokens.anyHolder(app: "shop-ios", kind: .liveActivityStart, attributesType: "MatchActivity"))
+
+        var orphan = KindToken(kind: .liveActivityUpdate, token: voip(60), scope: "act-f")
+        orphan.attributes = ["match": "1"]
+        var long = KindToken(kind: .liveActivityUpdate, token: voip(61), scope: "act-g")
+        (long.attributesType, long.attributes) = ("MatchActivity", ["match": String(repeating: "x", count: 257)])
+        for (token, message) in [(orphan, "attributes: an activity's attributes need its attributes_type"), (long, "attributes.match: is 257 bytes")] {
+            await #expect { _ = try await store.tokens.register(app: "shop-ios", deviceID: "d2", token, now: now) } throws: { error in
+                (error as? StoreError)?.message.contains(message) == true
+            }
+        }
+    }
+
     @Test("APNs' verdict on a VoIP token marks that token only; a 410 retires a Live Activity update token; an alert verdict is the device's", arguments: Backend.enabled)
     func verdictsTouchOnlyTheirToken(_ backend: Backend) async throws {
         let store = try await store(backend)

@@ -109,13 +109,17 @@ extension Campaign {
         /// it under (Notificare's `activity`, or `activity_id`), e.g. every phone following
         /// match 1234. For `liveactivity` pushes with `event` update or end only.
         case activity(String)
+        /// Every device with an update token for a running activity of an attributes type whose
+        /// registered attributes match (`ActivityFilter`), e.g. every activity following match
+        /// 1234 whatever id each device gave it. Same push types as `activity`.
+        case activities(ActivityFilter)
         /// An iOS 18 broadcast channel of the app (created through the API): one request to
         /// APNs reaches every Live Activity subscribed to it. For `liveactivity` pushes with
         /// `event` update or end only.
         case channel(String)
 
         private enum CodingKeys: String, CodingKey, CaseIterable {
-            case segment, named, devices, activity, channel
+            case segment, named, devices, activity, activities, channel
         }
 
         /// Planned over the app's devices (a segment, a saved one, or the holders of an
@@ -123,9 +127,11 @@ extension Campaign {
         package var readsTheAppsDevices: Bool {
             switch self {
             case .devices, .channel: false
-            case .segment, .named, .activity: true
+            case .segment, .named, .activity, .activities: true
             }
         }
+
+        private static let forms = #""segment", "named", "devices", "activity", "activities" or "channel""#
 
         package init(from decoder: any Decoder) throws {
             let container = try decoder.container(keyedBy: CodingKeys.self)
@@ -135,8 +141,8 @@ extension Campaign {
             }
             guard present.count == 1, let form = present.first else {
                 let reason = present.isEmpty
-                    ? "needs exactly one of \"segment\", \"named\", \"devices\", \"activity\" or \"channel\", found none"
-                    : "needs exactly one of \"segment\", \"named\", \"devices\", \"activity\" or \"channel\", found "
+                    ? "needs exactly one of \(Self.forms), found none"
+                    : "needs exactly one of \(Self.forms), found "
                         + present.map { "\"\($0.rawValue)\"" }.joined(separator: " and ")
                 throw MessageDecodingError.invalidField(at: decoder.codingPath, reason)
             }
@@ -145,6 +151,7 @@ extension Campaign {
             case .named: self = .named(try container.field(.named))
             case .devices: self = .devices(try container.field(.devices))
             case .activity: self = .activity(try container.field(.activity))
+            case .activities: self = .activities(try container.field(.activities))
             case .channel: self = .channel(try container.field(.channel))
             }
         }
@@ -156,6 +163,7 @@ extension Campaign {
             case .named(let name): try container.encode(name, forKey: .named)
             case .devices(let ids): try container.encode(ids, forKey: .devices)
             case .activity(let id): try container.encode(id, forKey: .activity)
+            case .activities(let filter): try container.encode(filter, forKey: .activities)
             case .channel(let id): try container.encode(id, forKey: .channel)
             }
         }
@@ -547,11 +555,11 @@ extension Campaign {
         // activity, and without naming it there is no device it could go to.
         if notification.tokenKind == .liveActivityUpdate {
             switch audience {
-            case .activity, .channel: break
+            case .activity, .activities, .channel: break
             default:
                 throw .invalidField(
                     "audience",
-                    "a liveactivity update or end goes to one activity's tokens or to a broadcast channel: give audience.activity (the id the app registered the activity under) or audience.channel")
+                    "a liveactivity update or end goes to running activities' tokens or to a broadcast channel: give audience.activity (the id the app registered the activity under), audience.activities (an attributes type and attributes to match) or audience.channel")
             }
         }
         try validateVariants()
@@ -577,6 +585,11 @@ extension Campaign {
             try Rules.identifier(id, field: "audience.activity")
             guard notification.tokenKind == .liveActivityUpdate else {
                 throw .invalidField("audience.activity", "addresses a Live Activity's update tokens: only for push_type liveactivity with aps.event update or end")
+            }
+        case .activities(let filter):
+            try filter.validate(field: "audience.activities")
+            guard notification.tokenKind == .liveActivityUpdate else {
+                throw .invalidField("audience.activities", "addresses running Live Activities' update tokens: only for push_type liveactivity with aps.event update or end")
             }
         case .channel(let id):
             if let problem = BroadcastChannel.problem(withID: id) { throw .invalidField("audience.channel", problem) }

@@ -94,4 +94,8 @@ struct PostgresSyntax: SQLSyntax {
             return ("jsonb_typeof(d.attributes -> \(name)) = 'boolean'", "(d.attributes ->> \(name))")
         }
     }
+
+    func jsonText(_ column: String, key: String, bind: (SQLValue) -> String) -> String {
+        "(\(column)::jsonb ->> \(bind(.text(key))))"
+    }
 }

@@ -85,4 +85,8 @@ struct SQLiteSyntax: SQLSyntax {
         let member = kind == .bool ? "json_type(d.attributes, \(valuePath))" : "json_extract(d.attributes, \(valuePath))"
         return (check, member)
     }
+
+    func jsonText(_ column: String, key: String, bind: (SQLValue) -> String) -> String {
+        "json_extract(\(column), \(bind(.text("$.\"\(key)\""))))"
+    }
 }

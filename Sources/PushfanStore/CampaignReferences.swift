@@ -1,0 +1,39 @@
+import PushfanCore
+
+/// What a campaign names that must already exist for it to reach anyone: its broadcast
+/// channel, the Live Activity attributes type it starts or updates. A record can be valid and
+/// still name something the app never made; that is the producer's mistake, refused with the
+/// field it names (422 from the API, a dead letter from the planner) rather than sent to no one.
+package struct MissingReference: Error, Equatable, CustomStringConvertible {
+    /// `unknown_channel` or `unknown_attributes_type`.
+    package let code: String
+    package let field: String
+    package let reason: String
+
+    package var description: String { "\(field): \(reason)" }
+}
+
+extension DeviceStore {
+    /// The first thing `campaign` names that its app does not have; nil when all is there.
+    package func missingReference(in campaign: Campaign) async throws(StoreError) -> MissingReference? {
+        let app = campaign.app
+        if case .channel(let id) = campaign.audience, try await channels.get(app: app, id: id) == nil {
+            return MissingReference(
+                code: "unknown_channel", field: "audience.channel",
+                reason: "app \(app) has no broadcast channel \(id.debugDescription) (POST /v1/apps/\(app)/channels makes one)")
+        }
+        if case .activities(let filter) = campaign.audience,
+           try await !tokens.anyHolder(app: app, kind: .liveActivityUpdate, attributesType: filter.attributesType) {
+            return MissingReference(
+                code: "unknown_attributes_type", field: "audience.activities.attributes_type",
+                reason: "no device of app \(app) registered an update token of attributes type \(filter.attributesType.debugDescription)")
+        }
+        if campaign.notification.tokenKind == .liveActivityStart, let type = campaign.notification.aps?["attributes-type"]?.stringValue,
+           try await !tokens.anyHolder(app: app, kind: .liveActivityStart, attributesType: type) {
+            return MissingReference(
+                code: "unknown_attributes_type", field: "notification.aps.attributes-type",
+                reason: "no device of app \(app) registered a push-to-start token of attributes type \(type.debugDescription)")
+        }
+        return nil
+    }
+}
