@@ -49,6 +49,7 @@ package enum PushfanMain {
         DevicesListCommand.self,
         DevicesShowCommand.self,
         DevicesImportCommand.self,
+        DevicesExportCommand.self,
         DevicesExpandCommand.self,
         SegmentsCountCommand.self,
         SegmentsSampleCommand.self,

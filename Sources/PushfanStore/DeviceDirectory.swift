@@ -215,13 +215,15 @@ package struct DeviceDirectory: Sendable {
     }
 
     /// Device rows matching `condition`, each with its tags.
-    private static func records(_ connection: any SQLConnection, _ condition: SQLStatement) throws(StoreError) -> [DeviceRecord] {
+    /// `tags`: also each device's tags, one query per device (a caller reading many at once
+    /// reads them itself).
+    static func records(_ connection: any SQLConnection, _ condition: SQLStatement, tags: Bool = true) throws(StoreError) -> [DeviceRecord] {
         var records = try connection.queryAll("""
             SELECT row_key, device_id, token, environment, locale, timezone, app_version, os_version, attributes,
                    created_at, last_seen_at, status, invalid_reason, invalid_at, quiet_start, quiet_end
             FROM devices WHERE\u{20}
             """ + condition, Self.deviceRecord)
-        for index in records.indices {
+        for index in records.indices where tags {
             records[index].tags = try connection.queryAll("SELECT tag FROM device_tags WHERE row_key = \(records[index].rowKey) ORDER BY tag") { $0.text(0) ?? "" }
         }
         return records
