@@ -1,6 +1,9 @@
 #!/usr/bin/env python3
 """Writes COUNT deterministic synthetic devices as NDJSON (the import format) to stdout:
-locales, time zones, versions, tags and attributes spread as a real app's would be. Device
+locales, time zones, versions, tags and attributes spread as a real app's would be. With a
+third argument LIVE (a share, e.g. 0.3), that share of the devices, spread evenly, also
+follow a running Live Activity: an update token of attributes type MatchActivity with
+attribute match=1234, each under its own activity id. Device
 ids (UUIDs) and tokens look random, as real ones do: keys in order would let every index
 grow at its right edge and flatter the import."""
 import hashlib
@@ -11,6 +14,7 @@ import uuid
 
 count = int(sys.argv[1])
 offset = int(sys.argv[2]) if len(sys.argv) > 2 else 0
+live = float(sys.argv[3]) if len(sys.argv) > 3 else 0.0
 rng = random.Random(1234 + offset)
 locales = ["en_US", "en_GB", "de_DE", "de_AT", "fr_FR", "es_ES", "it_IT", "ja_JP", "pt_BR"]
 zones = ["America/New_York", "Europe/Berlin", "Europe/Paris", "Asia/Tokyo", "America/Sao_Paulo"]
@@ -28,5 +32,9 @@ for i in range(offset, offset + count):
         "tags": [t for t in tags if rng.randrange(4) == 0],
         "attributes": {"plan": ["free", "pro", "team"][rng.randrange(3)], "visits": rng.randrange(100)},
     }
+    # Evenly spread: device i follows the match when the running share crosses a whole device.
+    if int((i + 1) * live) > int(i * live):
+        device["tokens"] = [{"kind": "liveactivity_update", "token": hashlib.sha256(b"live-%d" % i).hexdigest(), "activity_id": "act-%d" % i,
+                             "attributes_type": "MatchActivity", "attributes": {"match": "1234"}}]
     out.write(json.dumps(device, separators=(",", ":")))
     out.write("\n")
