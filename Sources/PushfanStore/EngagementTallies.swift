@@ -14,6 +14,13 @@ package struct EngagementTallies: Sendable {
     /// ahead, not more.
     package static let futureAllowance: Int64 = 15 * 60 * 1_000
 
+    /// Oldest events accepted: a client may send what it buffered offline for weeks, not
+    /// longer. Event ids are remembered this long and a day more (for clocks), then `prune`
+    /// forgets them: an event read again after that is refused as too old, so it still
+    /// cannot count twice.
+    package static let pastHorizon: Int64 = 30 * 86_400_000
+    static let pruneMargin: Int64 = 86_400_000
+
     /// The longest a campaign's attribution window may be, in milliseconds: how far back
     /// the campaigns a conversion may count for are looked up.
     static let longestAttributionWindow = Campaign.maxAttributionWindow * 1_000
@@ -71,6 +78,9 @@ package struct EngagementTallies: Sendable {
                 guard known.contains(event.device) else { throw Refusal(field: "device_id", reason: "app \(app) has no device \(event.device)") }
                 guard event.at <= now + Self.futureAllowance else {
                     throw Refusal(field: "at", reason: "is \((event.at - now) / 1_000) s ahead of the server's clock; at most \(Self.futureAllowance / 60_000) minutes ahead are taken")
+                }
+                guard event.at >= now - Self.pastHorizon else {
+                    throw Refusal(field: "at", reason: "is \((now - event.at) / 86_400_000) days ago; events are counted up to \(Self.pastHorizon / 86_400_000) days after they happen")
                 }
                 guard let key = event.campaignKey else {
                     // A conversion of the campaigns that reached the device shortly before it.
@@ -174,6 +184,15 @@ package struct EngagementTallies: Sendable {
                 }
                 return new
             }
+        }
+    }
+
+    /// Forgets the ids of events older than `pastHorizon` and a day: `resolve` refuses them
+    /// now, so their ids no longer guard anything. Returns how many were forgotten.
+    @discardableResult
+    package func prune(now: Int64) async throws(StoreError) -> Int {
+        try await executor.run { connection throws(StoreError) in
+            try connection.execute("DELETE FROM engagement_events WHERE at < \(now - Self.pastHorizon - Self.pruneMargin)")
         }
     }
 

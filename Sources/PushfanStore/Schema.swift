@@ -305,6 +305,9 @@ enum Schema {
         Migration(
             version: 21, summary: "Live Activity tokens by attributes type, and update tokens' activity attributes, for campaigns that pick activities by them",
             sqlite: activityAttributes, postgres: activityAttributes),
+        Migration(
+            version: 22, summary: "engagement events by time, for forgetting the ids of events too old to be counted",
+            sqlite: "CREATE INDEX engagement_events_by_at ON engagement_events (at);", postgres: "CREATE INDEX engagement_events_by_at ON engagement_events (at);"),
     ]
 
     /// Migration 21, the same on both databases. The attributes are a JSON object of strings

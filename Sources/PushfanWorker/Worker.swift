@@ -281,7 +281,18 @@ package final class Worker: Sendable {
     private func runEvents(_ consumer: KafkaConsumer) async {
         let metrics = options.metrics
         let counter = EventCounter(store: store, writer: writer, logger: logger, clock: clock) { app, kind in metrics.events.add(1, [app, kind.rawValue]) }
+        var nextPrune = clock.now
         for await event in consumer.events {
+            if clock.now >= nextPrune {
+                // Hourly: ids of events too old to be accepted again (`EngagementTallies.prune`).
+                nextPrune = clock.now + .seconds(3_600)
+                do {
+                    let forgotten = try await store.engagement.prune(now: clock.wallMillis)
+                    if forgotten > 0 { logger.info("events.pruned", ["event_ids": String(forgotten)]) }
+                } catch {
+                    logger.warning("events.prune_failed", ["error": "\(error)"])
+                }
+            }
             switch event {
             case .assigned: eventsJoined.store(true, ordering: .relaxed)
             case .records(let records):

@@ -112,4 +112,26 @@ struct EngagementTalliesTests {
         let stats = try await store.campaignStats(sale)
         #expect(stats.groups[variant]?.engagement.contains { $0.kind == .converted } == true)
     }
+
+    @Test("ids of events past the horizon are forgotten, and such an event read again is refused as too old rather than counted twice", arguments: Backend.enabled)
+    func oldEventIDsArePruned(_ backend: Backend) async throws {
+        let (store, campaign) = try await store(backend)
+        let device = try #require((0..<10).map { "d\($0)" }.first { campaign.share(of: $0) != .holdout })
+        let day: Int64 = 86_400_000
+        let old = event(.opened, device, at: now - 29 * day)
+        let recent = event(.dismissed, device, at: now - day)
+        let counted = try await store.engagement.resolve([old, recent], app: "shop-ios", now: now).map { try $0.get() }
+        #expect(try await store.engagement.count(counted, now: now).count == 2)
+
+        // Two days on, `old` is 31 days old: past the horizon, but within the day's margin.
+        let later = now + 2 * day
+        #expect(try await store.engagement.prune(now: later) == 0)
+        // A day more and its id goes; the recent one stays.
+        #expect(try await store.engagement.prune(now: later + day) == 1)
+        let again = try await store.engagement.resolve([old, recent], app: "shop-ios", now: later + day)
+        guard case .failure(let refusal) = again[0] else { Issue.record("a forgotten event was accepted again: \(again[0])"); return }
+        #expect(refusal.field == "at" && refusal.reason == "is 32 days ago; events are counted up to 30 days after they happen", "\(refusal)")
+        #expect(try await store.engagement.count([try again[1].get()], now: later + day).isEmpty, "the recent event's id is still remembered")
+        #expect(try await store.engagement.counts(campaign: sale).filter { $0.kind == .opened }.map(\.events).reduce(0, +) == 1)
+    }
 }
