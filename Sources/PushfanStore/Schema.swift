@@ -316,7 +316,7 @@ enum Schema {
         ALTER TABLE device_tokens ADD COLUMN attributes_type TEXT;
         ALTER TABLE device_tokens ADD COLUMN attributes TEXT;
         UPDATE device_tokens SET attributes_type = scope WHERE kind = 'liveactivity_start';
-        CREATE INDEX device_tokens_by_attributes_type ON device_tokens (app, kind, attributes_type);
+        CREATE INDEX device_tokens_by_attributes_type ON device_tokens (app, kind, attributes_type, row_key, scope);
         """
 
     /// Migration 20, the same on both databases.
