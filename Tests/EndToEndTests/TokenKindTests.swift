@@ -76,6 +76,11 @@ struct TokenKindTests {
             ("d1/tokens/liveactivity_start", #"{"token":"\#(voip(1))"}"#, 400, "attributes_type", "required"),
             ("d1/tokens/liveactivity_update", #"{"token":"\#(voip(1))","activity_id":"a/b"}"#, 400, "activity_id", "characters of"),
             ("d1/tokens/voip", #"{"token":"\#(voip(1))","expires_at":1700000000}"#, 400, "expires_at", "milliseconds"),
+            ("d1/tokens/voip", #"{"token":"\#(voip(1))","attributes_type":"MatchActivity"}"#, 400, "attributes_type", "not a field of a voip token"),
+            ("d1/tokens/liveactivity_update", #"{"token":"\#(voip(1))","activity_id":"a-1","attributes_type":"MatchActivity","attributes":{"match":1234}}"#, 400,
+             "attributes.match", "expected a string"),
+            ("d1/tokens/liveactivity_update", #"{"token":"\#(voip(1))","activity_id":"a-1","attributes":{"match":"1234"}}"#, 400, "attributes",
+             "need its attributes_type"),
             ("nobody/tokens/voip", #"{"token":"\#(voip(1))"}"#, 404, nil, "has no device nobody"),
         ]
         for refusal in refusals {
