@@ -87,6 +87,7 @@ package final class APIService: Sendable {
         var router = Router<Route>()
         HealthRoutes.add(to: &router, store: store, writer: writer)
         DeviceRoutes.add(to: &router, store: store, logger: logger)
+        UserRoutes.add(to: &router, store: store)
         CampaignRoutes.add(to: &router, store: store, writer: writer)
         NotificareRoutes.add(to: &router, store: store)
         NotificareEngagementRoutes.add(to: &router, store: store, writer: writer)

@@ -5,7 +5,9 @@ import PushfanStore
 /// secret), unregister (either), read (master). The application secret ships in every copy
 /// of the app, so with it a token held by another device id moves only when the caller names
 /// that registration (`?previous_device_id=`): knowing a token is not owning the device. The
-/// master secret moves tokens freely, and only it is told which devices lost one.
+/// master secret moves tokens freely, and only it is told which devices lost one. In the
+/// same way, with the application secret a device's user (`user_id`) changes only in a
+/// registration that brings the device's own token (`UserRoutes`).
 enum DeviceRoutes {
     static func add(to router: inout Router<Route>, store: DeviceStore, logger: Logger) {
         addTraitRoutes(to: &router, store: store)
@@ -18,12 +20,19 @@ enum DeviceRoutes {
             do {
                 // Checked first, so that bad input is a 400 whoever holds the token.
                 let validated = try Validation.device(registration)
-                if call.role == .application,
-                   let holder = try await store.devices.holder(app: app, environment: registration.environment, token: validated.token),
-                   holder != registration.deviceID, holder != call.request.query["previous_device_id"] {
-                    throw APIError(
-                        409, "token_registered_elsewhere",
-                        "this token is registered to another device of the app; to move it here, name that registration as ?previous_device_id= (or register with the master secret)")
+                if call.role == .application {
+                    let holder = try await store.devices.holder(app: app, environment: registration.environment, token: validated.token)
+                    if let holder, holder != registration.deviceID, holder != call.request.query["previous_device_id"] {
+                        throw APIError(
+                            409, "token_registered_elsewhere",
+                            "this token is registered to another device of the app; to move it here, name that registration as ?previous_device_id= (or register with the master secret)")
+                    }
+                    // The device's own token is its proof of being that device; without it
+                    // the registration may not move the device to another user.
+                    if holder != registration.deviceID, let existing = try await store.devices.get(app: app, deviceID: registration.deviceID),
+                       existing.attributes[Users.attribute] != registration.attributes[Users.attribute] {
+                        throw UserRoutes.changeNeedsDevice
+                    }
                 }
                 result = try await store.devices.register(app: app, validated: validated)
             } catch let error as StoreError where error.code == .invalidInput && error.message.hasPrefix("device token") {
@@ -79,6 +88,7 @@ enum DeviceRoutes {
         })
         router.add("PATCH", path + "/attributes", Route(roles: roles) { call in
             let members = try APIService.jsonObject(call.request)
+            if call.role == .application, members[Users.attribute] != nil { throw UserRoutes.changeNeedsDevice }
             return try await change(store, call) { registration in
                 for (key, value) in members {
                     // `nil` would be JSON null here (`JSONValue` is nil-literal expressible).

@@ -1017,6 +1017,33 @@ enum OpenAPIDocument {
      "submission"
     ],
     "type": "object"
+   },
+   "User": {
+    "properties": {
+     "aliases": {
+      "additionalProperties": {
+       "type": "string"
+      },
+      "description": "alias name → value; each value names one user of the app",
+      "type": "object"
+     },
+     "devices": {
+      "description": "the app's devices whose user_id attribute is this user, any status, up to 100",
+      "items": {
+       "$ref": "#/components/schemas/Device"
+      },
+      "type": "array"
+     },
+     "user_id": {
+      "type": "string"
+     }
+    },
+    "required": [
+     "user_id",
+     "aliases",
+     "devices"
+    ],
+    "type": "object"
    }
   },
   "securitySchemes": {
@@ -3884,6 +3911,104 @@ enum OpenAPIDocument {
     "summary": "The operator log: who changed apps, campaigns, templates and segments, from where, with what outcome (admin; append-only)"
    }
   },
+  "/v1/apps/{app}/aliases/{name}/{value}": {
+   "get": {
+    "responses": {
+     "200": {
+      "content": {
+       "application/json": {
+        "schema": {
+         "properties": {
+          "alias": {
+           "additionalProperties": {
+            "type": "string"
+           },
+           "type": "object"
+          },
+          "user_id": {
+           "type": "string"
+          }
+         },
+         "required": [
+          "user_id",
+          "alias"
+         ],
+         "type": "object"
+        }
+       }
+      },
+      "description": "the user"
+     },
+     "400": {
+      "$ref": "#/components/responses/Invalid"
+     },
+     "401": {
+      "$ref": "#/components/responses/Unauthorized"
+     },
+     "403": {
+      "$ref": "#/components/responses/Forbidden"
+     },
+     "404": {
+      "content": {
+       "application/json": {
+        "schema": {
+         "$ref": "#/components/schemas/Error"
+        }
+       }
+      },
+      "description": "no user of the app has that alias"
+     },
+     "415": {
+      "$ref": "#/components/responses/Unsupported"
+     },
+     "429": {
+      "$ref": "#/components/responses/Throttled"
+     },
+     "503": {
+      "$ref": "#/components/responses/Unavailable"
+     }
+    },
+    "security": [
+     {
+      "masterSecret": []
+     }
+    ],
+    "summary": "The user an alias names"
+   },
+   "parameters": [
+    {
+     "in": "path",
+     "name": "app",
+     "required": true,
+     "schema": {
+      "minLength": 1,
+      "type": "string"
+     }
+    },
+    {
+     "description": "an alias name",
+     "in": "path",
+     "name": "name",
+     "required": true,
+     "schema": {
+      "minLength": 1,
+      "pattern": "^[a-z0-9_]{1,32}$",
+      "type": "string"
+     }
+    },
+    {
+     "description": "the alias value",
+     "in": "path",
+     "name": "value",
+     "required": true,
+     "schema": {
+      "maxLength": 256,
+      "minLength": 1,
+      "type": "string"
+     }
+    }
+   ]
+  },
   "/v1/apps/{app}/campaigns": {
    "get": {
     "parameters": [
@@ -6147,6 +6272,364 @@ enum OpenAPIDocument {
      }
     ],
     "summary": "Save or replace a notification template (category, rich media, thread, hidden-preview summary, interruption level, actions)"
+   }
+  },
+  "/v1/apps/{app}/users/{user}": {
+   "get": {
+    "responses": {
+     "200": {
+      "content": {
+       "application/json": {
+        "schema": {
+         "$ref": "#/components/schemas/User"
+        }
+       }
+      },
+      "description": "the user"
+     },
+     "400": {
+      "$ref": "#/components/responses/Invalid"
+     },
+     "401": {
+      "$ref": "#/components/responses/Unauthorized"
+     },
+     "403": {
+      "$ref": "#/components/responses/Forbidden"
+     },
+     "404": {
+      "content": {
+       "application/json": {
+        "schema": {
+         "$ref": "#/components/schemas/Error"
+        }
+       }
+      },
+      "description": "no device names the user and it has no alias"
+     },
+     "415": {
+      "$ref": "#/components/responses/Unsupported"
+     },
+     "429": {
+      "$ref": "#/components/responses/Throttled"
+     },
+     "503": {
+      "$ref": "#/components/responses/Unavailable"
+     }
+    },
+    "security": [
+     {
+      "masterSecret": []
+     }
+    ],
+    "summary": "A user: its aliases and devices"
+   },
+   "parameters": [
+    {
+     "in": "path",
+     "name": "app",
+     "required": true,
+     "schema": {
+      "minLength": 1,
+      "type": "string"
+     }
+    },
+    {
+     "description": "the app's id of the user, 1-256 bytes",
+     "in": "path",
+     "name": "user",
+     "required": true,
+     "schema": {
+      "maxLength": 256,
+      "minLength": 1,
+      "type": "string"
+     }
+    }
+   ]
+  },
+  "/v1/apps/{app}/users/{user}/aliases": {
+   "parameters": [
+    {
+     "in": "path",
+     "name": "app",
+     "required": true,
+     "schema": {
+      "minLength": 1,
+      "type": "string"
+     }
+    },
+    {
+     "description": "the app's id of the user, 1-256 bytes",
+     "in": "path",
+     "name": "user",
+     "required": true,
+     "schema": {
+      "maxLength": 256,
+      "minLength": 1,
+      "type": "string"
+     }
+    }
+   ],
+   "put": {
+    "requestBody": {
+     "content": {
+      "application/json": {
+       "schema": {
+        "additionalProperties": {
+         "maxLength": 256,
+         "minLength": 1,
+         "type": "string"
+        },
+        "maxProperties": 8,
+        "propertyNames": {
+         "pattern": "^[a-z0-9_]{1,32}$"
+        },
+        "type": "object"
+       }
+      }
+     },
+     "required": true
+    },
+    "responses": {
+     "200": {
+      "content": {
+       "application/json": {
+        "schema": {
+         "$ref": "#/components/schemas/User"
+        }
+       }
+      },
+      "description": "the user"
+     },
+     "400": {
+      "$ref": "#/components/responses/Invalid"
+     },
+     "401": {
+      "$ref": "#/components/responses/Unauthorized"
+     },
+     "403": {
+      "$ref": "#/components/responses/Forbidden"
+     },
+     "409": {
+      "content": {
+       "application/json": {
+        "schema": {
+         "$ref": "#/components/schemas/Error"
+        }
+       }
+      },
+      "description": "an alias value another user of the app holds (alias_taken, naming the field); nothing changed"
+     },
+     "415": {
+      "$ref": "#/components/responses/Unsupported"
+     },
+     "429": {
+      "$ref": "#/components/responses/Throttled"
+     },
+     "503": {
+      "$ref": "#/components/responses/Unavailable"
+     }
+    },
+    "security": [
+     {
+      "masterSecret": []
+     }
+    ],
+    "summary": "Replace the user's aliases (an empty object removes them)"
+   }
+  },
+  "/v1/apps/{app}/users/{user}/devices/{device}": {
+   "delete": {
+    "requestBody": {
+     "content": {
+      "application/json": {
+       "schema": {
+        "properties": {
+         "token": {
+          "description": "the device's own APNs token (hex): needed with the application secret",
+          "type": "string"
+         }
+        },
+        "type": "object"
+       }
+      }
+     },
+     "required": false
+    },
+    "responses": {
+     "200": {
+      "content": {
+       "application/json": {
+        "schema": {
+         "$ref": "#/components/schemas/Device"
+        }
+       }
+      },
+      "description": "the device as it is now"
+     },
+     "400": {
+      "$ref": "#/components/responses/Invalid"
+     },
+     "401": {
+      "$ref": "#/components/responses/Unauthorized"
+     },
+     "403": {
+      "content": {
+       "application/json": {
+        "schema": {
+         "$ref": "#/components/schemas/Error"
+        }
+       }
+      },
+      "description": "the application secret on a master-only route, or without the device's own token (user_change_needs_device)"
+     },
+     "404": {
+      "content": {
+       "application/json": {
+        "schema": {
+         "$ref": "#/components/schemas/Error"
+        }
+       }
+      },
+      "description": "no such device, or it is not the user's"
+     },
+     "409": {
+      "content": {
+       "application/json": {
+        "schema": {
+         "$ref": "#/components/schemas/Error"
+        }
+       }
+      },
+      "description": "the device is not active"
+     },
+     "415": {
+      "$ref": "#/components/responses/Unsupported"
+     },
+     "429": {
+      "$ref": "#/components/responses/Throttled"
+     },
+     "503": {
+      "$ref": "#/components/responses/Unavailable"
+     }
+    },
+    "security": [
+     {
+      "appSecret": []
+     }
+    ],
+    "summary": "Unlink a device from the user"
+   },
+   "parameters": [
+    {
+     "in": "path",
+     "name": "app",
+     "required": true,
+     "schema": {
+      "minLength": 1,
+      "type": "string"
+     }
+    },
+    {
+     "description": "the app's id of the user, 1-256 bytes",
+     "in": "path",
+     "name": "user",
+     "required": true,
+     "schema": {
+      "maxLength": 256,
+      "minLength": 1,
+      "type": "string"
+     }
+    },
+    {
+     "in": "path",
+     "name": "device",
+     "required": true,
+     "schema": {
+      "minLength": 1,
+      "type": "string"
+     }
+    }
+   ],
+   "put": {
+    "requestBody": {
+     "content": {
+      "application/json": {
+       "schema": {
+        "properties": {
+         "token": {
+          "description": "the device's own APNs token (hex): needed with the application secret",
+          "type": "string"
+         }
+        },
+        "type": "object"
+       }
+      }
+     },
+     "required": false
+    },
+    "responses": {
+     "200": {
+      "content": {
+       "application/json": {
+        "schema": {
+         "$ref": "#/components/schemas/Device"
+        }
+       }
+      },
+      "description": "the device as it is now"
+     },
+     "400": {
+      "$ref": "#/components/responses/Invalid"
+     },
+     "401": {
+      "$ref": "#/components/responses/Unauthorized"
+     },
+     "403": {
+      "content": {
+       "application/json": {
+        "schema": {
+         "$ref": "#/components/schemas/Error"
+        }
+       }
+      },
+      "description": "the application secret on a master-only route, or without the device's own token (user_change_needs_device)"
+     },
+     "404": {
+      "content": {
+       "application/json": {
+        "schema": {
+         "$ref": "#/components/schemas/Error"
+        }
+       }
+      },
+      "description": "no such device"
+     },
+     "409": {
+      "content": {
+       "application/json": {
+        "schema": {
+         "$ref": "#/components/schemas/Error"
+        }
+       }
+      },
+      "description": "the device is not active"
+     },
+     "415": {
+      "$ref": "#/components/responses/Unsupported"
+     },
+     "429": {
+      "$ref": "#/components/responses/Throttled"
+     },
+     "503": {
+      "$ref": "#/components/responses/Unavailable"
+     }
+    },
+    "security": [
+     {
+      "appSecret": []
+     }
+    ],
+    "summary": "Link a device to the user (its user_id attribute)"
    }
   }
  }

@@ -46,6 +46,7 @@ package final class DeviceStore: Sendable {
     package let tokens: DeviceTokens
     package let engagement: EngagementTallies
     package let channels: BroadcastChannels
+    package let users: Users
 
     /// Opens `sqlite:PATH` or a `postgres://` / `postgresql://` URL and applies migrations.
     package static func open(_ url: String, logger: Logger) async throws(StoreError) -> DeviceStore {
@@ -97,6 +98,7 @@ package final class DeviceStore: Sendable {
         tokens = DeviceTokens(executor: executor)
         engagement = EngagementTallies(executor: executor)
         channels = BroadcastChannels(executor: executor)
+        users = Users(executor: executor)
     }
 
     static func now() -> Int64 { Int64(Date().timeIntervalSince1970 * 1000) }

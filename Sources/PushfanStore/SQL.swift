@@ -20,6 +20,7 @@ struct SQLStatement: ExpressibleByStringInterpolation, Sendable {
         case value(SQLValue)
         case segment(SegmentExpression, now: Int64)
         case jsonText(column: String, key: String)
+        case deviceUser(alias: String)
     }
 
     var pieces: [Piece] = []
@@ -47,6 +48,10 @@ struct SQLStatement: ExpressibleByStringInterpolation, Sendable {
         mutating func appendInterpolation(segment: SegmentExpression, now: Int64) { pieces.append(.segment(segment, now: now)) }
         /// The text of member `key` of the JSON object in text column `column` (NULL without one).
         mutating func appendInterpolation(jsonText column: String, key: String) { pieces.append(.jsonText(column: column, key: key)) }
+        /// The user of a device row (`Users`): its `user_id` attribute as text, written as the
+        /// index `devices_by_user` has it, so that lookups by user use the index. `alias` names
+        /// the devices table in the statement.
+        mutating func appendInterpolation(userOf alias: String) { pieces.append(.deviceUser(alias: alias)) }
         /// Fixed SQL chosen by Pushfan (never user input), e.g. a column list.
         mutating func appendInterpolation(raw: String) { pieces.append(.text(raw)) }
     }
@@ -80,6 +85,8 @@ struct SQLStatement: ExpressibleByStringInterpolation, Sendable {
                     parameters.append(value)
                     return syntax.placeholder(parameters.count, type: .text)
                 }
+            case .deviceUser(let alias):
+                sql += syntax.deviceUser(alias)
             }
         }
         return (sql, parameters)
@@ -102,6 +109,9 @@ protocol SQLSyntax {
     func attribute(_ key: String, kind: SQLAttributeKind, ordering: Bool, bind: (SQLValue) -> String) -> (check: String, member: String)
     /// The text of member `key` of a JSON object kept as text in `column`.
     func jsonText(_ column: String, key: String, bind: (SQLValue) -> String) -> String
+    /// The `user_id` attribute of the devices row aliased `alias`, as text (NULL without
+    /// one), spelled exactly as the expression index `devices_by_user` (migration 23) is.
+    func deviceUser(_ alias: String) -> String
 }
 
 /// The type a typed placeholder is cast to.

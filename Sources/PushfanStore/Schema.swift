@@ -308,7 +308,24 @@ enum Schema {
         Migration(
             version: 22, summary: "engagement events by time, for forgetting the ids of events too old to be counted",
             sqlite: "CREATE INDEX engagement_events_by_at ON engagement_events (at);", postgres: "CREATE INDEX engagement_events_by_at ON engagement_events (at);"),
+        Migration(
+            version: 23, summary: "users: devices by their user_id attribute, and users' aliases (crm_id, email…)",
+            sqlite: users(userOfDevice: "json_extract(attributes, '$.user_id')"), postgres: users(userOfDevice: PostgresSyntax.user(of: "attributes"))),
     ]
+
+    /// Migration 23. A device's user stays its `user_id` attribute (one truth, which segments
+    /// and imports already speak); the index makes "the devices of user U" a lookup. Its
+    /// expression is the one `SQLSyntax.deviceUser` writes in queries.
+    private static func users(userOfDevice: String) -> String {
+        """
+        CREATE INDEX devices_by_user ON devices (app, \(userOfDevice)) WHERE \(userOfDevice) IS NOT NULL;
+        CREATE TABLE user_aliases (
+            app TEXT NOT NULL, name TEXT NOT NULL, value TEXT NOT NULL, user_id TEXT NOT NULL, created_at BIGINT NOT NULL,
+            PRIMARY KEY (app, name, value)
+        );
+        CREATE INDEX user_aliases_by_user ON user_aliases (app, user_id);
+        """
+    }
 
     /// Migration 21, the same on both databases. The attributes are a JSON object of strings
     /// kept as text; PostgreSQL reads a member with a cast, SQLite with json_extract.

@@ -94,6 +94,10 @@ private struct SQLWriter {
         case .tag(let name):
             let tag = bind(.text(name), as: .text)
             return "EXISTS (SELECT 1 FROM device_tags t WHERE t.row_key = d.row_key AND t.tag = \(tag))"
+        case .user(let id):
+            // As the index `devices_by_user` has it, so a segment of one user is a lookup.
+            let (user, placeholder) = (syntax.deviceUser("d"), bind(.text(id), as: .text))
+            return "(\(user) IS NOT NULL AND \(user) = \(placeholder))"
         case .text(let field, let condition):
             return column("d.\(field.rawValue)", condition) { .text($0) }
         case .version(let field, let condition):

@@ -129,6 +129,13 @@ package enum Validation {
                 throw StoreError.invalidInput("attribute name must be 1-64 characters of A-Z a-z 0-9 . _ -, got '\(clip(key))'")
             }
         }
+        if let user = registration.attributes[Users.attribute] {
+            // The device's user (`Users`): looked up as text, so only text is one.
+            guard case .string(let id) = user else {
+                throw StoreError.invalidInput("attributes.user_id: the device's user is a string (or absent), got \(user.compactJSON)")
+            }
+            try Users.checkID(id, field: "user_id")
+        }
         guard registration.attributes.count <= maxAttributes else {
             throw StoreError.invalidInput("attributes: at most \(maxAttributes) per device, got \(registration.attributes.count)")
         }

@@ -125,12 +125,12 @@ struct SegmentSQLTests {
     }
 
     /// Only a fixed vocabulary appears in the SQL: column names, keywords, the
-    /// JSON type names, placeholders.
+    /// JSON type names, the user attribute's path, placeholders.
     @Test(arguments: cases)
     func sqlUsesOnlyFixedVocabulary(_ text: String, _ dialect: Dialect) throws {
         let sql = try compile(text, dialect).sql
         let literals = Self.matches(of: "'[^']*'", in: sql)
-        #expect(Set(literals).isSubset(of: ["'text'", "'integer'", "'real'", "'true'", "'false'", "'string'", "'number'", "'boolean'"]), "\(literals)")
+        #expect(Set(literals).isSubset(of: ["'text'", "'integer'", "'real'", "'true'", "'false'", "'string'", "'number'", "'boolean'", "'$.user_id'", "'user_id'"]), "\(literals)")
         let quotedNames = Self.matches(of: "\"[^\"]*\"", in: sql)
         #expect(Set(quotedNames).isSubset(of: ["\"C\""]), "\(quotedNames)")
         let words = Set(Self.matches(of: "[A-Za-z_][A-Za-z_.]*", in: sql.replacingOccurrences(of: "'[^']*'", with: "", options: .regularExpression)))
@@ -213,6 +213,7 @@ struct SegmentSQLTests {
         case .term(let term):
             switch term {
             case .tag(let name): return .term(.tag(name + "~other"))
+            case .user(let id): return .term(.user(id + "~other"))
             case .text(let field, let condition):
                 return .term(.text(field, replacing(condition) { field == .environment ? ($0 == "sandbox" ? "production" : "sandbox") : $0 + "~other" }))
             case .version(let field, let condition):

@@ -72,12 +72,14 @@ package enum SegmentFixtures {
         let dotted: [JSONValue?] = ["x", "y", nil]
         let betas: [JSONValue?] = [true, false, "true", nil]
         let bigs: [JSONValue?] = [.int(9_007_199_254_740_993), .number(9_007_199_254_740_992), .int(-1), nil]
+        // A number is refused as a user id now; rows written before that may still hold one.
+        let users: [JSONValue?] = ["u1", "u2", "U1", "' OR 1=1 --", 5, nil]
         let edges: [Int64] = [0, 1, -1, -30 * day, -30 * day + 1, -30 * day - 1, -14 * day, -36 * 3_600_000, -3_600_000]
 
         var rows: [SegmentFixtureRow] = []
         for index in 1...300 {
             var attributes: [String: JSONValue] = [:]
-            for (key, pool) in [("plan", plans), ("age", ages), ("score", scores), ("a.b", dotted), ("beta", betas), ("big", bigs)] {
+            for (key, pool) in [("plan", plans), ("age", ages), ("score", scores), ("a.b", dotted), ("beta", betas), ("big", bigs), ("user_id", users)] {
                 if let value = random.pick(pool) { attributes[key] = value }
             }
             let lastSeen = random.chance(15)
@@ -164,6 +166,11 @@ package enum SegmentFixtures {
         "(tag:news or tag:sports) and not (locale = de_DE or environment = sandbox)",
         "not (not tag:news and not (attr.plan = pro or app_version < 2.10))",
         "attr.nothing = 1 or not attr.nothing = 1",
+        "user:u1",
+        "user:u1 or user:\"' OR 1=1 --\"",
+        "not user:u2 and tag:sports",
+        "user:5 or user:u2",
+        "attr.user_id = u1 and not user:U1",
     ]
 }
 

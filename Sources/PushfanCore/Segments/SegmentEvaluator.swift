@@ -56,6 +56,9 @@ package enum SegmentEvaluator {
         switch term {
         case .tag(let name):
             return device.tags.contains { ByteOrder.equal($0, name) }
+        case .user(let id):
+            guard case .string(let user)? = device.attributes["user_id"] else { return false }
+            return ByteOrder.equal(user, id)
         case .text(let field, let condition):
             let stored: String?
             switch field {

@@ -25,6 +25,8 @@ package indirect enum SegmentExpression: Sendable, Equatable {
 package enum SegmentTerm: Sendable, Equatable {
     /// `tag:NAME`: the device carries this tag (exact, case-sensitive).
     case tag(String)
+    /// `user:ID`: the device belongs to this user (its `user_id` attribute is this text).
+    case user(String)
     /// `locale`, `timezone` or `environment` compared as exact text.
     case text(SegmentTextField, SegmentCondition<String>)
     /// `app_version` or `os_version`, in version order (see ``VersionKey``).
@@ -201,6 +203,8 @@ extension SegmentTerm: CustomStringConvertible {
         switch self {
         case .tag(let name):
             return "tag:" + SegmentLiteral.render(name, allowKeyword: true)
+        case .user(let id):
+            return "user:" + SegmentLiteral.render(id, allowKeyword: true)
         case .text(let field, let condition):
             return field.rawValue + condition.render { SegmentLiteral.render($0) }
         case .version(let field, let condition):

@@ -127,7 +127,7 @@ private struct Parser {
 
     // MARK: Terms
 
-    private static let termHint = "tag:NAME, attr.NAME, locale, timezone, environment, app_version, os_version or last_seen"
+    private static let termHint = "tag:NAME, user:ID, attr.NAME, locale, timezone, environment, app_version, os_version or last_seen"
 
     private mutating func parseTerm() throws(SegmentError) -> SegmentTerm {
         let token = try take()
@@ -144,7 +144,10 @@ private struct Parser {
         }
 
         if lower.hasPrefix("tag:") {
-            return .tag(try parseTagName(String(word.dropFirst(4)), token: token))
+            return .tag(try parseName(String(word.dropFirst(4)), of: "tag", token: token))
+        }
+        if lower.hasPrefix("user:") {
+            return .user(try parseName(String(word.dropFirst(5)), of: "user", token: token))
         }
         if lower.hasPrefix("attr.") {
             return try parseAttribute(key: String(word.dropFirst(5)), token: token)
@@ -152,6 +155,8 @@ private struct Parser {
         switch lower {
         case "tag":
             throw .syntax(at: token.position, "expected ':' right after 'tag' (write tag:NAME or tag:\"a name\")")
+        case "user":
+            throw .syntax(at: token.position, "expected ':' right after 'user' (write user:ID or user:\"an id\")")
         case "attr":
             throw .syntax(at: token.position, "expected '.' and a name right after 'attr' (write attr.NAME)")
         case "last_seen":
@@ -169,15 +174,15 @@ private struct Parser {
     }
 
     /// `tag:NAME` arrives as one word; `tag:"a name"` as the word `tag:` and a string.
-    private mutating func parseTagName(_ bare: String, token: SegmentToken) throws(SegmentError) -> String {
+    /// The same for `user:`.
+    private mutating func parseName(_ bare: String, of prefix: String, token: SegmentToken) throws(SegmentError) -> String {
         if !bare.isEmpty { return bare }
+        let (noun, forms) = prefix == "tag" ? ("a tag name", "tag:NAME or tag:\"a name\"") : ("a user id", "user:ID or user:\"an id\"")
         let name = try take()
         guard case .string(let text) = name.kind else {
-            throw .syntax(
-                at: name.position,
-                "expected a tag name right after 'tag:' (write tag:NAME or tag:\"a name\"), found \(name.found)")
+            throw .syntax(at: name.position, "expected \(noun) right after '\(prefix):' (write \(forms)), found \(name.found)")
         }
-        guard !text.isEmpty else { throw .invalidValue(at: name.position, "a tag name cannot be empty") }
+        guard !text.isEmpty else { throw .invalidValue(at: name.position, "\(noun) cannot be empty") }
         return text
     }
 

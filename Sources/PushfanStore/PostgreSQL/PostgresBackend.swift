@@ -98,4 +98,12 @@ struct PostgresSyntax: SQLSyntax {
     func jsonText(_ column: String, key: String, bind: (SQLValue) -> String) -> String {
         "(\(column)::jsonb ->> \(bind(.text(key))))"
     }
+
+    /// NULL unless the member is a string (`->>` would turn 5 into "5", which SQLite's
+    /// json_extract keeps a number, never equal to a text id).
+    func deviceUser(_ alias: String) -> String { Self.user(of: "\(alias).attributes") }
+
+    static func user(of attributes: String) -> String {
+        "(CASE WHEN jsonb_typeof(\(attributes) -> 'user_id') = 'string' THEN \(attributes) ->> 'user_id' END)"
+    }
 }

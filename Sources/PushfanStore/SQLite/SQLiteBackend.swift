@@ -89,4 +89,6 @@ struct SQLiteSyntax: SQLSyntax {
     func jsonText(_ column: String, key: String, bind: (SQLValue) -> String) -> String {
         "json_extract(\(column), \(bind(.text("$.\"\(key)\""))))"
     }
+
+    func deviceUser(_ alias: String) -> String { "json_extract(\(alias).attributes, '$.user_id')" }
 }

@@ -1,0 +1,95 @@
+import Foundation
+import PushfanCore
+import Testing
+
+@testable import PushfanStore
+
+/// Users on both backends: a user's devices are the app's devices naming it, aliases name one
+/// user of an app each, and the lookups by user are index lookups.
+@Suite(.timeLimit(.minutes(2)))
+struct UsersTests {
+    private func register(_ store: DeviceStore, app: String = "shop-ios", _ id: String, token: Int, user: JSONValue?) async throws {
+        var registration = DeviceRegistration(deviceID: id, token: String(format: "%064x", token))
+        registration.attributes["plan"] = "pro"
+        if let user { registration.attributes["user_id"] = user }
+        _ = try await store.devices.register(app: app, registration)
+    }
+
+    @Test("a user's devices are its app's devices that name it; aliases name one user per app, are replaced whole, and a taken one changes nothing", arguments: Backend.enabled)
+    func devicesAndAliases(_ backend: Backend) async throws {
+        let store = try await backend.openFresh()
+        try await store.addTestApp()
+        try await store.addTestApp("news-ios")
+        try await register(store, "phone", token: 1, user: "42")
+        try await register(store, "tablet", token: 2, user: "42")
+        try await register(store, "other", token: 3, user: "7")
+        try await register(store, "anonymous", token: 4, user: nil)
+        try await register(store, app: "news-ios", "news-phone", token: 5, user: "42")
+
+        let user = try #require(try await store.users.get(app: "shop-ios", id: "42"))
+        #expect(user.devices.map(\.deviceID) == ["phone", "tablet"])
+        #expect(user.aliases.isEmpty)
+        #expect(try await store.users.get(app: "news-ios", id: "42")?.devices.map(\.deviceID) == ["news-phone"])
+        #expect(try await store.users.get(app: "shop-ios", id: "nobody") == nil)
+        #expect(try await store.users.get(app: "shop-ios", id: "4") == nil, "a user id is matched as text, whole")
+
+        try await store.users.setAliases(app: "shop-ios", user: "42", ["crm_id": "C-1", "email": "ada@example.com"], now: 1_000)
+        #expect(try await store.users.user(app: "shop-ios", alias: "crm_id", value: "C-1") == "42")
+        #expect(try await store.users.user(app: "news-ios", alias: "crm_id", value: "C-1") == nil)
+        await #expect(throws: StoreError.conflict("aliases.crm_id: 'C-1' is another user's crm_id")) {
+            try await store.users.setAliases(app: "shop-ios", user: "7", ["email": "seven@example.com", "crm_id": "C-1"], now: 2_000)
+        }
+        #expect(try await store.users.get(app: "shop-ios", id: "7")?.aliases == [:], "the refused call wrote none of its aliases")
+        // Another app's users are another namespace.
+        try await store.users.setAliases(app: "news-ios", user: "9", ["crm_id": "C-1"], now: 2_000)
+        #expect(try await store.users.get(app: "news-ios", id: "9") == Users.User(id: "9", aliases: ["crm_id": "C-1"], devices: []))
+
+        try await store.users.setAliases(app: "shop-ios", user: "42", ["crm_id": "C-2"], now: 3_000)
+        #expect(try await store.users.get(app: "shop-ios", id: "42")?.aliases == ["crm_id": "C-2"])
+        try await store.users.setAliases(app: "shop-ios", user: "7", ["crm_id": "C-1"], now: 4_000)
+        #expect(try await store.users.user(app: "shop-ios", alias: "crm_id", value: "C-1") == "7")
+    }
+
+    @Test("bad user ids and aliases are refused naming the field", arguments: Backend.enabled)
+    func refusals(_ backend: Backend) async throws {
+        let store = try await backend.openFresh()
+        try await store.addTestApp()
+        await #expect(throws: StoreError.invalidInput("attributes.user_id: the device's user is a string (or absent), got 42")) {
+            try await register(store, "phone", token: 1, user: 42)
+        }
+        await #expect(throws: StoreError.self) { try await register(store, "phone", token: 1, user: "") }
+        await #expect(throws: StoreError.invalidInput("aliases: an alias name is 1-32 characters of a-z 0-9 _, got 'CRM'")) {
+            try await store.users.setAliases(app: "shop-ios", user: "42", ["CRM": "x"], now: 1)
+        }
+        await #expect(throws: StoreError.invalidInput("aliases.email: a user id is 1-256 bytes without control characters, got 'a\nb'")) {
+            try await store.users.setAliases(app: "shop-ios", user: "42", ["email": "a\nb"], now: 1)
+        }
+        let nine = Dictionary(uniqueKeysWithValues: (0..<9).map { ("a\($0)", "v") })
+        await #expect(throws: StoreError.invalidInput("aliases: at most 8 per user, got 9")) {
+            try await store.users.setAliases(app: "shop-ios", user: "42", nine, now: 1)
+        }
+        await #expect(throws: StoreError.self) { try await store.users.setAliases(app: "nobody", user: "42", ["crm_id": "x"], now: 1) }
+        #expect(try await store.users.get(app: "shop-ios", id: "42") == nil)
+    }
+
+    @Test("the devices of a user and a one-user segment are read through the user index", arguments: Backend.enabled)
+    func lookupsUseTheIndex(_ backend: Backend) async throws {
+        let store = try await backend.openFresh()
+        try await store.addTestApp()
+        for index in 0..<50 { try await register(store, "d\(index)", token: index + 1, user: .string("u\(index % 5)")) }
+        let plan = try await store.devices.executor.run { connection throws(StoreError) -> String in
+            // 50 rows: PostgreSQL would rather scan them, unless told the scan is dear.
+            if backend == .postgres { _ = try connection.execute("SET enable_seqscan = off") }
+            defer { if backend == .postgres { _ = try? connection.execute("RESET enable_seqscan") } }
+            let explain: SQLStatement = backend == .sqlite ? "EXPLAIN QUERY PLAN " : "EXPLAIN "
+            return try connection.queryAll(explain + "SELECT row_key FROM devices d WHERE d.app = \("shop-ios") AND \(userOf: "d") = \("u1")") { row in
+                (0..<4).compactMap { row.text($0) }.joined(separator: " ")
+            }.joined(separator: "\n")
+        }
+        switch backend {
+        case .sqlite: #expect(plan.contains("USING INDEX devices_by_user"), "\(plan)")
+        // Each partition has its copy of the index, named after it.
+        case .postgres: #expect(plan.contains("Index") && !plan.contains("Seq Scan"), "\(plan)")
+        }
+    }
+}
