@@ -76,7 +76,8 @@ package final class APIService: Sendable {
     package init(
         store: DeviceStore, writer: ResultsWriter, throttle: AuthThrottle = AuthThrottle(), adminToken: String? = nil,
         credentialFiles: CredentialFiles = .anywhere, dashboard: DashboardFeed? = nil, chartJS: [UInt8]? = nil,
-        metrics: RequestMetrics = RequestMetrics(), apns: PushfanConfiguration.APNs = PushfanConfiguration.APNs(), logger: Logger
+        metrics: RequestMetrics = RequestMetrics(), apns: PushfanConfiguration.APNs = PushfanConfiguration.APNs(),
+        lanes: Int = PushfanConfiguration.Worker().lanes, logger: Logger
     ) {
         self.metrics = metrics
         self.throttle = Locked(throttle)
@@ -89,6 +90,7 @@ package final class APIService: Sendable {
         DeviceRoutes.add(to: &router, store: store, logger: logger)
         UserRoutes.add(to: &router, store: store)
         CampaignRoutes.add(to: &router, store: store, writer: writer)
+        MessageRoutes.add(to: &router, store: store, writer: writer, lanes: lanes)
         NotificareRoutes.add(to: &router, store: store)
         NotificareEngagementRoutes.add(to: &router, store: store, writer: writer)
         TokenRoutes.add(to: &router, store: store)

@@ -31,8 +31,7 @@ enum CampaignRoutes {
             if let missing = try await store.missingReference(in: campaign) {
                 throw APIError(422, missing.code, missing.description, field: missing.field)
             }
-            guard let key = try idempotencyKey(call.request) else { return try await submit(campaign, writer) }
-            return try await once(store, app: campaign.app, key: key, body: body) { try await submit(campaign, writer) }
+            return try await IdempotentCalls.run(call.request, store: store, app: campaign.app, body: body) { try await submit(campaign, writer) }
         })
         router.add("GET", "/v1/apps/{app}/campaigns", Route(roles: [.master], campaigns: true) { call in
             let query = call.request.query
@@ -60,20 +59,7 @@ enum CampaignRoutes {
             return .json(200, .object(answer))
         })
         router.add("GET", "/v1/apps/{app}/campaigns/{campaign}", Route(roles: [.master], campaigns: true) { call in
-            let row = try await campaign(store, call)
-            let counts = try await store.ledger.progressCounts(campaign: row.key)
-            var outcomes: [String: JSONValue] = [:]
-            var finished = 0
-            for (state, count) in counts where state.isFinal && count > 0 {
-                outcomes[state.rawValue] = .int(Int64(count))
-                finished += count
-            }
-            var answer: [String: JSONValue] = [
-                "id": .string(row.id), "app": .string(row.app), "status": .string(row.status.rawValue), "audience": .int(Int64(row.audience)),
-                "finished": .int(Int64(finished)), "outcomes": .object(outcomes),
-            ]
-            if let sendAt = row.sendAt { answer["send_at"] = .int(sendAt) }
-            return .json(200, .object(answer))
+            try await view(try await campaign(store, call), store: store)
         })
         router.add("GET", "/v1/apps/{app}/campaigns/{campaign}/stats", Route(roles: [.master], campaigns: true) { call in
             let row = try await campaign(store, call)
@@ -109,48 +95,21 @@ enum CampaignRoutes {
         ], headers: ["Location": "/v1/apps/\(campaign.app)/campaigns/\(campaign.id)"])
     }
 
-    /// `Idempotency-Key`: 1 to 255 visible ASCII characters, or none.
-    private static func idempotencyKey(_ request: HTTPRequest) throws -> String? {
-        guard let key = request.header("idempotency-key") else { return nil }
-        guard (1...255).contains(key.utf8.count), key.utf8.allSatisfy({ (0x21...0x7E).contains($0) }) else {
-            throw APIError(400, "invalid_input", "Idempotency-Key must be 1 to 255 visible ASCII characters", field: "Idempotency-Key")
+    /// A campaign's (or message's) row with its outcomes so far.
+    static func view(_ row: CampaignRegistry.Row, store: DeviceStore) async throws -> HTTPResponse {
+        let counts = try await store.ledger.progressCounts(campaign: row.key)
+        var outcomes: [String: JSONValue] = [:]
+        var finished = 0
+        for (state, count) in counts where state.isFinal && count > 0 {
+            outcomes[state.rawValue] = .int(Int64(count))
+            finished += count
         }
-        return key
-    }
-
-    /// Runs `work` once per key: a retry with the same key and body gets the first answer
-    /// (a concurrent one waits for it), another body under the key is refused with 422. A
-    /// failure (Kafka down) gives the key back, so the client's retry with it can succeed.
-    private static func once(
-        _ store: DeviceStore, app: String, key: String, body: [UInt8], work: () async throws -> HTTPResponse
-    ) async throws -> HTTPResponse {
-        let deadline = ContinuousClock.now + IdempotencyKeys.abandonAfter
-        while true {
-            switch try await store.idempotency.claim(app: app, key: key, body: body) {
-            case .claimed:
-                let response: HTTPResponse
-                do {
-                    response = try await work()
-                } catch {
-                    try? await store.idempotency.release(app: app, key: key)
-                    throw error
-                }
-                try await store.idempotency.complete(
-                    app: app, key: key, status: response.status, body: String(decoding: response.body, as: UTF8.self), location: response.headers["Location"])
-                return response
-            case .answered(let status, let text, let location):
-                var headers = ["Content-Type": "application/json"]
-                if let location { headers["Location"] = location }
-                return HTTPResponse(status: status, headers: headers, body: Array(text.utf8))
-            case .mismatch:
-                throw APIError(422, "idempotency_key_reused", "Idempotency-Key \(key) was used for a different request; use a new key for a new request", field: "Idempotency-Key")
-            case .inProgress:
-                guard ContinuousClock.now < deadline else {
-                    throw APIError(409, "idempotency_key_in_use", "a request with Idempotency-Key \(key) is still being processed; retry later")
-                }
-                try await Task.sleep(for: .milliseconds(25))
-            }
-        }
+        var answer: [String: JSONValue] = [
+            "id": .string(row.id), "app": .string(row.app), "status": .string(row.status.rawValue), "audience": .int(Int64(row.audience)),
+            "finished": .int(Int64(finished)), "outcomes": .object(outcomes),
+        ]
+        if let sendAt = row.sendAt { answer["send_at"] = .int(sendAt) }
+        return .json(200, .object(answer))
     }
 
     /// The path's campaign, named within the path's app: another app's campaign of the same

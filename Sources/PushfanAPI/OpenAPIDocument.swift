@@ -885,6 +885,87 @@ enum OpenAPIDocument {
     ],
     "type": "object"
    },
+   "MessageAccepted": {
+    "properties": {
+     "devices": {
+      "minimum": 1,
+      "type": "integer"
+     },
+     "message": {
+      "description": "the message id (msg- and 32 hex digits): its results carry it as their campaign",
+      "type": "string"
+     },
+     "recipients": {
+      "items": {
+       "properties": {
+        "alias": {
+         "additionalProperties": {
+          "type": "string"
+         },
+         "type": "object"
+        },
+        "device": {
+         "type": "string"
+        },
+        "devices": {
+         "description": "the recipient's active devices, each sent the message once",
+         "items": {
+          "type": "string"
+         },
+         "type": "array"
+        },
+        "error": {
+         "enum": [
+          "unknown_user",
+          "unknown_alias",
+          "unknown_device"
+         ],
+         "type": "string"
+        },
+        "message": {
+         "type": "string"
+        },
+        "not_sent": {
+         "items": {
+          "properties": {
+           "device": {
+            "type": "string"
+           },
+           "status": {
+            "enum": [
+             "invalid",
+             "unregistered"
+            ],
+            "type": "string"
+           }
+          },
+          "type": "object"
+         },
+         "type": "array"
+        },
+        "user": {
+         "type": "string"
+        }
+       },
+       "type": "object"
+      },
+      "type": "array"
+     },
+     "status": {
+      "enum": [
+       "accepted"
+      ],
+      "type": "string"
+     }
+    },
+    "required": [
+     "message",
+     "status",
+     "devices",
+     "recipients"
+    ],
+    "type": "object"
+   },
    "NotificareDevice": {
     "properties": {
      "allowedUI": {
@@ -1015,6 +1096,86 @@ enum OpenAPIDocument {
      "campaign",
      "status",
      "submission"
+    ],
+    "type": "object"
+   },
+   "TransactionalMessage": {
+    "additionalProperties": false,
+    "properties": {
+     "notification": {
+      "description": "a campaign's notification (docs/messages.md): texts per locale, templates, personalisation",
+      "type": "object"
+     },
+     "options": {
+      "additionalProperties": false,
+      "properties": {
+       "attribution_window_s": {
+        "type": "integer"
+       },
+       "collapse_id": {
+        "maxLength": 64,
+        "type": "string"
+       },
+       "dry_run": {
+        "type": "boolean"
+       },
+       "expiration": {
+        "type": "integer"
+       },
+       "ignore_frequency_caps": {
+        "default": true,
+        "type": "boolean"
+       },
+       "ignore_quiet_hours": {
+        "default": true,
+        "type": "boolean"
+       },
+       "priority": {
+        "enum": [
+         1,
+         5,
+         10
+        ],
+        "type": "integer"
+       }
+      },
+      "type": "object"
+     },
+     "recipients": {
+      "additionalProperties": false,
+      "description": "1 to 1,000 users, aliases and devices in all",
+      "properties": {
+       "aliases": {
+        "additionalProperties": {
+         "items": {
+          "minLength": 1,
+          "type": "string"
+         },
+         "type": "array"
+        },
+        "type": "object"
+       },
+       "devices": {
+        "items": {
+         "minLength": 1,
+         "type": "string"
+        },
+        "type": "array"
+       },
+       "users": {
+        "items": {
+         "minLength": 1,
+         "type": "string"
+        },
+        "type": "array"
+       }
+      },
+      "type": "object"
+     }
+    },
+    "required": [
+     "recipients",
+     "notification"
     ],
     "type": "object"
    },
@@ -4164,7 +4325,7 @@ enum OpenAPIDocument {
         }
        }
       },
-      "description": "the Idempotency-Key's first request is still running"
+      "description": "the Idempotency-Key's first request is still running, or the key was used with another body"
      },
      "413": {
       "content": {
@@ -4187,7 +4348,7 @@ enum OpenAPIDocument {
         }
        }
       },
-      "description": "another app's campaign, or a reused Idempotency-Key"
+      "description": "another app's campaign, or something it names that the app does not have"
      },
      "429": {
       "$ref": "#/components/responses/Throttled"
@@ -5741,6 +5902,186 @@ enum OpenAPIDocument {
     ],
     "summary": "Report engagement events (up to 1,000): taken whole or refused whole"
    }
+  },
+  "/v1/apps/{app}/messages": {
+   "parameters": [
+    {
+     "in": "path",
+     "name": "app",
+     "required": true,
+     "schema": {
+      "minLength": 1,
+      "type": "string"
+     }
+    }
+   ],
+   "post": {
+    "parameters": [
+     {
+      "in": "header",
+      "name": "Idempotency-Key",
+      "required": false,
+      "schema": {
+       "maxLength": 255,
+       "minLength": 1,
+       "type": "string"
+      }
+     }
+    ],
+    "requestBody": {
+     "content": {
+      "application/json": {
+       "schema": {
+        "$ref": "#/components/schemas/TransactionalMessage"
+       }
+      }
+     },
+     "required": true
+    },
+    "responses": {
+     "202": {
+      "content": {
+       "application/json": {
+        "schema": {
+         "$ref": "#/components/schemas/MessageAccepted"
+        }
+       }
+      },
+      "description": "stored and on its way: one result per device follows on the results topic",
+      "headers": {
+       "Location": {
+        "schema": {
+         "type": "string"
+        }
+       }
+      }
+     },
+     "400": {
+      "$ref": "#/components/responses/Invalid"
+     },
+     "401": {
+      "$ref": "#/components/responses/Unauthorized"
+     },
+     "403": {
+      "$ref": "#/components/responses/Forbidden"
+     },
+     "409": {
+      "content": {
+       "application/json": {
+        "schema": {
+         "$ref": "#/components/schemas/Error"
+        }
+       }
+      },
+      "description": "the Idempotency-Key's first request is still running, or the key was used with another body"
+     },
+     "413": {
+      "content": {
+       "application/json": {
+        "schema": {
+         "$ref": "#/components/schemas/Error"
+        }
+       }
+      },
+      "description": "too large"
+     },
+     "415": {
+      "$ref": "#/components/responses/Unsupported"
+     },
+     "422": {
+      "content": {
+       "application/json": {
+        "schema": {
+         "$ref": "#/components/schemas/Error"
+        }
+       }
+      },
+      "description": "no recipient has an active device (error.recipients says why, per recipient), too many devices, or a template or reference the app does not have"
+     },
+     "429": {
+      "$ref": "#/components/responses/Throttled"
+     },
+     "503": {
+      "$ref": "#/components/responses/Unavailable"
+     }
+    },
+    "security": [
+     {
+      "masterSecret": []
+     }
+    ],
+    "summary": "Send a transactional message now to users, aliases and devices (docs/api.md#messages)"
+   }
+  },
+  "/v1/apps/{app}/messages/{message}": {
+   "get": {
+    "responses": {
+     "200": {
+      "content": {
+       "application/json": {
+        "schema": {
+         "$ref": "#/components/schemas/CampaignStatus"
+        }
+       }
+      },
+      "description": "the message"
+     },
+     "400": {
+      "$ref": "#/components/responses/Invalid"
+     },
+     "401": {
+      "$ref": "#/components/responses/Unauthorized"
+     },
+     "403": {
+      "$ref": "#/components/responses/Forbidden"
+     },
+     "404": {
+      "content": {
+       "application/json": {
+        "schema": {
+         "$ref": "#/components/schemas/Error"
+        }
+       }
+      },
+      "description": "no such message"
+     },
+     "415": {
+      "$ref": "#/components/responses/Unsupported"
+     },
+     "429": {
+      "$ref": "#/components/responses/Throttled"
+     },
+     "503": {
+      "$ref": "#/components/responses/Unavailable"
+     }
+    },
+    "security": [
+     {
+      "masterSecret": []
+     }
+    ],
+    "summary": "A message's status and counts"
+   },
+   "parameters": [
+    {
+     "in": "path",
+     "name": "app",
+     "required": true,
+     "schema": {
+      "minLength": 1,
+      "type": "string"
+     }
+    },
+    {
+     "in": "path",
+     "name": "message",
+     "required": true,
+     "schema": {
+      "minLength": 1,
+      "type": "string"
+     }
+    }
+   ]
   },
   "/v1/apps/{app}/segments": {
    "get": {

@@ -102,7 +102,7 @@ struct APICommand: Command {
                 limit: try arguments.int("auth-failures", default: 10, range: 1...1_000_000),
                 window: .seconds(try arguments.int("auth-window", default: 60, range: 1...86_400))),
             adminToken: adminToken, credentialFiles: credentialFiles, dashboard: dashboard, chartJS: chartJS, metrics: metrics,
-            apns: apns, logger: context.logger.child("api"))
+            apns: apns, lanes: context.configuration.worker.lanes, logger: context.logger.child("api"))
         let feeding = Task { await dashboard?.run() }
         let loopbackOnly = !arguments.flag("listen-all")
         let server = try HTTPServer(

@@ -37,3 +37,25 @@ extension DeviceStore {
         return nil
     }
 }
+
+extension DeviceStore {
+    /// What the store keeps of an accepted campaign: its record, and the stored template it
+    /// names as it is now, checked under the campaign (the campaign's actions need a
+    /// category, its payloads must fit). Senders use this copy, so a template changed later
+    /// reaches only campaigns accepted after the change. Throws `MissingReference` for a
+    /// template the app does not have (`unknown_template`) or one the campaign cannot use
+    /// (the template's own error code).
+    package func definition(of campaign: Campaign) async throws -> CampaignDefinition {
+        let record = String(decoding: MessageCodec.encode(campaign), as: UTF8.self)
+        guard let name = campaign.notification.template else { return CampaignDefinition(record: record) }
+        guard let template = try await templates.get(app: campaign.app, name: name) else {
+            throw MissingReference(
+                code: "unknown_template", field: "notification.template",
+                reason: "app \(campaign.app) has no template \(name.debugDescription) (pushfan templates set)")
+        }
+        do { _ = try campaign.resolved(with: template) } catch {
+            throw MissingReference(code: error.code, field: error.field.isEmpty ? "notification.template" : error.field, reason: "with template \(name): \(error.description)")
+        }
+        return CampaignDefinition(record: record, template: NotificationTemplates.document(template))
+    }
+}

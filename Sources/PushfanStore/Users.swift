@@ -53,6 +53,66 @@ package struct Users: Sendable {
         }
     }
 
+    /// One device of a message's recipients: enough to send to it and to say why not.
+    package struct Recipient: Sendable, Equatable {
+        package let deviceID: String
+        package let rowKey: Int64
+        package let status: DeviceStatus
+
+        package init(deviceID: String, rowKey: Int64, status: DeviceStatus) { (self.deviceID, self.rowKey, self.status) = (deviceID, rowKey, status) }
+    }
+
+    /// A transactional message's recipients, looked up in one read per kind and chunk: each
+    /// user's devices (every status, by the `devices_by_user` index), the user each alias
+    /// names, and each listed device of the app. What the app does not have is absent.
+    package struct Resolution: Sendable, Equatable {
+        package var userDevices: [String: [Recipient]] = [:]
+        /// Alias name → value → user.
+        package var aliasUsers: [String: [String: String]] = [:]
+        package var devices: [String: Recipient] = [:]
+
+        package init() {}
+    }
+
+    package func resolve(app: String, users: [String], aliases: [String: [String]], devices: [String]) async throws(StoreError) -> Resolution {
+        let backend = executor.backend
+        return try await executor.run { connection throws(StoreError) in
+            var resolution = Resolution()
+            for (name, values) in aliases {
+                for chunk in StoreExecutor.chunks(values) {
+                    try connection.query(
+                        "SELECT value, user_id FROM user_aliases WHERE app = \(app) AND name = \(name) AND value"
+                            + backend.isIn(chunk.map { .text($0) }, type: "text")
+                    ) { row in resolution.aliasUsers[name, default: [:]][row.text(0) ?? ""] = row.text(1) ?? "" }
+                }
+            }
+            let named = Array(Set(users + resolution.aliasUsers.values.flatMap(\.values)))
+            for chunk in StoreExecutor.chunks(named) {
+                try connection.query(
+                    "SELECT \(userOf: "d"), d.device_id, d.row_key, d.status FROM devices d WHERE d.app = \(app) AND \(userOf: "d")"
+                        + backend.isIn(chunk.map { .text($0) }, type: "text") + " ORDER BY d.row_key"
+                ) { row in
+                    resolution.userDevices[row.text(0) ?? "", default: []].append(Self.recipient(row, from: 1))
+                }
+            }
+            for chunk in StoreExecutor.chunks(devices) {
+                try connection.query(
+                    "SELECT device_id, row_key, status FROM devices WHERE app = \(app) AND device_id" + backend.isIn(chunk.map { .text($0) }, type: "text")
+                ) { row in
+                    let recipient = Self.recipient(row, from: 0)
+                    resolution.devices[recipient.deviceID] = recipient
+                }
+            }
+            return resolution
+        }
+    }
+
+    private static func recipient(_ row: any SQLRow, from column: Int) -> Recipient {
+        Recipient(
+            deviceID: row.text(column) ?? "", rowKey: row.int(column + 1) ?? 0,
+            status: DeviceStatus(rawValue: row.text(column + 2) ?? "") ?? .unregistered)
+    }
+
     /// The user an alias names, nil when none does.
     package func user(app: String, alias name: String, value: String) async throws(StoreError) -> String? {
         try await executor.run { connection throws(StoreError) in

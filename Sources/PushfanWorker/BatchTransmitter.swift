@@ -87,7 +87,12 @@ struct BatchTransmitter {
                     if let previous { await previous.wait(atMost: Self.startWait, clock: context.clock) }
                     let waitStarted = ContinuousClock.now
                     if let campaignBucket { granted = try await campaignBucket.acquire(upTo: granted) }
-                    granted = campaignBucket == nil ? try await appBucket.acquire(upTo: granted) : try await appBucket.acquire(exactly: granted)
+                    granted =
+                        if campaignBucket == nil {
+                            try await appBucket.acquire(upTo: granted, ahead: task.transactional)
+                        } else {
+                            try await appBucket.acquire(exactly: granted)
+                        }
                     context.metrics.rateLimitWait.add((ContinuousClock.now - waitStarted).seconds, [task.app])
                     if running >= context.batchesInFlight, let done = await group.next() {
                         running -= 1

@@ -204,20 +204,12 @@ package struct CampaignPlanner: Sendable {
         return .planned(campaign: campaign.id, audience: audience, tasks: tasks)
     }
 
-    /// What the store keeps of an accepted campaign: its record, and the stored template it
-    /// names as it is now, checked under the campaign (the campaign's actions need a
-    /// category, its payloads must fit). Senders use this copy, so a template changed later
-    /// reaches only campaigns planned after the change.
+    /// The store's copy of the campaign (`DeviceStore.definition(of:)`), or the refusal of a
+    /// template it cannot have.
     private func definition(of campaign: Campaign, refuse: (String, String) -> Refusal) async throws -> CampaignDefinition {
-        let record = String(decoding: MessageCodec.encode(campaign), as: UTF8.self)
-        guard let name = campaign.notification.template else { return CampaignDefinition(record: record) }
-        guard let template = try await store.templates.get(app: campaign.app, name: name) else {
-            throw refuse("unknown_template", "notification.template: app \(campaign.app) has no template \(name.debugDescription) (pushfan templates set)")
+        do { return try await store.definition(of: campaign) } catch let missing as MissingReference {
+            throw refuse(missing.code, missing.code == "unknown_template" ? missing.description : missing.reason)
         }
-        do { _ = try campaign.resolved(with: template) } catch {
-            throw refuse(error.code, "with template \(name): \(error.description)")
-        }
-        return CampaignDefinition(record: record, template: NotificationTemplates.document(template))
     }
 
     /// A parked campaign whose time has come (the dispatcher took it): its audience counted

@@ -79,14 +79,11 @@ extension CampaignPlanner {
         phase: Campaign.Phase? = nil
     ) async throws -> [DeliveryTicket] {
         let shards = total ?? ranges.count
-        // Each lane gets a partition of its own (while there are enough), at an offset that
-        // depends on the app, so lanes spread over the workers (the assignor deals them out)
-        // instead of wherever the key hash puts them.
+        // Each lane gets a partition of its own (while there are enough: `TaskRecord.partition`).
         // A metadata request: asked once per campaign, not once per task.
         let partitions: Int
         if let known { partitions = known } else { partitions = try await writer.producer.partitionCount(topic: writer.topics.tasks) }
-        let lanes = min(settings.lanes, partitions)
-        let base = Int(FNV1a.hash(campaign.app) % UInt64(partitions))
+        let lanes = TaskRecord.lanes(configured: settings.lanes, partitions: partitions)
         let notBefore = sendAt.flatMap { $0 > clock.wallMillis ? $0 : nil }
         var batch: [ProducerRecord] = []
         for (offset, range) in ranges.enumerated() {
@@ -96,7 +93,8 @@ extension CampaignPlanner {
                 estimate: range.estimate, lane: (fixedLane ?? index) % lanes, lanes: lanes, notBefore: notBefore, zones: zones, rows: rows, skip: skip,
                 phase: phase)
             batch.append(ProducerRecord(
-                topic: writer.topics.tasks, key: task.kafkaKey, value: MessageCodec.encode(task), partition: Int32((base + task.lane) % partitions)))
+                topic: writer.topics.tasks, key: task.kafkaKey, value: MessageCodec.encode(task),
+                partition: Int32(TaskRecord.partition(app: campaign.app, lane: task.lane, partitions: partitions))))
         }
         return [try await writer.producer.enqueue(batch)]
     }

@@ -48,16 +48,23 @@ package final class TokenBucket: Sendable {
 
     /// Waits until at least one send is allowed and takes up to `wanted` (at most
     /// `capacity`); returns how many were taken. Throws only when the task is cancelled.
-    package func acquire(upTo wanted: Int) async throws -> Int {
-        try await take(wanted, all: false)
+    ///
+    /// `ahead` (a transactional message's batch) goes before everyone waiting: it takes up to
+    /// `capacity` at once, borrowing from the tokens to come when the bucket is short, as long
+    /// as the debt stays within one `capacity`. Those waiting then wait for the debt to be
+    /// paid, so the bucket's long-run rate is unchanged and any window of `t` seconds grants
+    /// at most `rate × t` plus two bursts.
+    package func acquire(upTo wanted: Int, ahead: Bool = false) async throws -> Int {
+        try await take(wanted, all: ahead, borrow: ahead ? 1 : 0)
     }
 
     /// Waits until `count` sends (clamped to `capacity`) are allowed and takes them.
     package func acquire(exactly count: Int) async throws -> Int {
-        try await take(count, all: true)
+        try await take(count, all: true, borrow: 0)
     }
 
-    private func take(_ wanted: Int, all: Bool) async throws -> Int {
+    /// `borrow`: how many capacities the tokens may go below zero (1 for `ahead`).
+    private func take(_ wanted: Int, all: Bool, borrow: Double) async throws -> Int {
         precondition(wanted > 0)
         while true {
             try Task.checkCancellation()
@@ -66,9 +73,9 @@ package final class TokenBucket: Sendable {
                 let elapsed = (now - state.updated).seconds
                 state.tokens = min(state.capacity, state.tokens + elapsed * state.rate)
                 state.updated = now
-                let needed = all ? min(Double(wanted), state.capacity) : 1
+                let needed = (all ? min(Double(wanted), state.capacity) : 1) - borrow * state.capacity
                 if state.tokens >= needed {
-                    let granted = all ? Int(needed) : min(wanted, Int(state.tokens.rounded(.down)))
+                    let granted = all ? Int(needed + borrow * state.capacity) : min(wanted, Int(state.tokens.rounded(.down)))
                     state.tokens -= Double(granted)
                     state.granted += granted
                     return (granted, 0)

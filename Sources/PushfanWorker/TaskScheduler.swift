@@ -64,7 +64,7 @@ package final class TaskScheduler: Sendable {
                 await deadLetter(record, error.code, error.description)
             }
             let queued = state.withLock {
-                $0.schedule.enqueue(record.topicPartition, offset: record.offset, lane: task?.kafkaKey, payload: Payload(record: record, task: task))
+                $0.schedule.enqueue(record.topicPartition, offset: record.offset, lane: task?.scheduleLane, payload: Payload(record: record, task: task))
             }
             if case .storeOffset(let next) = queued { store(next, for: record.topicPartition) }
         }
@@ -98,10 +98,10 @@ package final class TaskScheduler: Sendable {
     private func finished(_ key: TaskSchedule<Payload>.Key, task: TaskRecord, end: TaskEnd) {
         let next = state.withLock { state -> Int64? in
             state.handles.removeValue(forKey: key)
-            return state.schedule.finish(key, lane: task.kafkaKey, handedBack: end == .handedBack)
+            return state.schedule.finish(key, lane: task.scheduleLane, handedBack: end == .handedBack)
         }
         if end != .handedBack {
-            logger.info("task.finished", ["campaign.id": task.campaignKey.stored, "task.shard": String(task.shard), "task.lane": task.kafkaKey])
+            logger.info("task.finished", ["campaign.id": task.campaignKey.stored, "task.shard": String(task.shard), "task.lane": task.scheduleLane])
         }
         if let next { store(next, for: key.partition) }
         pump()

@@ -27,6 +27,22 @@ struct TaskRecordTests {
         #expect(decoded.after == nil && decoded.through == nil)
     }
 
+    @Test("a transactional task says so (and only then), and runs in its lane's priority queue on the lane's partition")
+    func transactionalTasks() throws {
+        var task = TaskRecord(campaign: "msg-1", app: "shop", shard: 0, shards: 1, after: nil, through: nil, estimate: 2, lane: 1, lanes: 4, rows: [5, 9])
+        #expect(!String(decoding: MessageCodec.encode(task), as: UTF8.self).contains("transactional"))
+        #expect(task.scheduleLane == "shop#1")
+        task.transactional = true
+        let text = String(decoding: MessageCodec.encode(task), as: UTF8.self)
+        #expect(text.contains(#""transactional":true"#))
+        let decoded = try #require(decodeOrRecord(TaskRecord.self, Array(text.utf8)))
+        #expect(decoded == task && decoded.scheduleLane == "shop#1!" && decoded.kafkaKey == "shop#1")
+        // Lanes of one app on consecutive partitions, wrapping; no more lanes than partitions.
+        let first = TaskRecord.partition(app: "shop", lane: 0, partitions: 6)
+        #expect((0..<4).map { TaskRecord.partition(app: "shop", lane: $0, partitions: 6) } == (0..<4).map { (first + $0) % 6 })
+        #expect(TaskRecord.lanes(configured: 4, partitions: 2) == 2 && TaskRecord.lanes(configured: 4, partitions: 12) == 4)
+    }
+
     @Test(arguments: [(Int64(1000), false), (1001, true), (2000, true), (2001, false)])
     func shardBoundsAreExclusiveThenInclusive(_ rowKey: Int64, _ inside: Bool) {
         let task = TaskRecord(campaign: "c1", app: "a", shard: 0, shards: 1, after: 1000, through: 2000, estimate: 0, lane: 0, lanes: 1)

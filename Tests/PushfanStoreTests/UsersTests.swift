@@ -82,14 +82,46 @@ struct UsersTests {
             if backend == .postgres { _ = try connection.execute("SET enable_seqscan = off") }
             defer { if backend == .postgres { _ = try? connection.execute("RESET enable_seqscan") } }
             let explain: SQLStatement = backend == .sqlite ? "EXPLAIN QUERY PLAN " : "EXPLAIN "
-            return try connection.queryAll(explain + "SELECT row_key FROM devices d WHERE d.app = \("shop-ios") AND \(userOf: "d") = \("u1")") { row in
+            let one = try connection.queryAll(explain + "SELECT row_key FROM devices d WHERE d.app = \("shop-ios") AND \(userOf: "d") = \("u1")") { row in
                 (0..<4).compactMap { row.text($0) }.joined(separator: " ")
-            }.joined(separator: "\n")
+            }
+            // A message's users, looked up together (`Users.resolve`).
+            let many = try connection.queryAll(
+                explain + "SELECT row_key FROM devices d WHERE d.app = \("shop-ios") AND \(userOf: "d")" + store.devices.executor.backend.isIn([.text("u1"), .text("u2")], type: "text")
+            ) { row in (0..<4).compactMap { row.text($0) }.joined(separator: " ") }
+            return (one + ["--"] + many).joined(separator: "\n")
         }
         switch backend {
-        case .sqlite: #expect(plan.contains("USING INDEX devices_by_user"), "\(plan)")
+        case .sqlite: #expect(plan.components(separatedBy: "USING INDEX devices_by_user").count == 3, "\(plan)")
         // Each partition has its copy of the index, named after it.
         case .postgres: #expect(plan.contains("Index") && !plan.contains("Seq Scan"), "\(plan)")
         }
+    }
+
+    @Test("a message's recipients resolve in one call: users' devices of every status, aliases' users, listed devices of this app only", arguments: Backend.enabled)
+    func resolvesRecipients(_ backend: Backend) async throws {
+        let store = try await backend.openFresh()
+        try await store.addTestApp()
+        try await store.addTestApp("news-ios")
+        try await register(store, "phone", token: 1, user: "42")
+        try await register(store, "tablet", token: 2, user: "42")
+        try await register(store, "old", token: 3, user: "42")
+        try await register(store, "seven", token: 4, user: "7")
+        try await register(store, "anonymous", token: 5, user: nil)
+        try await register(store, app: "news-ios", "news-phone", token: 6, user: "42")
+        #expect(try await store.devices.invalidate(app: "shop-ios", environment: .production, token: String(format: "%064x", 3), reason: "Unregistered"))
+        try await store.users.setAliases(app: "shop-ios", user: "7", ["crm_id": "C-7"], now: 1_000)
+        try await store.users.setAliases(app: "news-ios", user: "42", ["crm_id": "C-42"], now: 1_000)
+
+        let found = try await store.users.resolve(
+            app: "shop-ios", users: ["42", "nobody"], aliases: ["crm_id": ["C-7", "C-42"]], devices: ["anonymous", "news-phone", "missing"])
+        let rows = try await store.audience.rowKeys(app: "shop-ios", deviceIDs: ["phone", "tablet", "seven", "anonymous"])
+        #expect(found.userDevices["42"]?.map(\.deviceID) == ["phone", "tablet", "old"])
+        #expect(found.userDevices["42"]?.map(\.status) == [.active, .active, .invalid])
+        #expect(found.userDevices["7"]?.map(\.deviceID) == ["seven"], "an alias's user's devices come along")
+        #expect(found.userDevices["nobody"] == nil)
+        #expect(found.aliasUsers == ["crm_id": ["C-7": "7"]], "another app's alias is not this app's")
+        #expect(Array(found.devices.keys) == ["anonymous"], "another app's device is unknown here")
+        #expect(found.devices["anonymous"]?.rowKey == rows[3] && found.userDevices["42"]?.first?.rowKey == rows[0])
     }
 }

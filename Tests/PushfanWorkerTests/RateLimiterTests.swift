@@ -51,6 +51,31 @@ struct RateLimiterTests {
         #expect(try await waiting.value == 20)
     }
 
+    @Test("a transactional batch goes ahead of a waiting campaign batch, borrowing at most one burst; the campaign then waits for the debt, so the rate holds")
+    func aheadBorrowsOneBurst() async throws {
+        let clock = ManualClock()
+        let bucket = TokenBucket(rate: 1_000, clock: clock)
+        #expect(try await bucket.acquire(upTo: 50) == 50)
+        // Empty bucket: the campaign's batch waits for time to pass...
+        let campaign = Task { try await bucket.acquire(exactly: 50) }
+        await clock.waitForSleepers(1)
+        // ...while a message's batch is granted at once, from the tokens to come.
+        #expect(try await bucket.acquire(upTo: 30, ahead: true) == 30)
+        // It may borrow one burst at most: the next 30 would be 60 in debt, so it waits for 10 ms.
+        let second = Task { try await bucket.acquire(upTo: 30, ahead: true) }
+        await clock.waitForSleepers(2)
+        clock.advance(by: .milliseconds(10))
+        #expect(try await second.value == 30)
+        // The campaign's 50 need the 50 borrowed paid back and 50 more: at 110 ms, not at
+        // 50 ms (what it would have waited without the messages).
+        clock.advance(by: .milliseconds(90))
+        await clock.waitForSleepers(1)
+        #expect(bucket.usage.granted == 110)
+        clock.advance(by: .milliseconds(10))
+        #expect(try await campaign.value == 50)
+        #expect(bucket.usage.granted == 160)
+    }
+
     @Test("a lowered rate applies to the next grant and caps the saved tokens")
     func setRateLowersCapacity() async throws {
         let bucket = TokenBucket(rate: 10_000)

@@ -46,6 +46,11 @@ package struct TaskRecord: VersionedMessage, Hashable {
     /// A winner campaign's phase (`Campaign.Phase`): only the shard's devices of that phase
     /// are its own. Nil: every device.
     package var phase: Campaign.Phase?
+    /// A transactional message's task (`POST /v1/apps/{app}/messages`): the worker runs it
+    /// beside the lane's campaign tasks rather than behind them (`scheduleLane`), and its
+    /// batches take the lane's tokens ahead of theirs, so a running campaign does not delay
+    /// it while both stay within the app's rate.
+    package var transactional: Bool = false
 
     package init(
         campaign: String, app: String, shard: Int, shards: Int,
@@ -71,6 +76,21 @@ package struct TaskRecord: VersionedMessage, Hashable {
     /// `<app>#<lane>`: all tasks of one lane of one app go to one partition.
     package var kafkaKey: String { "\(app)#\(lane)" }
 
+    /// The queue a worker runs the task in: its lane's, or for a transactional message the
+    /// lane's own priority queue (`<app>#<lane>!`), so it never waits for campaign tasks.
+    package var scheduleLane: String { transactional ? kafkaKey + "!" : kafkaKey }
+
+    /// How many lanes an app's rate is split into: the workers' `lanes`, at most the tasks
+    /// topic's partitions (a lane needs a partition of its own).
+    package static func lanes(configured: Int, partitions: Int) -> Int { max(1, min(configured, partitions)) }
+
+    /// The partition of lane `lane` of `app`'s tasks: lanes of one app on consecutive
+    /// partitions from an offset that depends on the app, so the lanes spread over the
+    /// workers (the assignor deals them out) instead of wherever the key hash puts them.
+    package static func partition(app: String, lane: Int, partitions: Int) -> Int {
+        (Int(FNV1a.hash(app) % UInt64(partitions)) + lane) % partitions
+    }
+
     /// True when `rowKey` belongs to this shard.
     package func contains(rowKey: Int64) -> Bool {
         if let after, rowKey <= after { return false }
@@ -79,7 +99,7 @@ package struct TaskRecord: VersionedMessage, Hashable {
     }
 
     private enum CodingKeys: String, CodingKey {
-        case v, campaign, app, shard, shards, after, through, estimate, lane, lanes, notBefore = "not_before", zones, rows, skip, phase
+        case v, campaign, app, shard, shards, after, through, estimate, lane, lanes, notBefore = "not_before", zones, rows, skip, phase, transactional
     }
 
     package init(from decoder: any Decoder) throws {
@@ -98,6 +118,7 @@ package struct TaskRecord: VersionedMessage, Hashable {
         rows = try container.optionalField(.rows)
         skip = try container.optionalField(.skip)
         phase = try container.optionalField(.phase)
+        transactional = try container.optionalField(.transactional) ?? false
     }
 
     /// Open bounds are written as explicit `null`s so a reader sees them.
@@ -118,6 +139,7 @@ package struct TaskRecord: VersionedMessage, Hashable {
         try container.encodeIfPresent(rows, forKey: .rows)
         try container.encodeIfPresent(skip, forKey: .skip)
         try container.encodeIfPresent(phase, forKey: .phase)
+        if transactional { try container.encode(true, forKey: .transactional) }
     }
 
     package func validate() throws(MessageDecodingError) {

@@ -1,0 +1,62 @@
+import Foundation
+import PushfanCore
+import PushfanStore
+
+/// `Idempotency-Key` on the calls that start sends (campaigns, messages): the first request
+/// with a key does the work; a retry with the same key and body gets the first answer.
+enum IdempotentCalls {
+    /// Runs `work` once per key the request carries, or plainly when it carries none. The
+    /// key is the app's, whichever call used it: it names one request, path and body.
+    static func run(
+        _ request: HTTPRequest, store: DeviceStore, app: String, body: [UInt8], work: () async throws -> HTTPResponse
+    ) async throws -> HTTPResponse {
+        guard let key = try key(request) else { return try await work() }
+        let named = Array("\(request.method) \(request.path)\n".utf8) + body
+        return try await once(store, app: app, key: key, body: named, work: work)
+    }
+
+    /// `Idempotency-Key`: 1 to 255 visible ASCII characters, or none.
+    static func key(_ request: HTTPRequest) throws -> String? {
+        guard let key = request.header("idempotency-key") else { return nil }
+        guard (1...255).contains(key.utf8.count), key.utf8.allSatisfy({ (0x21...0x7E).contains($0) }) else {
+            throw APIError(400, "invalid_input", "Idempotency-Key must be 1 to 255 visible ASCII characters", field: "Idempotency-Key")
+        }
+        return key
+    }
+
+    /// Runs `work` once per key: a retry with the same key and body gets the first answer
+    /// (a concurrent one waits for it), another body under the key is refused with 409. A
+    /// failure (Kafka down) gives the key back, so the client's retry with it can succeed.
+    private static func once(
+        _ store: DeviceStore, app: String, key: String, body: [UInt8], work: () async throws -> HTTPResponse
+    ) async throws -> HTTPResponse {
+        let deadline = ContinuousClock.now + IdempotencyKeys.abandonAfter
+        while true {
+            switch try await store.idempotency.claim(app: app, key: key, body: body) {
+            case .claimed:
+                let response: HTTPResponse
+                do {
+                    response = try await work()
+                } catch {
+                    try? await store.idempotency.release(app: app, key: key)
+                    throw error
+                }
+                try await store.idempotency.complete(
+                    app: app, key: key, status: response.status, body: String(decoding: response.body, as: UTF8.self), location: response.headers["Location"])
+                return response
+            case .answered(let status, let text, let location):
+                var headers = ["Content-Type": "application/json"]
+                if let location { headers["Location"] = location }
+                return HTTPResponse(status: status, headers: headers, body: Array(text.utf8))
+            case .mismatch:
+                throw APIError(409, "idempotency_key_reused", "Idempotency-Key \(key) was used for a different request; use a new key for a new request", field: "Idempotency-Key")
+            case .inProgress:
+                guard ContinuousClock.now < deadline else {
+                    throw APIError(409, "idempotency_key_in_use", "a request with Idempotency-Key \(key) is still being processed; retry later")
+                }
+                try await Task.sleep(for: .milliseconds(25))
+            }
+        }
+    }
+
+}
