@@ -98,6 +98,13 @@ private struct SQLWriter {
             // As the index `devices_by_user` has it, so a segment of one user is a lookup.
             let (user, placeholder) = (syntax.deviceUser("d"), bind(.text(id), as: .text))
             return "(\(user) IS NOT NULL AND \(user) = \(placeholder))"
+        case .alias(let name, let value):
+            // The alias row (a key lookup) names the device's user. `|| ''` gives the stored id
+            // no column affinity, so SQLite compares it with the user expression as is and a
+            // legacy number never equals a text id (as `user:` and the evaluator have it).
+            let user = syntax.deviceUser("d")
+            let (named, valued) = (bind(.text(name), as: .text), bind(.text(value), as: .text))
+            return "(\(user) IS NOT NULL AND EXISTS (SELECT 1 FROM user_aliases a WHERE a.app = d.app AND a.name = \(named) AND a.value = \(valued) AND \(user) = a.user_id || ''))"
         case .text(let field, let condition):
             return column("d.\(field.rawValue)", condition) { .text($0) }
         case .version(let field, let condition):

@@ -103,6 +103,7 @@ enum PSQLShell {
                 environment TEXT NOT NULL, locale TEXT, timezone TEXT, app_version TEXT, app_version_key TEXT,
                 os_version TEXT, os_version_key TEXT, attributes JSONB, last_seen_at BIGINT NOT NULL,
                 status TEXT NOT NULL);
+            CREATE TEMP TABLE user_aliases (app TEXT NOT NULL, name TEXT NOT NULL, value TEXT NOT NULL, user_id TEXT NOT NULL, PRIMARY KEY (app, name, value));
             CREATE TEMP TABLE device_tags (row_key BIGINT NOT NULL, tag TEXT NOT NULL, PRIMARY KEY (row_key, tag));
 
             """
@@ -127,6 +128,9 @@ enum PSQLShell {
             for tag in device.tags {
                 script += "INSERT INTO device_tags VALUES (\(row.rowKey), \(literal(.text(tag))));\n"
             }
+        }
+        for alias in SegmentFixtures.aliases {
+            script += "INSERT INTO user_aliases VALUES (\([alias.app, alias.name, alias.value, alias.user].map { literal(.text($0)) }.joined(separator: ", ")));\n"
         }
         return script
     }

@@ -43,6 +43,7 @@ enum SQLiteShell {
                 environment TEXT NOT NULL, locale TEXT, timezone TEXT, app_version TEXT, app_version_key TEXT,
                 os_version TEXT, os_version_key TEXT, attributes TEXT, last_seen_at INTEGER NOT NULL,
                 status TEXT NOT NULL);
+            CREATE TABLE user_aliases (app TEXT NOT NULL, name TEXT NOT NULL, value TEXT NOT NULL, user_id TEXT NOT NULL, PRIMARY KEY (app, name, value));
             CREATE TABLE device_tags (row_key INTEGER NOT NULL, tag TEXT NOT NULL, PRIMARY KEY (row_key, tag));
             CREATE INDEX devices_locale ON devices (app, locale);
             BEGIN;
@@ -65,6 +66,9 @@ enum SQLiteShell {
             for tag in device.tags {
                 script += "INSERT INTO device_tags VALUES (\(row.rowKey), \(literal(.text(tag))));\n"
             }
+        }
+        for alias in SegmentFixtures.aliases {
+            script += "INSERT INTO user_aliases VALUES (\([alias.app, alias.name, alias.value, alias.user].map { literal(.text($0)) }.joined(separator: ", ")));\n"
         }
         return script + "COMMIT;\n"
     }

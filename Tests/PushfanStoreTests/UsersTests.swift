@@ -123,5 +123,9 @@ struct UsersTests {
         #expect(found.aliasUsers == ["crm_id": ["C-7": "7"]], "another app's alias is not this app's")
         #expect(Array(found.devices.keys) == ["anonymous"], "another app's device is unknown here")
         #expect(found.devices["anonymous"]?.rowKey == rows[3] && found.userDevices["42"]?.first?.rowKey == rows[0])
+        // The same aliases in segments: the alias's user's active devices, this app's only.
+        #expect(try await store.audience.count(app: "shop-ios", segment: try SegmentParser.parse("alias.crm_id:C-7")) == 1)
+        #expect(try await store.audience.count(app: "shop-ios", segment: try SegmentParser.parse("alias.crm_id:C-42")) == 0)
+        #expect(try await store.audience.count(app: "news-ios", segment: try SegmentParser.parse("alias.crm_id:C-42")) == 1)
     }
 }

@@ -54,6 +54,15 @@ package enum SegmentFixtures {
     package static let now: Int64 = 1_700_000_000_000
     package static let day: Int64 = 86_400_000
 
+    /// Users' aliases (table `user_aliases`): app, user, name, value. Another app's alias of
+    /// the same user, a user no device names, ids that differ only in case or look like SQL,
+    /// and a user id written as text whose devices hold it as a number.
+    package static let aliases: [(app: String, user: String, name: String, value: String)] = [
+        ("app1", "u1", "crm_id", "C-1"), ("app1", "u1", "email", "u1@example.com"), ("app1", "U1", "crm_id", "C-1b"),
+        ("app1", "u2", "crm_id", "C-2"), ("app1", "' OR 1=1 --", "crm_id", "x' OR 1=1 --"), ("app1", "5", "crm_id", "C-5"),
+        ("app1", "ghost", "crm_id", "C-9"), ("app2", "u2", "crm_id", "C-1"),
+    ]
+
     /// About 300 devices with every kind of value the language distinguishes:
     /// missing fields, versions that need numeric ordering or have no key,
     /// attributes of each JSON kind, tags that differ only in case or Unicode
@@ -85,7 +94,7 @@ package enum SegmentFixtures {
             let lastSeen = random.chance(15)
                 ? now + random.pick(edges)
                 : now - Int64(random.below(60 * 24)) * 3_600_000 - Int64(random.below(3_600_000))
-            let device = SegmentDevice(
+            var device = SegmentDevice(
                 tags: Set(tags.filter { _ in random.chance(30) }),
                 locale: random.pick(locales),
                 timezone: random.pick(timezones),
@@ -94,12 +103,13 @@ package enum SegmentFixtures {
                 osVersion: random.pick(osVersions),
                 attributes: attributes,
                 lastSeenAt: lastSeen)
+            let app = random.chance(90) ? "app1" : "app2"
+            let status = random.chance(85) ? "active" : "invalid"
+            if case .string(let user)? = attributes["user_id"] {
+                for alias in aliases where alias.app == app && alias.user == user { device.userAliases[alias.name] = alias.value }
+            }
             rows.append(SegmentFixtureRow(
-                rowKey: Int64(index),
-                app: random.chance(90) ? "app1" : "app2",
-                status: random.chance(85) ? "active" : "invalid",
-                device: device,
-                nullAttributes: attributes.isEmpty && random.chance(50)))
+                rowKey: Int64(index), app: app, status: status, device: device, nullAttributes: attributes.isEmpty && random.chance(50)))
         }
         return rows
     }()
@@ -171,6 +181,13 @@ package enum SegmentFixtures {
         "not user:u2 and tag:sports",
         "user:5 or user:u2",
         "attr.user_id = u1 and not user:U1",
+        "alias.crm_id:C-1",
+        "alias.crm_id:\"x' OR 1=1 --\"",
+        "alias.crm_id:C-5 or tag:news",
+        "alias.email:\"u1@example.com\" or alias.crm_id:C-2",
+        "not alias.crm_id:C-1 and tag:sports",
+        "alias.crm_id:C-9 or alias.crm_id:nobody or user:u2",
+        "alias.crm_id:C-1b and not alias.crm_id:C-1",
     ]
 }
 

@@ -14,6 +14,8 @@ package struct SegmentDevice: Sendable, Equatable {
     package var attributes: [String: JSONValue]
     /// When the device last registered or was seen, ms since the epoch.
     package var lastSeenAt: Int64
+    /// The aliases of the device's user (name → value); empty without a user.
+    package var userAliases: [String: String] = [:]
 
     package init(
         tags: Set<String> = [], locale: String? = nil, timezone: String? = nil, environment: String = "production",
@@ -59,6 +61,9 @@ package enum SegmentEvaluator {
         case .user(let id):
             guard case .string(let user)? = device.attributes["user_id"] else { return false }
             return ByteOrder.equal(user, id)
+        case .alias(let name, let value):
+            guard case .string? = device.attributes["user_id"], let held = device.userAliases[name] else { return false }
+            return ByteOrder.equal(held, value)
         case .text(let field, let condition):
             let stored: String?
             switch field {

@@ -27,6 +27,9 @@ package enum SegmentTerm: Sendable, Equatable {
     case tag(String)
     /// `user:ID`: the device belongs to this user (its `user_id` attribute is this text).
     case user(String)
+    /// `alias.NAME:VALUE`: the device's user is the one this alias of the app names
+    /// (`crm_id` C-1): the user's devices, found through the alias.
+    case alias(name: String, value: String)
     /// `locale`, `timezone` or `environment` compared as exact text.
     case text(SegmentTextField, SegmentCondition<String>)
     /// `app_version` or `os_version`, in version order (see ``VersionKey``).
@@ -205,6 +208,8 @@ extension SegmentTerm: CustomStringConvertible {
             return "tag:" + SegmentLiteral.render(name, allowKeyword: true)
         case .user(let id):
             return "user:" + SegmentLiteral.render(id, allowKeyword: true)
+        case .alias(let name, let value):
+            return "alias.\(name):" + SegmentLiteral.render(value, allowKeyword: true)
         case .text(let field, let condition):
             return field.rawValue + condition.render { SegmentLiteral.render($0) }
         case .version(let field, let condition):

@@ -127,7 +127,7 @@ private struct Parser {
 
     // MARK: Terms
 
-    private static let termHint = "tag:NAME, user:ID, attr.NAME, locale, timezone, environment, app_version, os_version or last_seen"
+    private static let termHint = "tag:NAME, user:ID, alias.NAME:VALUE, attr.NAME, locale, timezone, environment, app_version, os_version or last_seen"
 
     private mutating func parseTerm() throws(SegmentError) -> SegmentTerm {
         let token = try take()
@@ -152,6 +152,9 @@ private struct Parser {
         if lower.hasPrefix("attr.") {
             return try parseAttribute(key: String(word.dropFirst(5)), token: token)
         }
+        if lower.hasPrefix("alias.") {
+            return try parseAlias(String(word.dropFirst(6)), token: token)
+        }
         switch lower {
         case "tag":
             throw .syntax(at: token.position, "expected ':' right after 'tag' (write tag:NAME or tag:\"a name\")")
@@ -159,6 +162,8 @@ private struct Parser {
             throw .syntax(at: token.position, "expected ':' right after 'user' (write user:ID or user:\"an id\")")
         case "attr":
             throw .syntax(at: token.position, "expected '.' and a name right after 'attr' (write attr.NAME)")
+        case "alias":
+            throw .syntax(at: token.position, "expected '.' and an alias name right after 'alias' (write alias.NAME:VALUE)")
         case "last_seen":
             return try parseLastSeen(token: token)
         default:
@@ -184,6 +189,28 @@ private struct Parser {
         }
         guard !text.isEmpty else { throw .invalidValue(at: name.position, "\(noun) cannot be empty") }
         return text
+    }
+
+    /// `alias.crm_id:C-1` arrives as one word, `alias.crm_id:"C 1"` as the word
+    /// `alias.crm_id:` and a string. Alias names are 1-32 characters of a-z 0-9 _.
+    private mutating func parseAlias(_ rest: String, token: SegmentToken) throws(SegmentError) -> SegmentTerm {
+        guard let colon = rest.firstIndex(of: ":") else {
+            throw .syntax(at: token.position, "expected ':' and a value after the alias name (write alias.NAME:VALUE or alias.NAME:\"a value\")")
+        }
+        let name = String(rest[..<colon])
+        guard (1...32).contains(name.utf8.count), name.utf8.allSatisfy({ (0x61...0x7A).contains($0) || (0x30...0x39).contains($0) || $0 == 0x5F }) else {
+            throw .invalidValue(at: token.position, "an alias name is 1-32 characters of a-z 0-9 _, got '\(name)'")
+        }
+        var value = String(rest[rest.index(after: colon)...])
+        if value.isEmpty {
+            let next = try take()
+            guard case .string(let text) = next.kind else {
+                throw .syntax(at: next.position, "expected a value right after 'alias.\(name):' (write alias.\(name):VALUE or alias.\(name):\"a value\"), found \(next.found)")
+            }
+            guard !text.isEmpty else { throw .invalidValue(at: next.position, "an alias value cannot be empty") }
+            value = text
+        }
+        return .alias(name: name, value: value)
     }
 
     private mutating func parseText(_ field: SegmentTextField, token: SegmentToken) throws(SegmentError) -> SegmentTerm {
