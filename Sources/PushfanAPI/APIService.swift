@@ -38,11 +38,14 @@ package struct Route: Sendable {
     package let handle: @Sendable (RouteCall) async throws -> HTTPResponse
 
     /// An operator call, written to the operator log: anything but a read on the admin
-    /// routes and on the routes only an app's master secret may call. Device registration
-    /// (the apps' own traffic) is not.
+    /// routes and on the routes only an app's master secret may call, and reads marked
+    /// `audited`. Device registration (the apps' own traffic) is not.
     func isOperatorCall(_ method: String) -> Bool {
-        !readsOnly && method != "GET" && method != "HEAD" && (admin || (!roles.isEmpty && !roles.contains(.application)))
+        audited || (!readsOnly && method != "GET" && method != "HEAD" && (admin || (!roles.isEmpty && !roles.contains(.application))))
     }
+
+    /// A read the operator log records all the same (an export of a person's data).
+    package var audited = false
 
     /// A call that changes nothing though its method is not GET (a count with a body).
     package var readsOnly = false
@@ -89,6 +92,7 @@ package final class APIService: Sendable {
         HealthRoutes.add(to: &router, store: store, writer: writer)
         DeviceRoutes.add(to: &router, store: store, logger: logger)
         UserRoutes.add(to: &router, store: store)
+        PersonalDataRoutes.add(to: &router, store: store, writer: writer)
         CampaignRoutes.add(to: &router, store: store, writer: writer)
         MessageRoutes.add(to: &router, store: store, writer: writer, lanes: lanes)
         NotificareRoutes.add(to: &router, store: store)

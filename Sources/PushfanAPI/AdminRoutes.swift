@@ -53,7 +53,7 @@ enum AdminRoutes {
                 timeZone: try BodyFields.optionalText(body, "time_zone"))
             registration.timeZone = registration.timeZone.flatMap { $0.isEmpty ? nil : $0 }
             registration.defaultCategory = try BodyFields.optionalText(body, "default_category")
-            registration.frequencyCaps = try frequencyCaps(body, key: "frequency_caps", required: false)
+            registration.frequencyCaps = try frequencyCaps(body, key: "frequency_caps", per: "frequency_caps_per", required: false)
             let secrets = try await store.apps.add(registration)
             return .json(201, ["app": .string(app), "master_secret": .string(secrets.master), "application_secret": .string(secrets.application)],
                          headers: ["Location": "/v1/admin/apps/\(app)"])
@@ -79,9 +79,9 @@ enum AdminRoutes {
             return .json(200, ["app": .string(call.parameter("app")), "default_category": category.map { .string($0) } ?? .null])
         })
         router.add("PUT", "/v1/admin/apps/{app}/frequency_caps", Route(roles: [], admin: true) { call in
-            let caps = try frequencyCaps(try APIService.jsonObject(call.request), key: "caps", required: true)
+            let caps = try frequencyCaps(try APIService.jsonObject(call.request), key: "caps", per: "per", required: true)
             try await store.apps.setFrequencyCaps(app: call.parameter("app"), caps)
-            return .json(200, ["app": .string(call.parameter("app")), "frequency_caps": capsJSON(caps)])
+            return .json(200, ["app": .string(call.parameter("app")), "frequency_caps": capsJSON(caps), "frequency_caps_per": perJSON(caps)])
         })
         router.add("PUT", "/v1/admin/apps/{app}/credentials", Route(roles: [], admin: true) { call in
             let reference = try credentials(credentialFiles, try APIService.jsonObject(call.request))
@@ -123,8 +123,19 @@ enum AdminRoutes {
     }
 
     /// Member `key`: rules as `pushes/window` texts (`["3/1d", "1/1h"]`); empty (or, when not
-    /// required, absent) is none.
-    private static func frequencyCaps(_ body: [String: JSONValue], key: String, required: Bool) throws -> FrequencyCaps {
+    /// required, absent) is none. Member `per`: `"device"` (the default) or `"user"`.
+    private static func frequencyCaps(_ body: [String: JSONValue], key: String, per: String, required: Bool) throws -> FrequencyCaps {
+        let perUser: Bool
+        switch body[per] {
+        case nil, .null?, .string("device")?: perUser = false
+        case .string("user")?: perUser = true
+        default: throw APIError(400, "invalid_input", "\(per): \"device\" or \"user\" (whose pushes the caps count)", field: per)
+        }
+        let caps = try rules(body, key: key, required: required)
+        return FrequencyCaps(caps.rules, perUser: perUser)
+    }
+
+    private static func rules(_ body: [String: JSONValue], key: String, required: Bool) throws -> FrequencyCaps {
         switch body[key] {
         case nil where !required, .null? where !required: return FrequencyCaps([])
         case .array(let items)?:
@@ -141,6 +152,7 @@ enum AdminRoutes {
     }
 
     private static func capsJSON(_ caps: FrequencyCaps) -> JSONValue { .array(caps.rules.map { .string($0.description) }) }
+    private static func perJSON(_ caps: FrequencyCaps) -> JSONValue { caps.perUser ? "user" : "device" }
 
     private static func credentialsJSON(_ reference: APNsCredentialsReference) -> JSONValue {
         switch reference {
@@ -154,7 +166,7 @@ enum AdminRoutes {
             "app": .string(app.app), "topic": .string(app.topic), "environment": .string(app.environment.rawValue),
             "rate": .int(Int64(app.ratePerSecond)), "time_zone": app.timeZone.map { .string($0) } ?? .null,
             "default_category": app.defaultCategory.map { .string($0) } ?? .null,
-            "frequency_caps": capsJSON(app.frequencyCaps),
+            "frequency_caps": capsJSON(app.frequencyCaps), "frequency_caps_per": perJSON(app.frequencyCaps),
             "credentials": credentialsJSON(app.credentials), "created": .int(app.createdAt),
         ]
     }

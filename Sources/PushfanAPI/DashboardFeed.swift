@@ -42,7 +42,8 @@ package final class DashboardFeed: Sendable {
     private let counting = Locked(Counting())
     private let view = Locked(View())
     private let stopping = Atomic<Bool>(false)
-    /// Records counted, by kind: `result`, `dead_letter`, or `unreadable` (neither).
+    /// Records counted, by kind: `result`, `dead_letter`, `erasure` (a tombstone: the
+    /// dashboard keeps counts, no device), or `unreadable` (none of these).
     private let records: Counter
 
     /// The tallies of the partitions this process reads, shared with the consumer's
@@ -206,6 +207,7 @@ package final class DashboardFeed: Sendable {
     private enum Read {
         case result(ResultRecord)
         case deadLetter(DashboardSnapshot.DeadLetter)
+        case erasure
         case unreadable
     }
 
@@ -218,7 +220,8 @@ package final class DashboardFeed: Sendable {
                 if let device = record.withValueBytes({ DeviceResult(canonicalJSON: $0) }) {
                     value = .result(.device(device))
                 } else {
-                    value = (try? MessageCodec.decode(ResultRecord.self, from: record.value)).map(Read.result) ?? .unreadable
+                    value = (try? MessageCodec.decode(ResultRecord.self, from: record.value)).map(Read.result)
+                        ?? ((try? MessageCodec.decode(ErasureRecord.self, from: record.value)) == nil ? .unreadable : .erasure)
                 }
             } else {
                 value = (try? MessageCodec.decode(DeadLetterRecord.self, from: record.value)).map { .deadLetter(DashboardSnapshot.DeadLetter($0)) } ?? .unreadable
@@ -239,7 +242,7 @@ package final class DashboardFeed: Sendable {
     /// tally is not in memory, from that record on.
     private func apply(_ read: [(TopicPartition, Int64, Read)]) -> [(TopicPartition, Int64, Read)] {
         let now = ContinuousClock.now
-        var kinds = (results: 0, deadLetters: 0, unreadable: 0)
+        var kinds = (results: 0, deadLetters: 0, erasures: 0, unreadable: 0)
         var waiting: [(TopicPartition, Int64, Read)] = []
         counting.withLock { state in
             var held: Set<TopicPartition> = []
@@ -268,13 +271,16 @@ package final class DashboardFeed: Sendable {
                 case .deadLetter(let letter):
                     kinds.deadLetters += 1
                     count.deadLetters.append(letter)
+                case .erasure:
+                    kinds.erasures += 1
                 case .unreadable:
                     kinds.unreadable += 1
                 }
                 state.partitions[partition] = count
             }
         }
-        for (kind, number) in [("result", kinds.results), ("dead_letter", kinds.deadLetters), ("unreadable", kinds.unreadable)] where number > 0 {
+        for (kind, number) in [("result", kinds.results), ("dead_letter", kinds.deadLetters), ("erasure", kinds.erasures), ("unreadable", kinds.unreadable)]
+        where number > 0 {
             self.records.add(Double(number), [kind])
         }
         return waiting

@@ -3117,6 +3117,18 @@ enum OpenAPIDocument {
              "null"
             ]
            },
+           "frequency_caps_per": {
+            "description": "whose pushes frequency_caps count (default device)",
+            "enum": [
+             "device",
+             "user",
+             null
+            ],
+            "type": [
+             "string",
+             "null"
+            ]
+           },
            "rate": {
             "maximum": 1000000,
             "minimum": 1,
@@ -3467,6 +3479,15 @@ enum OpenAPIDocument {
           },
           "maxItems": 10,
           "type": "array"
+         },
+         "per": {
+          "default": "device",
+          "description": "whose pushes the caps count: each device's, or each user's across its devices",
+          "enum": [
+           "device",
+           "user"
+          ],
+          "type": "string"
          }
         },
         "required": [
@@ -5264,6 +5285,88 @@ enum OpenAPIDocument {
     "summary": "Set attributes (null removes one)"
    }
   },
+  "/v1/apps/{app}/devices/{device}/erase": {
+   "parameters": [
+    {
+     "in": "path",
+     "name": "app",
+     "required": true,
+     "schema": {
+      "minLength": 1,
+      "type": "string"
+     }
+    },
+    {
+     "in": "path",
+     "name": "device",
+     "required": true,
+     "schema": {
+      "minLength": 1,
+      "type": "string"
+     }
+    }
+   ],
+   "post": {
+    "responses": {
+     "200": {
+      "content": {
+       "application/json": {
+        "schema": {
+         "properties": {
+          "device": {
+           "type": "string"
+          },
+          "erased": {
+           "type": "boolean"
+          }
+         },
+         "required": [
+          "device",
+          "erased"
+         ],
+         "type": "object"
+        }
+       }
+      },
+      "description": "erased"
+     },
+     "400": {
+      "$ref": "#/components/responses/Invalid"
+     },
+     "401": {
+      "$ref": "#/components/responses/Unauthorized"
+     },
+     "403": {
+      "$ref": "#/components/responses/Forbidden"
+     },
+     "404": {
+      "content": {
+       "application/json": {
+        "schema": {
+         "$ref": "#/components/schemas/Error"
+        }
+       }
+      },
+      "description": "no such device"
+     },
+     "415": {
+      "$ref": "#/components/responses/Unsupported"
+     },
+     "429": {
+      "$ref": "#/components/responses/Throttled"
+     },
+     "503": {
+      "$ref": "#/components/responses/Unavailable"
+     }
+    },
+    "security": [
+     {
+      "masterSecret": []
+     }
+    ],
+    "summary": "Erase one device and everything kept about it, with a tombstone on the results and events topics"
+   }
+  },
   "/v1/apps/{app}/devices/{device}/quiet_hours": {
    "delete": {
     "responses": {
@@ -6616,6 +6719,73 @@ enum OpenAPIDocument {
    }
   },
   "/v1/apps/{app}/users/{user}": {
+   "delete": {
+    "responses": {
+     "200": {
+      "content": {
+       "application/json": {
+        "schema": {
+         "properties": {
+          "devices": {
+           "items": {
+            "type": "string"
+           },
+           "type": "array"
+          },
+          "erased": {
+           "type": "boolean"
+          },
+          "user_id": {
+           "type": "string"
+          }
+         },
+         "required": [
+          "user_id",
+          "erased",
+          "devices"
+         ],
+         "type": "object"
+        }
+       }
+      },
+      "description": "erased"
+     },
+     "400": {
+      "$ref": "#/components/responses/Invalid"
+     },
+     "401": {
+      "$ref": "#/components/responses/Unauthorized"
+     },
+     "403": {
+      "$ref": "#/components/responses/Forbidden"
+     },
+     "404": {
+      "content": {
+       "application/json": {
+        "schema": {
+         "$ref": "#/components/schemas/Error"
+        }
+       }
+      },
+      "description": "no device names the user and it has no alias"
+     },
+     "415": {
+      "$ref": "#/components/responses/Unsupported"
+     },
+     "429": {
+      "$ref": "#/components/responses/Throttled"
+     },
+     "503": {
+      "$ref": "#/components/responses/Unavailable"
+     }
+    },
+    "security": [
+     {
+      "masterSecret": []
+     }
+    ],
+    "summary": "Erase a user: its devices and everything kept about them, its aliases; a tombstone on the results and events topics"
+   },
    "get": {
     "responses": {
      "200": {
@@ -6972,6 +7142,104 @@ enum OpenAPIDocument {
     ],
     "summary": "Link a device to the user (its user_id attribute)"
    }
+  },
+  "/v1/apps/{app}/users/{user}/export": {
+   "get": {
+    "responses": {
+     "200": {
+      "content": {
+       "application/json": {
+        "schema": {
+         "properties": {
+          "aliases": {
+           "additionalProperties": {
+            "type": "string"
+           },
+           "type": "object"
+          },
+          "app": {
+           "type": "string"
+          },
+          "devices": {
+           "items": {
+            "type": "object"
+           },
+           "type": "array"
+          },
+          "user_id": {
+           "type": "string"
+          }
+         },
+         "required": [
+          "app",
+          "user_id",
+          "aliases",
+          "devices"
+         ],
+         "type": "object"
+        }
+       }
+      },
+      "description": "the export"
+     },
+     "400": {
+      "$ref": "#/components/responses/Invalid"
+     },
+     "401": {
+      "$ref": "#/components/responses/Unauthorized"
+     },
+     "403": {
+      "$ref": "#/components/responses/Forbidden"
+     },
+     "404": {
+      "content": {
+       "application/json": {
+        "schema": {
+         "$ref": "#/components/schemas/Error"
+        }
+       }
+      },
+      "description": "no device names the user and it has no alias"
+     },
+     "415": {
+      "$ref": "#/components/responses/Unsupported"
+     },
+     "429": {
+      "$ref": "#/components/responses/Throttled"
+     },
+     "503": {
+      "$ref": "#/components/responses/Unavailable"
+     }
+    },
+    "security": [
+     {
+      "masterSecret": []
+     }
+    ],
+    "summary": "Everything kept about a user: its aliases and devices with tokens, ledger rows, capped pushes, engagement and SDK documents (docs/api.md#erasure-and-export)"
+   },
+   "parameters": [
+    {
+     "in": "path",
+     "name": "app",
+     "required": true,
+     "schema": {
+      "minLength": 1,
+      "type": "string"
+     }
+    },
+    {
+     "description": "the app's id of the user, 1-256 bytes",
+     "in": "path",
+     "name": "user",
+     "required": true,
+     "schema": {
+      "maxLength": 256,
+      "minLength": 1,
+      "type": "string"
+     }
+    }
+   ]
   }
  }
 }

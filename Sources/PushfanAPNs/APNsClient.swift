@@ -46,8 +46,9 @@ package final class APNsClient: Sendable {
     /// order. The throughput path: one hand-over and one resume per batch.
     /// `started`, if given, is called once every request is on a stream (or answered
     /// without one): the moment a caller pacing itself by the wire may hand more.
-    package func send(batch notifications: [APNsNotification], started: (@Sendable () -> Void)? = nil) async -> [APNsSendResult] {
-        await pool.send(notifications, started: started)
+    /// `ahead`: before every request waiting in the pool (a transactional message's).
+    package func send(batch notifications: [APNsNotification], started: (@Sendable () -> Void)? = nil, ahead: Bool = false) async -> [APNsSendResult] {
+        await pool.send(notifications, started: started, ahead: ahead)
     }
 
     /// Sends until `policy` says stop: retryable rejections and transport

@@ -56,6 +56,8 @@ struct PendingRequest: Sendable {
 /// State shared between callers and the pool's thread.
 struct SharedState {
     var incoming: [PendingRequest] = []
+    /// Handed over ahead of everything waiting (a transactional message's requests).
+    var urgent: [PendingRequest] = []
     /// Requests the thread holds that are not on the wire yet.
     var waitingInThread = 0
     var roomWaiters: [CheckedContinuation<Void, Never>] = []
@@ -63,7 +65,7 @@ struct SharedState {
     var closed = false
     var closeWaiters: [CheckedContinuation<Void, Never>] = []
 
-    var queued: Int { incoming.count + waitingInThread }
+    var queued: Int { incoming.count + urgent.count + waitingInThread }
 }
 
 /// The mutex-guarded state, in a class so the pool and its thread share it.
@@ -106,21 +108,21 @@ final class APNsConnectionPool: Sendable {
 
     /// Sends `notifications` and returns their results in the same order. Waits
     /// first while the pool's queue is full. `started`, if given, is called (on the pool's
-    /// thread) once every one of them is on a stream or answered.
-    func send(_ notifications: [APNsNotification], started: (@Sendable () -> Void)? = nil) async -> [APNsSendResult] {
+    /// thread) once every one of them is on a stream or answered. `ahead`: they neither wait
+    /// for room nor queue behind what is waiting; they take the next free streams (a
+    /// transactional message beside a campaign that keeps the queue full).
+    func send(_ notifications: [APNsNotification], started: (@Sendable () -> Void)? = nil, ahead: Bool = false) async -> [APNsSendResult] {
         guard !notifications.isEmpty else {
             started?()
             return []
         }
-        await waitForRoom()
+        if !ahead { await waitForRoom() }
         return await withCheckedContinuation { continuation in
             let collector = ResultCollector(count: notifications.count, continuation: continuation, onStarted: started)
             let accepted = shared.state.withLock { state in
                 guard !state.closing else { return false }
-                state.incoming.reserveCapacity(state.incoming.count + notifications.count)
-                for (index, notification) in notifications.enumerated() {
-                    state.incoming.append(PendingRequest(notification: notification, collector: collector, index: index))
-                }
+                let requests = notifications.enumerated().map { PendingRequest(notification: $1, collector: collector, index: $0) }
+                if ahead { state.urgent += requests } else { state.incoming += requests }
                 return true
             }
             if accepted {
@@ -252,16 +254,19 @@ class TransferEngine {
         while true {
             let taken = shared.state.withLock { state in
                 let requests = state.incoming
+                let urgent = state.urgent
                 state.incoming = []
-                state.waitingInThread = waitingCount + requests.count
+                state.urgent = []
+                state.waitingInThread = waitingCount + requests.count + urgent.count
                 var waiters: [CheckedContinuation<Void, Never>] = []
                 if !state.roomWaiters.isEmpty && (state.queued < configuration.maxQueued || state.closing) {
                     waiters = state.roomWaiters
                     state.roomWaiters = []
                 }
-                return (requests: requests, closing: state.closing, roomWaiters: waiters)
+                return (requests: requests, urgent: urgent, closing: state.closing, roomWaiters: waiters)
             }
             waiting.append(contentsOf: taken.requests)
+            if !taken.urgent.isEmpty { waiting.insert(contentsOf: taken.urgent, at: waitingHead) }
             for waiter in taken.roomWaiters { waiter.resume() }
             if taken.closing && !closing {
                 closing = true

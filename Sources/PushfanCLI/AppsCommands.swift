@@ -40,7 +40,8 @@ struct AppsShowCommand: Command {
         print("  rate         \(app.ratePerSecond)/s")
         print("  time zone    \(app.timeZone ?? "UTC")")
         print("  category     \(app.defaultCategory ?? "none") (of alert campaigns that name none)")
-        print("  caps         \(app.frequencyCaps.isEmpty ? "none" : app.frequencyCaps.description) (alert pushes per device)")
+        let caps = app.frequencyCaps
+        print("  caps         \(caps.isEmpty ? "none" : caps.rules.map(\.description).joined(separator: ",") + (caps.perUser ? " (alert pushes per user, across its devices)" : " (alert pushes per device)"))")
         return 0
     }
 }
@@ -69,15 +70,25 @@ struct AppsSetCapsCommand: Command {
         discussion: """
             Rules are PUSHES/WINDOW, the window in minutes (m), hours (h) or calendar days (d) in
             the device's time zone, up to 30 days; all rules apply together: --caps 3/1d,1/1h.
-            --caps none removes them. Workers take a change up within their catalog refresh;
+            --caps none removes them. --per user counts every push to any device of a user (its
+            user_id) together, so a user with three devices gets the cap, not three times it;
+            devices without a user count alone. Workers take a change up within their catalog refresh;
             campaigns with options.ignore_frequency_caps (transactional sends) are not held back
             or counted (docs/messages.md).
             """,
-        options: [.option("app", "KEY", "app key (required)"), .option("caps", "RULES", "comma-separated rules, or none (required)")] + StoreOptions.specs)
+        options: [
+            .option("app", "KEY", "app key (required)"), .option("caps", "RULES", "comma-separated rules, or none (required)"),
+            .option("per", "device|user", "whose pushes the caps count (default device)"),
+        ] + StoreOptions.specs)
 
     static func run(_ arguments: ParsedArguments, _ context: CommandContext) async throws -> Int32 {
         let key = try arguments.required("app")
-        let caps = try parse(try arguments.required("caps"))
+        var caps = try parse(try arguments.required("caps"))
+        switch arguments.value("per") ?? "device" {
+        case "device": break
+        case "user": caps = FrequencyCaps(caps.rules, perUser: true)
+        case let other: throw UsageError("--per: device or user, got \(other)")
+        }
         let store = try await StoreOptions.open(arguments, context)
         try await store.apps.setFrequencyCaps(app: key, caps)
         print("app \(key): frequency caps \(caps.isEmpty ? "none" : caps.description)")

@@ -198,6 +198,13 @@ struct ResultsTailCommand: Command {
                 do {
                     result = try MessageCodec.decode(ResultRecord.self, from: Data(record.value))
                 } catch {
+                    if let erasure = try? MessageCodec.decode(ErasureRecord.self, from: Data(record.value)) {
+                        if campaign == nil || campaign?.app == erasure.app {
+                            output.append(json ? String(decoding: MessageCodec.encode(erasure), as: UTF8.self) + "\n"
+                                : "erasure app=\(erasure.app)\(erasure.user.map { " user=\($0)" } ?? "") devices=\(erasure.devices.joined(separator: ","))\n")
+                        }
+                        continue
+                    }
                     output.append("unreadable record at \(record.topicPartition)@\(record.offset): \(error)\n")
                     continue
                 }

@@ -84,7 +84,8 @@ package final class DeviceJSONReader {
             case "attributes":
                 switch try readValue(depth: 0) {
                 case .null: break
-                case .object(let members): registration.attributes = members
+                // A top-level `user_id` wins over one inside `attributes`, in either order.
+                case .object(let members): registration.attributes = members.merging(registration.attributes) { _, topLevel in topLevel }
                 default: throw StoreError.invalidInput("attributes: wrong type, expected an object")
                 }
             case "quiet_hours":

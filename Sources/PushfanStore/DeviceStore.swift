@@ -47,6 +47,8 @@ package final class DeviceStore: Sendable {
     package let engagement: EngagementTallies
     package let channels: BroadcastChannels
     package let users: Users
+    /// Export and erasure of what is kept about a person.
+    package let personalData: PersonalData
 
     /// Opens `sqlite:PATH` or a `postgres://` / `postgresql://` URL and applies migrations.
     package static func open(_ url: String, logger: Logger) async throws(StoreError) -> DeviceStore {
@@ -99,6 +101,7 @@ package final class DeviceStore: Sendable {
         engagement = EngagementTallies(executor: executor)
         channels = BroadcastChannels(executor: executor)
         users = Users(executor: executor)
+        personalData = PersonalData(executor: executor)
     }
 
     static func now() -> Int64 { Int64(Date().timeIntervalSince1970 * 1000) }

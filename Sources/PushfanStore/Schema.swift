@@ -311,7 +311,17 @@ enum Schema {
         Migration(
             version: 23, summary: "users: devices by their user_id attribute, and users' aliases (crm_id, email…)",
             sqlite: users(userOfDevice: "json_extract(attributes, '$.user_id')"), postgres: users(userOfDevice: PostgresSyntax.user(of: "attributes"))),
+        Migration(
+            version: 24, summary: "frequency caps counted per user: each admitted push names its device's user",
+            sqlite: userCounts, postgres: userCounts),
     ]
+
+    /// Migration 24, the same on both databases: `<app>/<user>` of the device when the push
+    /// was admitted under caps counted per user (`FrequencyLedger`).
+    private static let userCounts = """
+        ALTER TABLE frequency_sends ADD COLUMN user_key TEXT;
+        CREATE INDEX frequency_sends_by_user ON frequency_sends (user_key) WHERE user_key IS NOT NULL;
+        """
 
     /// Migration 23. A device's user stays its `user_id` attribute (one truth, which segments
     /// and imports already speak); the index makes "the devices of user U" a lookup. Its

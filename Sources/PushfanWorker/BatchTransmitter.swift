@@ -153,7 +153,7 @@ struct BatchTransmitter {
             page?.batchStarted()
             start.partStarted()
         }
-        let (catalog, circuits, app, lane, clock) = (context.catalog, context.circuits, plan.app, lane, context.clock)
+        let (catalog, circuits, app, lane, clock, ahead) = (context.catalog, context.circuits, plan.app, lane, context.clock, task.transactional)
         // The environments' sends go out together: one after another, the second would wait
         // for the first one's slowest answer before it even started.
         let send: @Sendable () async -> Answers = {
@@ -162,7 +162,7 @@ struct BatchTransmitter {
                     sends.addTask {
                         do {
                             let client = try catalog.client(for: app, environment: environment)
-                            let answers = await client.send(batch: members.map(\.1), started: started)
+                            let answers = await client.send(batch: members.map(\.1), started: started, ahead: ahead)
                             // The batch's answer time, not the round's end: results' `at` then
                             // follow the sends (a round holds many batches over a second or more).
                             let answeredAt = clock.wall

@@ -30,7 +30,13 @@ struct EventCounter {
             do {
                 // The form the API writes is read directly; any other goes through the decoder.
                 let event: EngagementEvent
-                if let fast = record.withValueBytes({ EngagementEvent(canonicalJSON: $0) }) { event = fast } else { event = try decode(record) }
+                if let fast = record.withValueBytes({ EngagementEvent(canonicalJSON: $0) }) {
+                    event = fast
+                } else if (try? MessageCodec.decode(ErasureRecord.self, from: Data(record.value))) != nil {
+                    continue  // A tombstone for the topic's keepers: nothing to count.
+                } else {
+                    event = try decode(record)
+                }
                 valid[event.app, default: []].append((record, event))
             } catch {
                 letters.append(ResultsWriter.deadLetter(for: record, code: error.code, reason: error.description))

@@ -80,8 +80,20 @@ package final class TaskScheduler: Sendable {
                 guard let task = start.payload.task else { continue }
                 let key = TaskSchedule<Payload>.Key(partition: start.partition, offset: start.offset)
                 var sender = makeSender(task)
-                sender.lastPageSent = { [lane = start.lane] in self.drained(key, lane: lane) }
                 let record = start.payload.record
+                let started = ContinuousClock.now
+                let queuedMillis = record.timestamp.map { Int64(Date().timeIntervalSince1970 * 1000) - $0 }
+                sender.lastPageSent = { [lane = start.lane, logger] in
+                    // A message's way to APNs, for who watches its latency: Kafka and the
+                    // queue, then the plan, claim and rate wait until its requests are out.
+                    if task.transactional {
+                        logger.info("message.on_wire", [
+                            "campaign.id": task.campaignKey.stored, "queued_ms": queuedMillis.map(String.init) ?? "",
+                            "to_wire_ms": String((ContinuousClock.now - started).milliseconds),
+                        ])
+                    }
+                    self.drained(key, lane: lane)
+                }
                 state.handles[key] = Task {
                     let end = await sender.run()
                     if case .abandoned(let code, let reason) = end { await self.deadLetter(record, code, reason) }

@@ -63,4 +63,38 @@ import Testing
         let refused = try await CommandLineTool.run(TestBinaries.pushfan, ["apps", "set-caps", "--database", pipeline.database, "--app", "cap", "--caps", "2/1w"])
         #expect(refused.status != 0 && refused.error.contains("--caps: window \"1w\" has unit \"w\"; use m, h or d"), "\(refused.error)")
     }
+
+    @Test("counted per user under 1 per hour: each user of three devices receives one campaign push on one device, the others end frequency_cap; a device without a user counts alone; a transactional message reaches all three")
+    func perUser() async throws {
+        let pipeline = try await Pipeline()
+        defer { pipeline.stop() }
+        // 30 users of three devices each, and 10 devices without a user.
+        try await pipeline.addApp("fam", topic: "com.example.fam", rate: 3_000, devices: 100, fields: { index in
+            index < 90 ? #""attributes":{"user_id":"u\#(index / 3)"}"# : nil
+        })
+        let set = try await pipeline.run(["apps", "set-caps", "--database", pipeline.database, "--app", "fam", "--caps", "1/1h", "--per", "user"])
+        #expect(set.output.contains("frequency caps user:1/1h"), "\(set.output)")
+        let shown = try await pipeline.run(["apps", "show", "--database", pipeline.database, "--app", "fam"])
+        #expect(shown.output.contains("caps         1/1h (alert pushes per user, across its devices)"), "\(shown.output)")
+        try pipeline.startWorker("w1")
+        try pipeline.startWorker("w2")
+        try await pipeline.submit(Pipeline.campaign("fam-1", app: "fam"))
+        let first = try await pipeline.results(of: "fam-1")
+        #expect(first.completed?.finished == 100)
+        for user in 0..<30 {
+            let outcomes = (0..<3).map { first.devices["fam-\(user * 3 + $0)"] }
+            let delivered = outcomes.filter { $0?.outcome == .delivered }.count
+            let capped = outcomes.filter { $0?.outcome == .skipped && $0?.reason == Campaign.frequencyCapReason }.count
+            #expect(delivered == 1 && capped == 2, "user u\(user): \(outcomes.map { "\($0?.outcome.rawValue ?? "none")/\($0?.reason ?? "")" })")
+        }
+        #expect((90..<100).allSatisfy { first.devices["fam-\($0)"]?.outcome == .delivered }, "devices without a user count alone")
+        #expect(pipeline.delivered(topic: "com.example.fam").count == 40, "APNs saw one push per user and one per userless device")
+
+        // A transactional send is exempt: all three of a user's devices get it.
+        try await pipeline.submit(Pipeline.campaign("fam-receipt", app: "fam", audience: #"{"devices":["fam-0","fam-1","fam-2"]}"#, options: #"{"ignore_frequency_caps":true}"#))
+        #expect(try await pipeline.results(of: "fam-receipt").completed?.count(of: .delivered) == 3)
+        // Within the hour nobody gets another campaign push.
+        try await pipeline.submit(Pipeline.campaign("fam-2", app: "fam"))
+        #expect(try await pipeline.results(of: "fam-2").completed?.count(of: .skipped) == 100)
+    }
 }

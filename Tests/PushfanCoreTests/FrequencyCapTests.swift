@@ -13,6 +13,11 @@ import Testing
         #expect(try FrequencyCaps(parsing: "").isEmpty)
         #expect(try FrequencyCap(parsing: "1/30d").window == .days(30))
         #expect(try FrequencyCap(parsing: "1/720h").window == .hours(720))
+        // Counted per user: the prefix reads and prints back; no rules are no caps at all.
+        let perUser = try FrequencyCaps(parsing: "user:1/1h,3/1d")
+        #expect(perUser.perUser && perUser.rules.count == 2 && perUser.description == "user:1/1h,3/1d")
+        #expect(try !FrequencyCaps(parsing: "3/1d").perUser)
+        #expect(try FrequencyCaps(parsing: "user:").isEmpty && !FrequencyCaps(parsing: "user:").perUser)
     }
 
     @Test("refuses rules it cannot honour, saying why", arguments: [

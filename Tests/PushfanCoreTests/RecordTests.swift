@@ -295,3 +295,21 @@ struct TopicNamesTests {
         #expect(names.events == "pushfan.events")
     }
 }
+
+@Suite("ErasureRecord")
+struct ErasureRecordTests {
+    @Test("reads back what it writes; a result or an event is not an erasure, and an erasure is neither")
+    func roundTripAndKinds() throws {
+        let record = ErasureRecord(app: "shop", user: "42", devices: ["phone", "tablet"], at: 1_796_000_000_000)
+        let text = String(decoding: MessageCodec.encode(record), as: UTF8.self)
+        #expect(text.contains(#""type":"erasure""#) && text.contains(#""devices":["phone","tablet"]"#) && text.contains(#""user":"42""#), "\(text)")
+        #expect(try MessageCodec.decode(ErasureRecord.self, from: Data(text.utf8)) == record)
+        #expect(record.kafkaKey == "shop/erasure")
+        #expect((try? MessageCodec.decode(ResultRecord.self, from: Data(text.utf8))) == nil)
+        #expect((try? MessageCodec.decode(EngagementEvent.self, from: Data(text.utf8))) == nil)
+        let result = #"{"v":1,"type":"campaign","campaign":"c","app":"shop","event":"accepted","at":1796000000000}"#
+        #expect((try? MessageCodec.decode(ErasureRecord.self, from: Data(result.utf8))) == nil)
+        let device = ErasureRecord(app: "shop", user: nil, devices: ["phone"], at: 1_796_000_000_000)
+        #expect(!String(decoding: MessageCodec.encode(device), as: UTF8.self).contains("user"))
+    }
+}

@@ -108,4 +108,38 @@ import Testing
         #expect(held.count == 50 && held.values.allSatisfy { $0 == 4 }, "each device admitted to exactly 2 of 6 campaigns: \(held.values.sorted())")
         for key in keys.prefix(5) { #expect(try await store.frequency.pushes(rowKey: key).count == 2) }
     }
+
+    @Test("counted per user: of a user's 3 devices one gets the push under 1/1h, the others are held back, also when the user's devices come in separate pages; a device without a user counts alone; rows from before it had a user still count", arguments: Backend.enabled)
+    func perUser(_ backend: Backend) async throws {
+        let (store, keys) = try await Self.store(backend, caps: "user:1/1h", count: 6)
+        let caps = try #require(try await store.apps.get("capped")).frequencyCaps
+        #expect(caps.perUser)
+        for (index, user) in [(0, "42"), (1, "42"), (2, "42"), (3, "7"), (4, "7")] {
+            var registration = DeviceRegistration(deviceID: "d\(index)", token: String(format: "%064x", index + 1))
+            registration.attributes["user_id"] = .string(user)
+            _ = try await store.devices.register(app: "capped", registration)
+        }
+        let devices = keys.map { FrequencyLedger.Candidate(rowKey: $0, zone: Self.utc) }
+        let now = Self.at("2026-12-01 10:00", in: Self.utc)
+        // One page: one device of user 42 gets it, its other two are held; one of user 7's; d5 has no user.
+        let (user42, user7) = (Set(keys[0...2]), Set(keys[3...4]))
+        func onePerUser(_ held: Set<Int64>) -> Bool {
+            held.intersection(user42).count == 2 && held.intersection(user7).count == 1 && !held.contains(keys[5]) && held.count == 3
+        }
+        let first = try await Self.admit(store, campaign: "c1", devices, caps: caps, now: now)
+        #expect(onePerUser(first), "\(first)")
+        #expect(try await Self.admit(store, campaign: "c1", devices, caps: caps, now: now + 1_000) == first, "the page again: the same answer")
+        // A second campaign in separate pages, one device at a time: nobody of 42 or 7 gets it; d5 has had its one.
+        for index in 0..<6 {
+            #expect(try await Self.admit(store, campaign: "c2", [devices[index]], caps: caps, now: now + 2_000) == [keys[index]], "d\(index)")
+        }
+        // An hour later each user gets one again.
+        let later = try await Self.admit(store, campaign: "c3", devices.reversed(), caps: caps, now: now + 3_600_000 + 5_000)
+        #expect(onePerUser(later), "\(later)")
+
+        // Counted per device, the same devices would each get c1.
+        let (plain, plainKeys) = try await Self.store(backend, caps: "1/1h", count: 3)
+        let plainCaps = try #require(try await plain.apps.get("capped")).frequencyCaps
+        #expect(try await Self.admit(plain, campaign: "c1", plainKeys.map { FrequencyLedger.Candidate(rowKey: $0, zone: Self.utc) }, caps: plainCaps, now: now).isEmpty)
+    }
 }

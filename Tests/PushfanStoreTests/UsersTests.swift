@@ -128,4 +128,18 @@ struct UsersTests {
         #expect(try await store.audience.count(app: "shop-ios", segment: try SegmentParser.parse("alias.crm_id:C-42")) == 0)
         #expect(try await store.audience.count(app: "news-ios", segment: try SegmentParser.parse("alias.crm_id:C-42")) == 1)
     }
+
+    @Test("a registration body with user_id beside attributes keeps both, the top-level user_id winning in either order")
+    func userIDBesideAttributes() throws {
+        let token = String(repeating: "ab", count: 32)
+        for body in [
+            #"{"token":"\#(token)","user_id":"42","attributes":{"first_name":"Ada","user_id":"7"}}"#,
+            #"{"token":"\#(token)","attributes":{"first_name":"Ada","user_id":"7"},"user_id":"42"}"#,
+        ] {
+            let registration = try DeviceJSONReader.registration(json: Array(body.utf8), deviceID: "phone")
+            #expect(registration.attributes == ["first_name": "Ada", "user_id": "42"], "\(body)")
+        }
+        let inside = try DeviceJSONReader.registration(json: Array(#"{"token":"\#(token)","attributes":{"user_id":"7"}}"#.utf8), deviceID: "phone")
+        #expect(inside.attributes["user_id"] == "7")
+    }
 }

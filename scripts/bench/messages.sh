@@ -18,6 +18,7 @@
 #                                     API accepts when it has the machine (Kafka and the store)
 #   lost                              messages answered 202 whose devices the simulator never saw
 #
+# KEEP=1 keeps the run's directory (logs, the simulator's log) and prints where it is.
 # Last line: {"bench":"api-messages",…}
 set -euo pipefail
 cd "$(dirname "$0")/../.."
@@ -42,7 +43,7 @@ pids=()
 cleanup() {
   for pid in "${pids[@]}"; do kill "$pid" 2>/dev/null || true; done
   wait 2>/dev/null || true
-  rm -rf "$work"
+  if [ -n "${KEEP:-}" ]; then echo "kept $work" >&2; else rm -rf "$work"; fi
 }
 trap cleanup EXIT
 now_ms() { date +%s%3N; }

@@ -82,11 +82,18 @@ package struct FrequencyCap: Hashable, Sendable, CustomStringConvertible {
     }
 }
 
-/// An app's caps together: a push is allowed only if every rule allows it.
+/// An app's caps together: a push is allowed only if every rule allows it. They count per
+/// device, or per user (`perUser`): then every push to any device of the user counts, so a
+/// user with three devices gets the cap, not three times it; a device without a user counts
+/// alone.
 package struct FrequencyCaps: Hashable, Sendable {
     package let rules: [FrequencyCap]
+    package let perUser: Bool
 
-    package init(_ rules: [FrequencyCap]) { self.rules = rules }
+    package init(_ rules: [FrequencyCap], perUser: Bool = false) { (self.rules, self.perUser) = (rules, perUser && !rules.isEmpty) }
+
+    /// The prefix of caps counted per user in their text: `user:1/1h,3/1d`.
+    package static let perUserPrefix = "user:"
 
     package var isEmpty: Bool { rules.isEmpty }
 
@@ -106,18 +113,20 @@ package struct FrequencyCaps: Hashable, Sendable {
         return true
     }
 
-    /// `2/1d,1/1h`; empty for none.
-    package var description: String { rules.map(\.description).joined(separator: ",") }
+    /// `2/1d,1/1h`, or `user:2/1d,1/1h` counted per user; empty for none.
+    package var description: String { (perUser ? Self.perUserPrefix : "") + rules.map(\.description).joined(separator: ",") }
 
-    /// Reads `2/1d,1/1h` (commas or spaces between rules); an empty text is no caps.
+    /// Reads `2/1d,1/1h` (commas or spaces between rules), `user:` first to count per user; an
+    /// empty text is no caps.
     package init(parsing text: String) throws(FrequencyCapError) {
-        let parts = text.split(whereSeparator: { $0 == "," || $0 == " " })
+        let perUser = text.hasPrefix(Self.perUserPrefix)
+        let parts = text.dropFirst(perUser ? Self.perUserPrefix.count : 0).split(whereSeparator: { $0 == "," || $0 == " " })
         var rules: [FrequencyCap] = []
         for part in parts { rules.append(try FrequencyCap(parsing: String(part))) }
         guard rules.count <= FrequencyCap.maxRules else {
             throw FrequencyCapError("at most \(FrequencyCap.maxRules) rules, got \(rules.count)")
         }
-        self.init(rules)
+        self.init(rules, perUser: perUser)
     }
 }
 

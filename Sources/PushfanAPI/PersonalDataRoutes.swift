@@ -1,0 +1,76 @@
+import Foundation
+import PushfanCore
+import PushfanKafka
+import PushfanStore
+import PushfanWorker
+
+/// Data-protection requests about a person, with the master secret, each in the operator
+/// log: `GET /v1/apps/{app}/users/{user}/export` (everything kept about the user, as JSON),
+/// `DELETE /v1/apps/{app}/users/{user}` and `POST /v1/apps/{app}/devices/{device}/erase`
+/// (erased from the store, `PersonalData`, with a tombstone on the results and events
+/// topics). The SDK's own `DELETE …/devices/{device}` stays a soft unregister.
+enum PersonalDataRoutes {
+    static func add(to router: inout Router<Route>, store: DeviceStore, writer: ResultsWriter) {
+        var export = Route(roles: [.master]) { call in
+            let (app, id) = (call.parameter("app"), call.parameter("user"))
+            guard let kept = try await store.personalData.export(app: app, user: id) else { throw APIError.notFound("app \(app) has no user \(id)") }
+            return .json(200, [
+                "app": .string(app), "user_id": .string(id), "aliases": .object(kept.aliases.mapValues { .string($0) }),
+                "devices": .array(kept.devices.map(json)),
+            ])
+        }
+        export.audited = true
+        router.add("GET", "/v1/apps/{app}/users/{user}/export", export)
+        router.add("DELETE", "/v1/apps/{app}/users/{user}", Route(roles: [.master]) { call in
+            let (app, id) = (call.parameter("app"), call.parameter("user"))
+            guard let user = try await store.users.get(app: app, id: id) else { throw APIError.notFound("app \(app) has no user \(id)") }
+            // The tombstone first: a failure leaves everything in place for the retry.
+            try await tombstone(ErasureRecord(app: app, user: id, devices: user.devices.map(\.deviceID), at: now()), writer)
+            guard let erased = try await store.personalData.eraseUser(app: app, id: id) else { throw APIError.notFound("app \(app) has no user \(id)") }
+            try await tombstoneLate(erased, app: app, told: user.devices.map(\.deviceID), writer: writer)
+            return .json(200, ["user_id": .string(id), "erased": true, "devices": .array(erased.devices.map { .string($0) })])
+        })
+        router.add("POST", "/v1/apps/{app}/devices/{device}/erase", Route(roles: [.master]) { call in
+            let (app, id) = (call.parameter("app"), call.parameter("device"))
+            guard try await store.devices.get(app: app, deviceID: id) != nil else { throw APIError.notFound("app \(app) has no device \(id)") }
+            try await tombstone(ErasureRecord(app: app, user: nil, devices: [id], at: now()), writer)
+            guard try await store.personalData.eraseDevice(app: app, id: id) != nil else { throw APIError.notFound("app \(app) has no device \(id)") }
+            return .json(200, ["device": .string(id), "erased": true])
+        })
+    }
+
+    private static func now() -> Int64 { Int64(Date().timeIntervalSince1970 * 1000) }
+
+    /// The erasure on both topics, waited for: the call answers only once Kafka has it.
+    private static func tombstone(_ record: ErasureRecord, _ writer: ResultsWriter) async throws {
+        let value = MessageCodec.encode(record)
+        let ticket = try await writer.producer.enqueue([
+            ProducerRecord(topic: writer.topics.results, key: record.kafkaKey, value: value),
+            ProducerRecord(topic: writer.topics.events, key: record.kafkaKey, value: value),
+        ])
+        if let failure = await ResultsWriter.firstFailure([ticket]) { throw failure }
+    }
+
+    /// Devices that joined the user between the read and the erasure get a tombstone too.
+    private static func tombstoneLate(_ erased: PersonalData.Erased, app: String, told: [String], writer: ResultsWriter) async throws {
+        let late = erased.devices.filter { !told.contains($0) }
+        if !late.isEmpty { try await tombstone(ErasureRecord(app: app, user: erased.user, devices: late, at: now()), writer) }
+    }
+
+    private static func json(_ data: PersonalData.DeviceData) -> JSONValue {
+        guard case .object(var device) = DeviceRoutes.json(data.device) else { return .null }
+        device["tokens"] = .array(data.tokens.map(TokenRoutes.json))
+        device["deliveries"] = .array(data.deliveries.map { row in
+            ["campaign": .string(row.campaign), "state": .string(row.state), "attempts": .int(row.attempts),
+             "reason": row.reason.map { .string($0) } ?? .null, "finished_at": row.finishedAt.map { .int($0) } ?? .null]
+        })
+        device["frequency_pushes"] = .array(data.pushes.map { ["campaign": .string($0.campaign), "at": .int($0.at)] })
+        device["engagement"] = .array(data.engagement.map {
+            ["campaign": .string($0.campaign), "variant": .string($0.variant), "kind": .string($0.kind), "detail": .string($0.detail)]
+        })
+        if let document = data.sdkDocument {
+            device["sdk_document"] = (try? JSONDecoder().decode(JSONValue.self, from: Data(document.utf8))) ?? .string(document)
+        }
+        return .object(device)
+    }
+}
