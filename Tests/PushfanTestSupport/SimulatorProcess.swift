@@ -135,9 +135,9 @@ package enum CommandLineTool {
                     try process.run()
                     if let input { stdin.fileHandleForWriting.write(input) }
                     try? stdin.fileHandleForWriting.close()
-                    process.waitUntilExit()
+                    let status = ChildExit.wait(process)
                     continuation.resume(returning: Result(
-                        status: process.terminationStatus,
+                        status: status,
                         output: (try? String(contentsOfFile: outPath, encoding: .utf8)) ?? "",
                         error: (try? String(contentsOfFile: errPath, encoding: .utf8)) ?? ""))
                 } catch {
