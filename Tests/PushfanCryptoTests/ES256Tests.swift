@@ -1,4 +1,5 @@
 import Foundation
+import PushfanTestSupport
 import Testing
 @testable import PushfanCrypto
 
@@ -16,9 +17,8 @@ import Testing
         process.arguments = ["openssl"] + arguments
         process.standardOutput = FileHandle.nullDevice
         process.standardError = FileHandle.nullDevice
-        try process.run()
-        process.waitUntilExit()
-        return process.terminationStatus
+        try ChildExit.start(process)
+        return ChildExit.wait(process)
     }
 
     private func write(_ name: String, _ data: Data) throws -> String {

@@ -131,7 +131,7 @@ func runSQLTool(
     process.standardInput = scriptOnStandardInput ? try FileHandle(forReadingFrom: input) : FileHandle.nullDevice
     process.standardOutput = try FileHandle(forWritingTo: output)
     process.standardError = try FileHandle(forWritingTo: errors)
-    try process.run()
+    try ChildExit.start(process)
     let status = ChildExit.wait(process)
     return (status, try String(contentsOf: output, encoding: .utf8), try String(contentsOf: errors, encoding: .utf8))
 }

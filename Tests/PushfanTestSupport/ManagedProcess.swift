@@ -37,7 +37,7 @@ package final class ManagedProcess: Sendable {
         process.standardError = FileHandle(forWritingAtPath: stderrPath)
         let input = Pipe()
         process.standardInput = input
-        try process.run()
+        try ChildExit.start(process)
         self.process = process
         self.input = input
         self.name = label
@@ -111,11 +111,20 @@ package final class ManagedProcess: Sendable {
     }
 }
 
-/// Reaping a child Foundation has not noticed exiting. Foundation learns of an exit when a
-/// socket the child inherited closes; a sibling spawned at the same moment can inherit that
-/// socket too, and then the exit goes unnoticed until the sibling ends (a server that lives
-/// as long as its test), with the child a zombie meanwhile.
+/// Starting and reaping children safely from parallel tests. Foundation learns of a child's
+/// exit when a socket the child inherited closes; a sibling spawned at the same moment can
+/// inherit that socket too, and then the exit goes unnoticed until the sibling ends (a server
+/// that lives as long as its test), the child a zombie meanwhile. So children start one at a
+/// time (`start`: the parent closes the child's end before the next spawn), and a child whose
+/// exit was missed all the same is reaped here.
 package enum ChildExit {
+    private static let spawning = Mutex(())
+
+    /// `process.run()`, one at a time across the test process.
+    package static func start(_ process: Process) throws {
+        try spawning.withLock { _ in try process.run() }
+    }
+
     /// The exit status (or 128 + the signal, as a shell reports it) of a child that has
     /// ended, reaping it; nil while it runs.
     package static func reap(_ process: Process) -> Int32? {

@@ -132,7 +132,7 @@ package enum CommandLineTool {
                     process.standardError = FileHandle(forWritingAtPath: errPath)
                     let stdin = Pipe()
                     process.standardInput = stdin
-                    try process.run()
+                    try ChildExit.start(process)
                     if let input { stdin.fileHandleForWriting.write(input) }
                     try? stdin.fileHandleForWriting.close()
                     let status = ChildExit.wait(process)
