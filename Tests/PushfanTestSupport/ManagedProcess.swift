@@ -43,31 +43,15 @@ package final class ManagedProcess: Sendable {
         self.name = label
     }
 
-    /// The exit status, once this object reaped the child itself (below).
-    private let reaped = Mutex<Int32?>(nil)
-
-    /// Kills the child and waits for it at most 10 s. Not `waitUntilExit`: Foundation's child
-    /// watcher can miss an exit when many children end at once, leaving a zombie it never
-    /// reaps, and a `waitUntilExit` on a cooperative thread then blocks that thread for good
-    /// (a few of them and every test of the run stops).
     deinit {
-        guard isRunning else { return }
-        kill(process.processIdentifier, SIGKILL)
-        let deadline = ContinuousClock.now + .seconds(10)
-        while isRunning && ContinuousClock.now < deadline { usleep(2_000) }
+        if process.isRunning {
+            kill(process.processIdentifier, SIGKILL)
+            process.waitUntilExit()
+        }
     }
 
     package var pid: Int32 { process.processIdentifier }
-
-    /// Whether the child still runs. A child that exited without Foundation noticing (a
-    /// zombie) is reaped here, and its status kept.
-    package var isRunning: Bool {
-        if reaped.withLock({ $0 }) != nil { return false }
-        guard process.isRunning else { return false }
-        guard let code = ChildExit.reap(process) else { return true }
-        reaped.withLock { $0 = code }
-        return false
-    }
+    package var isRunning: Bool { process.isRunning }
 
     package var standardOutput: String { (try? String(contentsOfFile: stdoutPath, encoding: .utf8)) ?? "" }
     package var standardError: String { (try? String(contentsOfFile: stderrPath, encoding: .utf8)) ?? "" }
@@ -85,11 +69,11 @@ package final class ManagedProcess: Sendable {
     /// Waits for exit and returns the status, or nil after `timeout`.
     package func waitForExit(timeout: Duration = .seconds(30)) async -> Int32? {
         let deadline = ContinuousClock.now + timeout
-        while isRunning {
+        while process.isRunning {
             if ContinuousClock.now > deadline { return nil }
             try? await Task.sleep(for: .milliseconds(20))
         }
-        return reaped.withLock { $0 } ?? process.terminationStatus
+        return process.terminationStatus
     }
 
     /// Polls standard output until `predicate` holds for it; returns it, or nil after `timeout`.
@@ -111,12 +95,12 @@ package final class ManagedProcess: Sendable {
     }
 }
 
-/// Starting and reaping children safely from parallel tests. Foundation learns of a child's
-/// exit when a socket the child inherited closes; a sibling spawned at the same moment can
-/// inherit that socket too, and then the exit goes unnoticed until the sibling ends (a server
-/// that lives as long as its test), the child a zombie meanwhile. So children start one at a
-/// time (`start`: the parent closes the child's end before the next spawn), and a child whose
-/// exit was missed all the same is reaped here.
+/// Starting children safely from parallel tests. Foundation learns of a child's exit when a
+/// socket the child inherited closes; a sibling spawned at the same moment could inherit that
+/// socket too, and then the exit went unnoticed until the sibling ended (a server that lives
+/// as long as its test), the child a zombie and its `waitUntilExit` blocked meanwhile: a few
+/// such waits on cooperative threads stopped a whole test run. One spawn at a time closes the
+/// parent's copy of the child's end before the next spawn can inherit it.
 package enum ChildExit {
     private static let spawning = Mutex(())
 
@@ -125,21 +109,10 @@ package enum ChildExit {
         try spawning.withLock { _ in try process.run() }
     }
 
-    /// The exit status (or 128 + the signal, as a shell reports it) of a child that has
-    /// ended, reaping it; nil while it runs.
-    package static func reap(_ process: Process) -> Int32? {
-        var status: Int32 = 0
-        guard waitpid(process.processIdentifier, &status, WNOHANG) == process.processIdentifier else { return nil }
-        return (status & 0x7f) == 0 ? (status >> 8) & 0xff : 128 + (status & 0x7f)
-    }
-
-    /// Waits for the child's end, whoever reaps it, and returns its status.
+    /// Waits for the child's end and returns its status.
     package static func wait(_ process: Process) -> Int32 {
-        while true {
-            if !process.isRunning { return process.terminationStatus }
-            if let status = reap(process) { return status }
-            usleep(2_000)
-        }
+        process.waitUntilExit()
+        return process.terminationStatus
     }
 }
 
