@@ -27,15 +27,17 @@ struct EventCounter {
         var valid: [String: [(KafkaRecord, EngagementEvent)]] = [:]
         var letters: [DeadLetterRecord] = []
         for record in records {
-            do {
+            do throws(MessageDecodingError) {
                 // The form the API writes is read directly; any other goes through the decoder.
                 let event: EngagementEvent
                 if let fast = record.withValueBytes({ EngagementEvent(canonicalJSON: $0) }) {
                     event = fast
-                } else if (try? MessageCodec.decode(ErasureRecord.self, from: Data(record.value))) != nil {
-                    continue  // A tombstone for the topic's keepers: nothing to count.
                 } else {
-                    event = try decode(record)
+                    do throws(MessageDecodingError) { event = try decode(record) } catch {
+                        // A tombstone for the topic's keepers is not an event: nothing to count.
+                        if (try? MessageCodec.decode(ErasureRecord.self, from: Data(record.value))) != nil { continue }
+                        throw error
+                    }
                 }
                 valid[event.app, default: []].append((record, event))
             } catch {
