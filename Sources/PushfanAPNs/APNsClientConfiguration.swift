@@ -9,7 +9,8 @@ package struct APNsClientConfiguration: Sendable, Hashable {
     /// waiting for the wire need them (Little's law: the caller's rate times the round
     /// trip is what is in flight), each carrying up to the stream limit the server has
     /// shown, and closes those left idle. Default 16. Apple's advice: several connections
-    /// for throughput, kept open.
+    /// for throughput, kept open. Urgent requests (transactional messages) have one more
+    /// connection of their own, opened when the first comes.
     package var connections: Int = 16
     /// Most concurrent streams Pushfan runs on one connection. The server's
     /// current SETTINGS_MAX_CONCURRENT_STREAMS lowers it (APNs: 1 after a

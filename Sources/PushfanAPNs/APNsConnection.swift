@@ -36,6 +36,9 @@ final class APNsConnection: HTTP2SessionDelegate {
     }
 
     unowned let engine: HTTP2TransferEngine
+    /// Carries only urgent requests (`PendingRequest.urgent`): its socket and the server's
+    /// reading of it never hold a campaign's backlog.
+    let carriesUrgent: Bool
     private let channel: CurlChannel
     private var attempt: ConnectAttempt?
     private(set) var session: HTTP2Session?
@@ -54,13 +57,17 @@ final class APNsConnection: HTTP2SessionDelegate {
     private var wasReady = false
 
     /// Starts connecting on a thread of its own (`ConnectAttempt`).
-    init(engine: HTTP2TransferEngine, channel: CurlChannel) {
+    init(engine: HTTP2TransferEngine, channel: CurlChannel, carriesUrgent: Bool = false) {
         self.engine = engine
+        self.carriesUrgent = carriesUrgent
         self.channel = channel
         attempt = ConnectAttempt(channel, wake: engine.waker)
     }
 
     var isOpening: Bool { state == .connecting || state == .awaitingSettings }
+
+    /// Open or opening: neither draining nor closed.
+    var isUsable: Bool { state != .draining && state != .closed }
 
     /// The socket to poll; nil while libcurl is still connecting.
     var fd: Int32? { state == .connecting || state == .closed ? nil : channel.socket }

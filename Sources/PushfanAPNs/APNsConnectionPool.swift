@@ -44,6 +44,9 @@ struct PendingRequest: Sendable {
     let notification: APNsNotification
     let collector: ResultCollector
     let index: Int
+    /// Handed over `ahead` (a transactional message's): it travels on the pool's urgent
+    /// connection, never behind a campaign's frames.
+    var urgent = false
     /// Already resent once after ExpiredProviderToken with a fresh token.
     var resentWithFreshToken = false
     /// Times the server refused it unprocessed (REFUSED_STREAM, above GOAWAY's
@@ -110,7 +113,8 @@ final class APNsConnectionPool: Sendable {
     /// first while the pool's queue is full. `started`, if given, is called (on the pool's
     /// thread) once every one of them is on a stream or answered. `ahead`: they neither wait
     /// for room nor queue behind what is waiting; they take the next free streams (a
-    /// transactional message beside a campaign that keeps the queue full).
+    /// transactional message beside a campaign that keeps the queue full), on the pool's
+    /// urgent connection when it has room (`HTTP2TransferEngine.start`).
     func send(_ notifications: [APNsNotification], started: (@Sendable () -> Void)? = nil, ahead: Bool = false) async -> [APNsSendResult] {
         guard !notifications.isEmpty else {
             started?()
@@ -121,7 +125,9 @@ final class APNsConnectionPool: Sendable {
             let collector = ResultCollector(count: notifications.count, continuation: continuation, onStarted: started)
             let accepted = shared.state.withLock { state in
                 guard !state.closing else { return false }
-                let requests = notifications.enumerated().map { PendingRequest(notification: $1, collector: collector, index: $0) }
+                let requests = notifications.enumerated().map {
+                    PendingRequest(notification: $1, collector: collector, index: $0, urgent: ahead)
+                }
                 if ahead { state.urgent += requests } else { state.incoming += requests }
                 return true
             }

@@ -67,26 +67,56 @@ final class HTTP2TransferEngine: TransferEngine {
 
     // MARK: starting requests
 
-    /// Requests go to the fullest ready connection that still has room, so they gather on
-    /// as few connections as the load needs and the others fall idle and close
-    /// (`idleTimeout`) when the load drops.
+    /// Requests on the wire at once: the bulk connections' streams and the urgent one's.
+    override var inFlightLimit: Int { configuration.maxInFlight + configuration.streamsPerConnection }
+
     override func start(_ request: PendingRequest, token: ProviderToken?) -> Bool {
+        guard let connection = request.urgent ? connectionForUrgent() : connectionForBulk() else { return false }
+        guard submit(request, token: token, on: connection) else { return true }
+        active += 1
+        return true
+    }
+
+    /// A campaign's request goes to the fullest bulk connection that still has room, so
+    /// requests gather on as few connections as the load needs and the others fall idle and
+    /// close (`idleTimeout`) when the load drops.
+    private func connectionForBulk() -> APNsConnection? {
         var best: APNsConnection?
         var bestRoom = Int.max
-        for connection in connections where connection.state == .ready {
+        for connection in connections where connection.state == .ready && !connection.carriesUrgent {
             let room = connection.room(configured: configuration.streamsPerConnection)
             if room > 0 && room < bestRoom {
                 best = connection
                 bestRoom = room
             }
         }
-        guard let connection = best else {
-            openConnectionsIfNeeded()
-            return false
+        if best == nil { openConnectionsIfNeeded() }
+        return best
+    }
+
+    /// An urgent request (a transactional message's) goes to the pool's urgent connection,
+    /// opened on first need and closed like any other once idle. A campaign keeps up to its
+    /// stream limit in flight on each bulk connection, and when the server reads slower than
+    /// that arrives, the backlog sits in that connection's socket: a request queued behind it
+    /// waits for all of it. On its own connection it waits for none. While that connection
+    /// is opening or full, the bulk connection with the most room takes the request.
+    private func connectionForUrgent() -> APNsConnection? {
+        if let own = connections.first(where: { $0.carriesUrgent && $0.isUsable }) {
+            if own.state == .ready && own.room(configured: configuration.streamsPerConnection) > 0 { return own }
+        } else if ContinuousClock.now >= blockedUntil, pacer.tryAcquire() {
+            openConnection(carriesUrgent: true)
         }
-        guard submit(request, token: token, on: connection) else { return true }
-        active += 1
-        return true
+        var best: APNsConnection?
+        var bestRoom = 0
+        for connection in connections where connection.state == .ready && !connection.carriesUrgent {
+            let room = connection.room(configured: configuration.streamsPerConnection)
+            if room > bestRoom {
+                best = connection
+                bestRoom = room
+            }
+        }
+        if best == nil { openConnectionsIfNeeded() }
+        return best
     }
 
     /// The highest stream limit any connection of this pool has announced (APNs' temporary
@@ -112,22 +142,28 @@ final class HTTP2TransferEngine: TransferEngine {
         return min(configuration.connections, (demand + perConnection - 1) / perConnection)
     }
 
-    /// Opens connections until the pool has as many usable ones as the requests on the wire
-    /// and waiting for it want (`wantedConnections`), unless the reconnect backoff or the
-    /// pacer says wait. Called when no ready connection has room.
+    /// Opens bulk connections until the pool has as many usable ones as the requests on the
+    /// wire and waiting for it want (`wantedConnections`), unless the reconnect backoff or
+    /// the pacer says wait. Called when no ready connection has room.
     private func openConnectionsIfNeeded() {
         let wanted = Self.wantedConnections(demand: active + waitingCount, streamLimit: peakStreamLimit, configuration: configuration)
-        var usable = connections.filter { $0.state != .draining && $0.state != .closed }.count
+        var usable = connections.filter { $0.isUsable && !$0.carriesUrgent }.count
         while usable < wanted {
-            guard ContinuousClock.now >= blockedUntil, pacer.tryAcquire() else { return }
-            do {
-                let channel = try CurlChannel(endpoint: endpoint, credentials: credentials, proxy: configuration.proxy, connectTimeout: configuration.connectTimeout)
-                connections.append(APNsConnection(engine: self, channel: channel))
-                usable += 1
-            } catch {
-                connectFailed(APNsTransportFailure(.connectFailed, detail: error.description))
-                return
-            }
+            guard ContinuousClock.now >= blockedUntil, pacer.tryAcquire(), openConnection(carriesUrgent: false) else { return }
+            usable += 1
+        }
+    }
+
+    /// Starts a connection attempt; false (and the failure noted) if libcurl refused it.
+    @discardableResult
+    private func openConnection(carriesUrgent: Bool) -> Bool {
+        do {
+            let channel = try CurlChannel(endpoint: endpoint, credentials: credentials, proxy: configuration.proxy, connectTimeout: configuration.connectTimeout)
+            connections.append(APNsConnection(engine: self, channel: channel, carriesUrgent: carriesUrgent))
+            return true
+        } catch {
+            connectFailed(APNsTransportFailure(.connectFailed, detail: error.description))
+            return false
         }
     }
 

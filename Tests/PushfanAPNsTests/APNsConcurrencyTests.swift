@@ -73,4 +73,35 @@ import Testing
         #expect(open == 0, "\(open) connections still open after the idle timeout")
         await client.shutdown()
     }
+
+    @Test("an urgent request takes a connection of its own: with the bulk connection's streams full and more queued, it is received before the queued ones, and no bulk request uses its connection")
+    func urgentRequestsHaveTheirOwnConnection() async throws {
+        // Answers take a second: the second bulk batch cannot start before the first is answered.
+        let harness = try await SenderHarness.start(["--latency", "1000"])
+        defer { harness.stop() }
+        let client = try harness.client { $0.streamsPerConnection = 100 }
+        let onWire = AsyncStream<Void>.makeStream()
+        let first = Task {
+            await client.send(batch: try (0..<100).map { _ in try SenderHarness.alert(collapseID: "first") }, started: { onWire.continuation.yield() })
+        }
+        for await _ in onWire.stream { break }
+        let queued = Task { await client.send(batch: try (0..<200).map { _ in try SenderHarness.alert(collapseID: "queued") }) }
+        let urgent = await client.send(batch: [try SenderHarness.alert(collapseID: "urgent")], ahead: true)
+        #expect(urgent.allSatisfy { $0.isAccepted })
+        #expect(try await first.value.allSatisfy { $0.isAccepted })
+        #expect(try await queued.value.allSatisfy { $0.isAccepted })
+        await client.shutdown()
+
+        let lines = harness.simulator.logLines()
+        func received(_ collapseID: String) -> [(time: Int, connection: Int)] {
+            lines.filter { $0["collapse_id"] as? String == collapseID }.map { (($0["time_ms"] as? Int) ?? -1, ($0["connection"] as? Int) ?? -1) }
+        }
+        let bulkConnections = Set((received("first") + received("queued")).map(\.connection))
+        let urgentLine = try #require(received("urgent").first)
+        #expect(received("first").count == 100 && received("queued").count == 200)
+        #expect(bulkConnections.count == 1, "bulk requests over \(bulkConnections)")
+        #expect(!bulkConnections.contains(urgentLine.connection), "the urgent request shared a bulk connection")
+        let firstQueued = try #require(received("queued").map(\.time).min())
+        #expect(urgentLine.time < firstQueued, "received at \(urgentLine.time), after queued requests from \(firstQueued)")
+    }
 }
