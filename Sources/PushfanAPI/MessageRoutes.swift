@@ -17,26 +17,16 @@ enum MessageRoutes {
     /// Row keys per task: a message of many devices is spread over the lanes.
     static let devicesPerTask = 500
 
-    /// The members of a message's body.
-    private static let members: Set<String> = ["recipients", "notification", "options"]
-    /// The campaign options a message may set; the rest (`send_at`, `local_time`, `rate`…) are
-    /// a campaign's. Quiet hours and frequency caps do not hold a message back unless its
-    /// options say so.
-    private static let options: Set<String> = [
-        "priority", "expiration", "collapse_id", "ignore_quiet_hours", "ignore_frequency_caps", "attribution_window_s", "dry_run",
-    ]
-
     static func add(to router: inout Router<Route>, store: DeviceStore, writer: ResultsWriter, lanes: Int) {
         let partitions = PartitionCount(producer: writer.producer, topic: writer.topics.tasks)
         router.add("POST", "/v1/apps/{app}/messages", Route(roles: [.master], campaigns: true) { call in
             let app = call.parameter("app")
             let body = try APIService.requireJSON(call.request)
-            let members = try APIService.jsonObject(call.request)
-            if let unknown = members.keys.sorted().first(where: { !Self.members.contains($0) }) {
-                throw APIError(400, "invalid_input", "\(unknown): not a member of a message (recipients, notification, options)", field: unknown)
-            }
-            let recipients = try MessageRecipients.parse(members["recipients"])
-            var campaign = try campaign(app: app, members)
+            let message = try read(body)
+            let recipients = try MessageRecipients.parse(message.recipients)
+            let id = newID()
+            // Checked with one id standing in for the devices, so the rest is checked first.
+            var campaign = try checked { () throws(MessageDecodingError) in try message.campaign(id: id, app: app, devices: ["pending"], now: Date()) }
             if try await store.sdkDevices.any(app: app) {
                 do throws(MessageDecodingError) { try campaign.validatePayloads(notificareApplication: app) } catch {
                     throw APIError(400, error.code, "\(error.description) (with the keys Notificare's SDK needs, which this app's pushes carry)", field: error.field)
@@ -79,32 +69,39 @@ enum MessageRoutes {
     /// Message ids: `msg-` and 32 hex digits, chosen by the API.
     static let idPrefix = "msg-"
 
-    /// The message as a campaign of the app (its audience filled in once resolved), checked
-    /// by the campaign's own rules: the notification model, templates and personalisation
-    /// are a campaign's.
-    private static func campaign(app: String, _ members: [String: JSONValue]) throws -> Campaign {
-        var options: [String: JSONValue] = ["ignore_quiet_hours": true, "ignore_frequency_caps": true]
-        if let given = members["options"] {
-            guard case .object(let set) = given else { throw APIError(400, "invalid_input", "options: an object is required", field: "options") }
-            if let other = set.keys.sorted().first(where: { !Self.options.contains($0) }) {
-                throw APIError(
-                    400, "invalid_input", "options.\(other): not an option of a message (\(Self.options.sorted().joined(separator: ", ")))", field: "options.\(other)")
-            }
-            options.merge(set) { $1 }
+    /// A new message id: 128 random bits.
+    static func newID() -> String {
+        var random = SystemRandomNumberGenerator()
+        let hex = [random.next() as UInt64, random.next() as UInt64].map { half in
+            let digits = String(half, radix: 16)
+            return String(repeating: "0", count: 16 - digits.count) + digits
         }
-        let id = idPrefix + UUID().uuidString.replacingOccurrences(of: "-", with: "").lowercased()
-        let record: JSONValue = [
-            "v": .int(Int64(Campaign.currentVersion)), "id": .string(id), "app": .string(app),
-            // Resolved later; one id stands in so the rest is checked first.
-            "audience": ["devices": ["pending"]],
-            "notification": members["notification"] ?? .null, "options": .object(options),
-            "submitted_at": .int(Int64(Date().timeIntervalSince1970 * 1000)),
-        ]
-        do throws(MessageDecodingError) {
-            let campaign = try Campaign.decodeRecord(Array(record.compactJSON.utf8))
-            try campaign.checkSubmittable(now: Date())
-            return campaign
-        } catch {
+        return idPrefix + hex.joined()
+    }
+
+    /// The body read once (`MessageBody`); what is not a message's is refused here.
+    private static func read(_ body: [UInt8]) throws -> MessageBody {
+        guard body.count <= Campaign.maxRecordBytes else {
+            throw APIError(413, "record_too_large", "the message is \(body.count) bytes; at most \(Campaign.maxRecordBytes) are allowed (keep notification.data small)")
+        }
+        let message = try checked { () throws(MessageDecodingError) in try MessageCodec.decodeDocument(MessageBody.self, from: Data(body)) }
+        switch message.refusal {
+        case nil:
+            return message
+        case .unknownMember(let unknown):
+            throw APIError(400, "invalid_input", "\(unknown): not a member of a message (\(MessageBody.members.joined(separator: ", ")))", field: unknown)
+        case .optionsNotAnObject:
+            throw APIError(400, "invalid_input", "options: an object is required", field: "options")
+        case .unknownOption(let other):
+            throw APIError(
+                400, "invalid_input", "options.\(other): not an option of a message (\(MessageBody.optionNames.sorted().joined(separator: ", ")))",
+                field: "options.\(other)")
+        }
+    }
+
+    /// A campaign rule's refusal as the API answers it.
+    private static func checked<T>(_ body: () throws(MessageDecodingError) -> T) throws(APIError) -> T {
+        do throws(MessageDecodingError) { return try body() } catch {
             throw APIError(error.code == "record_too_large" ? 413 : 400, error.code, error.description, field: error.field)
         }
     }

@@ -79,7 +79,7 @@ final class StoreExecutor: @unchecked Sendable {
 
     private func observe<T>(_ result: Result<T, StoreError>, since started: ContinuousClock.Instant, function: StaticString, file: StaticString) {
         guard let metrics = metrics.withLock({ $0 }) else { return }
-        let call = StoreCallMetrics.name(function: function, file: file)
+        let call = StoreCallMetrics.cachedName(function: function, file: file)
         metrics.durations.observe((ContinuousClock.now - started).seconds, [call])
         if case .failure(let error) = result { metrics.errors.add(1, [call, error.code.rawValue]) }
     }
@@ -137,6 +137,25 @@ struct UncheckedBox<Value>: @unchecked Sendable {
 struct StoreCallMetrics: Sendable {
     let durations: Histogram
     let errors: Counter
+
+    /// Names already built, by the addresses of their two literals: a store call happens
+    /// thousands of times a second, and splitting its strings each time showed in profiles.
+    private static let known = Locked<[NameKey: String]>([:])
+
+    private struct NameKey: Hashable {
+        let function: UInt
+        let file: UInt
+    }
+
+    /// `name(function:file:)`, built once per call site.
+    static func cachedName(function: StaticString, file: StaticString) -> String {
+        guard function.hasPointerRepresentation, file.hasPointerRepresentation else { return name(function: function, file: file) }
+        let key = NameKey(function: UInt(bitPattern: function.utf8Start), file: UInt(bitPattern: file.utf8Start))
+        if let name = known.withLock({ $0[key] }) { return name }
+        let name = name(function: function, file: file)
+        known.withLock { $0[key] = name }
+        return name
+    }
 
     /// `PushfanStore/DeliveryLedger.swift` and `claim(campaign:targets:)` → `DeliveryLedger.claim`.
     static func name(function: StaticString, file: StaticString) -> String {
