@@ -98,25 +98,30 @@ final class HTTP2TransferEngine: TransferEngine {
     /// opened on first need and closed like any other once idle. A campaign keeps up to its
     /// stream limit in flight on each bulk connection, and when the server reads slower than
     /// that arrives, the backlog sits in that connection's socket: a request queued behind it
-    /// waits for all of it. On its own connection it waits for none. While that connection
-    /// is opening or full, the bulk connection with the most room takes the request.
+    /// waits for all of it. On its own connection it waits for none. A bulk connection with
+    /// nothing in flight has no backlog either and takes the request while the urgent one is
+    /// not ready; the request waits for the urgent connection while it opens, and takes the
+    /// bulk connection with the most room when the urgent one is full or cannot be opened now.
     private func connectionForUrgent() -> APNsConnection? {
-        if let own = connections.first(where: { $0.carriesUrgent && $0.isUsable }) {
-            if own.state == .ready && own.room(configured: configuration.streamsPerConnection) > 0 { return own }
-        } else if ContinuousClock.now >= blockedUntil, pacer.tryAcquire() {
-            openConnection(carriesUrgent: true)
-        }
-        var best: APNsConnection?
-        var bestRoom = 0
+        let own = connections.first { $0.carriesUrgent && $0.isUsable }
+        if let own, own.state == .ready, own.room(configured: configuration.streamsPerConnection) > 0 { return own }
+        var bulk: APNsConnection?
+        var bulkRoom = 0
         for connection in connections where connection.state == .ready && !connection.carriesUrgent {
+            if connection.streams.isEmpty { return connection }
             let room = connection.room(configured: configuration.streamsPerConnection)
-            if room > bestRoom {
-                best = connection
-                bestRoom = room
+            if room > bulkRoom {
+                bulk = connection
+                bulkRoom = room
             }
         }
-        if best == nil { openConnectionsIfNeeded() }
-        return best
+        if let own {
+            if own.isOpening { return nil }
+        } else if ContinuousClock.now >= blockedUntil, pacer.tryAcquire(), openConnection(carriesUrgent: true) {
+            return nil
+        }
+        if bulk == nil { openConnectionsIfNeeded() }
+        return bulk
     }
 
     /// The highest stream limit any connection of this pool has announced (APNs' temporary

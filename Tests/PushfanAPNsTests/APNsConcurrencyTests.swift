@@ -74,12 +74,15 @@ import Testing
         await client.shutdown()
     }
 
-    @Test("an urgent request takes a connection of its own: with the bulk connection's streams full and more queued, it is received before the queued ones, and no bulk request uses its connection")
+    @Test("an urgent request takes the connection of its own that the first one opened: with the bulk connection's streams full and more queued, it is received before the queued ones, and no bulk request uses its connection")
     func urgentRequestsHaveTheirOwnConnection() async throws {
         // Answers take a second: the second bulk batch cannot start before the first is answered.
         let harness = try await SenderHarness.start(["--latency", "1000"])
         defer { harness.stop() }
         let client = try harness.client { $0.streamsPerConnection = 100 }
+        // The first urgent request of an idle pool opens the urgent connection (and waits for it).
+        let opening = await client.send(batch: [try SenderHarness.alert(collapseID: "opening")], ahead: true)
+        #expect(opening.allSatisfy { $0.isAccepted })
         let onWire = AsyncStream<Void>.makeStream()
         let first = Task {
             await client.send(batch: try (0..<100).map { _ in try SenderHarness.alert(collapseID: "first") }, started: { onWire.continuation.yield() })
@@ -98,10 +101,24 @@ import Testing
         }
         let bulkConnections = Set((received("first") + received("queued")).map(\.connection))
         let urgentLine = try #require(received("urgent").first)
+        #expect(received("opening").first?.connection == urgentLine.connection, "both urgent requests on the urgent connection")
         #expect(received("first").count == 100 && received("queued").count == 200)
         #expect(bulkConnections.count == 1, "bulk requests over \(bulkConnections)")
         #expect(!bulkConnections.contains(urgentLine.connection), "the urgent request shared a bulk connection")
         let firstQueued = try #require(received("queued").map(\.time).min())
         #expect(urgentLine.time < firstQueued, "received at \(urgentLine.time), after queued requests from \(firstQueued)")
+    }
+
+    @Test("an urgent request beside a bulk connection with nothing in flight takes it: a pool without a campaign running opens no second connection")
+    func urgentRequestsUseAnIdleBulkConnection() async throws {
+        let harness = try await SenderHarness.start(["--latency", "50"])
+        defer { harness.stop() }
+        let client = try harness.client()
+        #expect(await client.send(batch: [try SenderHarness.alert(collapseID: "bulk")]).allSatisfy { $0.isAccepted })
+        #expect(await client.send(batch: [try SenderHarness.alert(collapseID: "urgent")], ahead: true).allSatisfy { $0.isAccepted })
+        await client.shutdown()
+        let lines = harness.simulator.logLines()
+        let connections = Set(lines.compactMap { $0["connection"] as? Int })
+        #expect(lines.count == 2 && connections.count == 1, "\(lines.count) requests over \(connections.count) connections")
     }
 }
