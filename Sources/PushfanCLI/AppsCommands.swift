@@ -1,4 +1,5 @@
 import Foundation
+import PushfanAPNs
 import PushfanCore
 import PushfanStore
 
@@ -139,5 +140,86 @@ struct AppsSetCredentialsCommand: Command {
         try await store.apps.setCredentials(app: key, credentials)
         print("app \(key): credentials replaced")
         return 0
+    }
+}
+
+/// `pushfan apps add`: registers an app and prints its two secrets once.
+struct AppsAddCommand: Command {
+    static let spec = CommandSpec(
+        name: "apps add",
+        summary: "Add an app (app key, APNs topic and credentials, send rate); prints its two secrets once",
+        discussion: """
+            Token auth: --team-id, --key-id and --key-file (the .p8 key). Certificate auth: --cert
+            (PEM, or PKCS#12 without --cert-key) and --cert-key. The credentials are loaded and
+            checked before the app is stored: a .p8 key must be a readable P-256 (ES256) key, and
+            team and key ids Apple's 10 characters of A-Z and 0-9. The master secret (server calls)
+            and the application secret (ships in the app, registers devices only) are stored only
+            as salted hashes; keep the printed values, they cannot be shown again.
+            """,
+        options: [
+            .option("app", "KEY", "app key (required)"),
+            .option("topic", "BUNDLE", "bundle id, the APNs topic (required)"),
+        ] + credentialSpecs + [
+            .option("rate", "N", "sends per second across all workers (default 1000)"),
+            .option("environment", "E", "production or sandbox (default production)"),
+            .option("time-zone", "TZ", "IANA zone of devices that registered none, for local-time campaigns (default UTC)"),
+            .option("default-category", "NAME", "notification category of the app's alert campaigns that name none (aps.category)"),
+            .option("frequency-caps", "RULES", "at most N alert pushes per device per window, like 3/1d,1/1h (see apps set-caps)"),
+        ] + StoreOptions.specs)
+
+    static func run(_ arguments: ParsedArguments, _ context: CommandContext) async throws -> Int32 {
+        guard let credentials = try checkedCredentials(arguments, command: "apps add") else { return 1 }
+        var registration = AppRegistration(
+            app: try arguments.required("app"), topic: try arguments.required("topic"), credentials: credentials,
+            environment: try APNsEnvironment(parsing: arguments.value("environment") ?? "production"),
+            ratePerSecond: try arguments.int("rate", default: 1000, range: 1...1_000_000), timeZone: arguments.value("time-zone"))
+        registration.defaultCategory = arguments.value("default-category")
+        if let caps = arguments.value("frequency-caps") { registration.frequencyCaps = try AppsSetCapsCommand.parse(caps) }
+        let store = try await StoreOptions.open(arguments, context)
+        let secrets = try await store.apps.add(registration)
+        print("app \(registration.app) added (topic \(registration.topic), \(registration.ratePerSecond)/s)")
+        print("master secret: \(secrets.master)")
+        print("application secret: \(secrets.application)")
+        print("The master secret is for server calls (campaigns, segments, device lists); the application secret ships in the app and only registers its devices.")
+        print("Both are shown once and stored only as salted hashes.")
+        return 0
+    }
+
+    /// The flags of token and certificate auth, for every command that takes credentials.
+    static let credentialSpecs: [OptionSpec] = [
+        .option("team-id", "T", "Apple team id (token auth)"),
+        .option("key-id", "K", "signing key id (token auth)"),
+        .option("key-file", "F", ".p8 signing key file (token auth)"),
+        .option("cert", "F", "client certificate, PEM or PKCS#12 (certificate auth)"),
+        .option("cert-key", "F", "private key of the certificate, PEM"),
+    ]
+
+    /// The credentials of --team-id/--key-id/--key-file or --cert/--cert-key, loaded and
+    /// checked; nil (after saying why) when they cannot be used.
+    static func checkedCredentials(_ arguments: ParsedArguments, command: String) throws -> APNsCredentialsReference? {
+        let credentials: APNsCredentialsReference
+        if let team = arguments.value("team-id") {
+            guard let key = arguments.value("key-id"), let file = arguments.value("key-file") else {
+                throw UsageError("token auth needs --team-id, --key-id and --key-file together")
+            }
+            credentials = .token(teamID: team, keyID: key, keyFile: file)
+        } else if let certificate = arguments.value("cert") {
+            credentials = .certificate(certificateFile: certificate, keyFile: arguments.value("cert-key"))
+        } else {
+            throw UsageError("give --team-id/--key-id/--key-file (token auth) or --cert [--cert-key] (certificate auth)")
+        }
+        if case .token(let team, let key, _) = credentials {
+            for (flag, value) in [("--team-id", team), ("--key-id", key)] where !ProviderSigningKey.hasAppleIDShape(value) {
+                throw UsageError("\(flag) must be Apple's 10-character id of A-Z and 0-9 (like ABC123DEFG), got '\(value)'")
+            }
+        }
+        // Loaded now, so a wrong file fails here and not at the first send of a campaign.
+        do {
+            _ = try APNsCredentials.load(credentials)
+        } catch {
+            printError("pushfan \(command): the credentials cannot be used: \(error)")
+            return nil
+        }
+        return credentials
     }
 }

@@ -1,0 +1,77 @@
+import Foundation
+import PushfanAPNs
+import PushfanCore
+import PushfanStore
+
+/// Segment commands share the expression or saved-segment lookup.
+enum SegmentInput {
+    static func expression(_ arguments: ParsedArguments, _ store: DeviceStore, app: String) async throws -> SegmentExpression? {
+        var text = arguments.positionals.first
+        if let name = arguments.value("name") {
+            guard let saved = try await store.audience.savedSegment(app: app, name: name) else { throw UsageError("no saved segment '\(name)' for app \(app)") }
+            text = saved
+        }
+        guard let text, text.trimmingCharacters(in: .whitespaces) != "all" else { return nil }
+        do {
+            return try SegmentParser.parse(text)
+        } catch {
+            throw UsageError("segment \(error)")
+        }
+    }
+}
+
+struct SegmentsCountCommand: Command {
+    static let spec = CommandSpec(
+        name: "segments count",
+        summary: "Count an app's active devices matching a segment (docs/segments.md)",
+        positionals: ["[EXPR]"],
+        options: [.option("app", "KEY", "app key (required)"), .option("name", "NAME", "use a saved segment instead of EXPR")] + StoreOptions.specs)
+
+    static func run(_ arguments: ParsedArguments, _ context: CommandContext) async throws -> Int32 {
+        let app = try arguments.required("app")
+        let store = try await StoreOptions.open(arguments, context)
+        let expression = try await SegmentInput.expression(arguments, store, app: app)
+        print(try await store.audience.count(app: app, segment: expression))
+        return 0
+    }
+}
+
+struct SegmentsSampleCommand: Command {
+    static let spec = CommandSpec(
+        name: "segments sample",
+        summary: "Show some devices matching a segment",
+        positionals: ["[EXPR]"],
+        options: [
+            .option("app", "KEY", "app key (required)"), .option("name", "NAME", "use a saved segment instead of EXPR"),
+            .option("limit", "N", "how many (default 10)"),
+        ] + StoreOptions.specs)
+
+    static func run(_ arguments: ParsedArguments, _ context: CommandContext) async throws -> Int32 {
+        let app = try arguments.required("app")
+        let store = try await StoreOptions.open(arguments, context)
+        let expression = try await SegmentInput.expression(arguments, store, app: app)
+        let limit = try arguments.int("limit", default: 10, range: 1...10_000)
+        let devices = try await store.audience.page(app: app, segment: expression, shard: ShardRange(after: nil, through: nil), cursor: nil, limit: limit)
+        for device in devices {
+            print([String(device.rowKey), device.deviceID, device.environment.rawValue, device.locale ?? "-"].joined(separator: "\t"))
+        }
+        return 0
+    }
+}
+
+struct SegmentsSaveCommand: Command {
+    static let spec = CommandSpec(
+        name: "segments save",
+        summary: "Save a named segment for an app (campaigns can target it by name)",
+        positionals: ["EXPR"],
+        options: [.option("app", "KEY", "app key (required)"), .option("name", "NAME", "segment name (required)")] + StoreOptions.specs)
+
+    static func run(_ arguments: ParsedArguments, _ context: CommandContext) async throws -> Int32 {
+        let app = try arguments.required("app")
+        let name = try arguments.required("name")
+        let store = try await StoreOptions.open(arguments, context)
+        try await store.audience.saveSegment(app: app, name: name, expression: arguments.positionals[0])
+        print("segment \(name) saved for app \(app)")
+        return 0
+    }
+}
