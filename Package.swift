@@ -35,12 +35,21 @@ let package = Package(
         .target(name: "PushfanAPNs", dependencies: ["PushfanCore", "PushfanCrypto", "PushfanHTTP2", "CCurl"]),
         // The APNs simulator: an HTTP/2 server (PushfanHTTP2, TLS from PushfanCrypto) that behaves like APNs.
         .target(name: "PushfanAPNsSim", dependencies: ["PushfanCore", "PushfanCrypto", "PushfanHTTP2", "CEpoll"]),
-        // The pipeline: planner and sender roles of `pushfan worker`.
-        .target(name: "PushfanWorker", dependencies: ["PushfanCore", "PushfanKafka", "PushfanStore", "PushfanAPNs", "PushfanCrypto"]),
-        // `pushfan api`: the HTTP API (its HTTP/1.1 server on epoll, router, routes).
-        .target(name: "PushfanAPI", dependencies: ["PushfanCore", "PushfanKafka", "PushfanStore", "PushfanWorker", "PushfanAPNs", "CEpoll"]),
+        // What a worker and the API both produce: results, campaign events with the store's
+        // counts, dead letters, engagement events, operators' commands.
+        .target(name: "PushfanTopics", dependencies: ["PushfanCore", "PushfanKafka", "PushfanStore", "PushfanCrypto"]),
+        // The pipeline: planner, sender and events roles of `pushfan worker`.
+        .target(name: "PushfanWorker", dependencies: ["PushfanCore", "PushfanKafka", "PushfanStore", "PushfanTopics", "PushfanAPNs", "PushfanCrypto"]),
+        // `pushfan api`: the HTTP API (its HTTP/1.1 server on epoll, router, routes), with
+        // docs/openapi.json built in (`OpenAPIDocument.json`).
+        .target(
+            name: "PushfanAPI", dependencies: ["PushfanCore", "PushfanKafka", "PushfanStore", "PushfanTopics", "PushfanAPNs", "CEpoll"],
+            plugins: ["EmbedOpenAPIDocument"]),
+        // A text file as a Swift string literal, at build time (the OpenAPI document's way into the binary).
+        .executableTarget(name: "EmbedText"),
+        .plugin(name: "EmbedOpenAPIDocument", capability: .buildTool(), dependencies: ["EmbedText"]),
         // Subcommands and argument parsing; the executable only dispatches into it.
-        .target(name: "PushfanCLI", dependencies: ["PushfanCore", "PushfanKafka", "PushfanStore", "PushfanAPNs", "PushfanAPNsSim", "PushfanCrypto", "PushfanWorker", "PushfanAPI"]),
+        .target(name: "PushfanCLI", dependencies: ["PushfanCore", "PushfanKafka", "PushfanStore", "PushfanAPNs", "PushfanAPNsSim", "PushfanCrypto", "PushfanTopics", "PushfanWorker", "PushfanAPI"]),
         .executableTarget(name: "pushfan", dependencies: ["PushfanCLI"]),
         // Fuzz targets for every parser of outside bytes (`FuzzTarget`), and the executable
         // scripts/fuzz builds with libFuzzer (`-sanitize=fuzzer,address -DFUZZING`).
@@ -53,12 +62,12 @@ let package = Package(
         .testTarget(name: "PushfanCoreTests", dependencies: ["PushfanCore", "PushfanTestSupport", "SegmentTestSupport"]),
         .testTarget(name: "PushfanKafkaTests", dependencies: ["PushfanKafka", "PushfanCore", "PushfanTestSupport"]),
         .testTarget(name: "PushfanCLITests", dependencies: ["PushfanCLI", "PushfanCore", "PushfanStore"]),
-        .testTarget(name: "PushfanAPITests", dependencies: ["PushfanAPI", "PushfanCore", "PushfanStore", "PushfanKafka", "PushfanWorker"]),
+        .testTarget(name: "PushfanAPITests", dependencies: ["PushfanAPI", "PushfanCore", "PushfanStore", "PushfanKafka", "PushfanTopics"]),
         .testTarget(name: "PushfanCryptoTests", dependencies: ["PushfanCrypto", "PushfanTestSupport"]),
         .testTarget(name: "PushfanAPNsTests", dependencies: ["PushfanAPNs", "PushfanCore", "PushfanCrypto", "PushfanTestSupport"]),
         .testTarget(name: "PushfanStoreTests", dependencies: ["PushfanStore", "PushfanCore", "PushfanTestSupport", "SegmentTestSupport"]),
         .testTarget(name: "PushfanAPNsSimTests", dependencies: ["PushfanAPNsSim", "PushfanCore", "PushfanCrypto", "PushfanTestSupport"]),
-        .testTarget(name: "PushfanWorkerTests", dependencies: ["PushfanWorker", "PushfanAPNs", "PushfanCore", "PushfanStore", "PushfanTestSupport"]),
+        .testTarget(name: "PushfanWorkerTests", dependencies: ["PushfanWorker", "PushfanTopics", "PushfanAPNs", "PushfanCore", "PushfanStore", "PushfanTestSupport"]),
         .testTarget(name: "PushfanFuzzingTests", dependencies: ["PushfanFuzzing"]),
         .testTarget(name: "EndToEndTests", dependencies: ["PushfanCore", "PushfanKafka", "PushfanTestSupport"]),
     ],

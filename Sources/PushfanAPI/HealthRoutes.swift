@@ -1,6 +1,6 @@
 import PushfanCore
 import PushfanStore
-import PushfanWorker
+import PushfanTopics
 
 /// `GET /healthz` (the process answers) and `GET /readyz` (the store and Kafka answer).
 enum HealthRoutes {

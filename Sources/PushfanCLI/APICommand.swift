@@ -3,6 +3,7 @@ import PushfanAPI
 import PushfanCore
 import PushfanKafka
 import PushfanStore
+import PushfanTopics
 import PushfanWorker
 
 /// `pushfan api`: the HTTP API for apps and marketing tools, until SIGTERM.

@@ -2,6 +2,7 @@ import Foundation
 import PushfanCore
 import PushfanKafka
 import PushfanStore
+import PushfanTopics
 import PushfanWorker
 
 /// `pushfan campaigns list`: the newest campaigns with their status and progress.

@@ -6,6 +6,7 @@ import PushfanCore
 import PushfanCrypto
 import PushfanKafka
 import PushfanStore
+import PushfanTopics
 import PushfanWorker
 
 /// `pushfan demo`: the embedded defaults in one process, a campaign delivered end to end:

@@ -3,6 +3,7 @@ import PushfanAPNs
 import PushfanCore
 import PushfanKafka
 import PushfanStore
+import PushfanTopics
 import Synchronization
 
 /// One worker process: the planner, sender and events roles, each a member of its own

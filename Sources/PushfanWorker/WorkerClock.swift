@@ -1,4 +1,5 @@
 import Foundation
+import PushfanTopics
 
 /// The time the worker runs on: monotonic for its limits and waits (rate buckets, app
 /// pauses, lane circuits, retries), wall time for what other processes share (leases in

@@ -2,7 +2,7 @@ import Foundation
 import PushfanCore
 import PushfanKafka
 import PushfanStore
-import PushfanWorker
+import PushfanTopics
 import Testing
 
 @testable import PushfanAPI

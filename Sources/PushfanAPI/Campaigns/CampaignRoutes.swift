@@ -2,7 +2,7 @@ import Foundation
 import PushfanCore
 import PushfanKafka
 import PushfanStore
-import PushfanWorker
+import PushfanTopics
 
 /// `/v1/apps/{app}/campaigns`: submit (produced to the campaigns topic once Kafka has it),
 /// list, read one with its counts, and cancel, pause or resume (`OperatorCommand`, as

@@ -2,7 +2,7 @@ import Foundation
 import PushfanCore
 import PushfanKafka
 import PushfanStore
-import PushfanWorker
+import PushfanTopics
 
 /// Data-protection requests about a person, with the master secret, each in the operator
 /// log: `GET /v1/apps/{app}/users/{user}/export` (everything kept about the user, as JSON),

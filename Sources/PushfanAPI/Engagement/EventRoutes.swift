@@ -1,6 +1,6 @@
 import PushfanCore
 import PushfanStore
-import PushfanWorker
+import PushfanTopics
 
 /// `POST /v1/apps/{app}/events`: what devices did with pushes, in batches of up to 1,000,
 /// with the application or the master secret. A batch is taken whole or not at all: every

@@ -1,7 +1,7 @@
 import Foundation
 import PushfanCore
 import PushfanStore
-import PushfanWorker
+import PushfanTopics
 
 /// What Notificare's iOS SDK asks about pushes, at its paths and in its terms (HTTP Basic
 /// with the app's key and secret): the notification it opens (`GET /notification/{id}`),

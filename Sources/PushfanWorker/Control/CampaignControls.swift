@@ -11,9 +11,6 @@ import PushfanStore
 /// request this worker started for the campaign, logged once per command as
 /// `control.obeyed`.
 package final class CampaignControls: Sendable {
-    /// What a `paused` event says when an operator paused the campaign.
-    package static let pausedReason = "paused by an operator; pushfan campaigns resume continues it"
-
     private struct Entry {
         var status: CampaignStatus
         var checked: ContinuousClock.Instant

@@ -2,6 +2,7 @@ import Foundation
 import PushfanCore
 import PushfanKafka
 import PushfanStore
+import PushfanTopics
 
 /// The planner role: turns a campaign record into tasks (audience shards) on the tasks
 /// topic, records the campaign with its audience size, and announces it as `accepted`.
@@ -106,7 +107,7 @@ package struct CampaignPlanner: Sendable {
             try await CampaignTotals.final(.completed, store, campaign: existing.key, submission: submission)
         case .paused:
             try await CampaignTotals.running(
-                .paused, store, campaign: existing.key, audience: existing.audience, error: CampaignControls.pausedReason,
+                .paused, store, campaign: existing.key, audience: existing.audience, error: OperatorCommand.pausedReason,
                 submission: submission)
         case .scheduled, .planning, .running, .cancelled:
             try await CampaignTotals.running(.progress, store, campaign: existing.key, audience: existing.audience, submission: submission)

@@ -2,6 +2,7 @@ import Foundation
 import PushfanCore
 import PushfanKafka
 import PushfanStore
+import PushfanTopics
 
 /// How the planner lays a campaign out as tasks: its audience resolved and counted, its
 /// shards cut (from an explicit list's keys, or from the app's row keys for a segment), and

@@ -1,6 +1,7 @@
 import Foundation
 import PushfanCore
 import PushfanStore
+import PushfanTopics
 
 /// A winner campaign's second phase: its planner sent the variants to the test group and
 /// parked the rest as a wave (`winnerWave`, as many shards as the test had) for `after_s`

@@ -1,6 +1,7 @@
 import Foundation
 import PushfanCore
 import PushfanStore
+import PushfanTopics
 
 /// Produces a campaign's `progress` events while this worker sends for it: at most one per
 /// campaign per interval, with the store's running totals (so they count every worker's

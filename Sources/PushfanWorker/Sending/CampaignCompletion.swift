@@ -1,5 +1,6 @@
 import PushfanCore
 import PushfanStore
+import PushfanTopics
 
 /// What happens when a task's shard is done: the task is marked finished, and the worker
 /// that finishes a campaign's last task ends it: `completed` (from running, or from paused

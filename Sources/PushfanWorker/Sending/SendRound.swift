@@ -2,6 +2,7 @@ import Foundation
 import PushfanAPNs
 import PushfanCore
 import PushfanStore
+import PushfanTopics
 
 /// One round of a task: devices this worker owns now, each decided once. A device ends
 /// without a request (dry run, expired, credentials given up, a request that cannot be

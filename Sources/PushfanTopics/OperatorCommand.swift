@@ -16,6 +16,9 @@ package struct OperatorCommand: Sendable {
     package let store: DeviceStore
     package let writer: ResultsWriter
 
+    /// What a `paused` event says when an operator paused the campaign.
+    package static let pausedReason = "paused by an operator; pushfan campaigns resume continues it"
+
     package init(store: DeviceStore, writer: ResultsWriter) {
         self.store = store
         self.writer = writer
@@ -35,7 +38,7 @@ package struct OperatorCommand: Sendable {
             let event: CampaignEvent.Event = action == .pause ? .paused : .resumed
             tickets.append(try await writer.campaign(try await CampaignTotals.running(
                 event, store, campaign: campaign, audience: row.audience,
-                error: action == .pause ? CampaignControls.pausedReason : nil)))
+                error: action == .pause ? Self.pausedReason : nil)))
         }
         if let failure = await ResultsWriter.firstFailure(tickets) {
             throw NotDelivered("the records announcing the \(action.rawValue) of \(campaign) (the store has it)", cause: failure)

@@ -76,10 +76,10 @@ package struct ResultsWriter: Sendable {
 
 /// Campaign events that carry the store's counts, built in one place for every producer of
 /// them (the sender's completion and pause, the progress reporter, the planner's answers).
-enum CampaignTotals {
+package enum CampaignTotals {
     /// `completed` or `cancelled`, the last event: counted from the ledger itself (exact,
     /// once per campaign); the audience is their sum.
-    static func final(
+    package static func final(
         _ event: CampaignEvent.Event, _ store: DeviceStore, campaign: CampaignKey, submission: CampaignEvent.Submission? = nil
     ) async throws(StoreError) -> CampaignEvent {
         let counts = DeviceOutcome.counts(fromLedger: try await store.ledger.outcomeCounts(campaign: campaign))
@@ -94,7 +94,7 @@ enum CampaignTotals {
     /// read after the totals, in the same read as the audience: another worker changes it
     /// before it writes the last event, so a progress event built here never follows
     /// `completed` or `cancelled` (but for the moment between this read and the write).
-    static func progress(_ store: DeviceStore, campaign: CampaignKey) async throws(StoreError) -> CampaignEvent? {
+    package static func progress(_ store: DeviceStore, campaign: CampaignKey) async throws(StoreError) -> CampaignEvent? {
         let counts = DeviceOutcome.counts(fromLedger: try await store.ledger.progressCounts(campaign: campaign))
         guard let row = try await store.campaigns.get(campaign), row.status != .completed, row.status != .cancelled else { return nil }
         var progress = CampaignEvent(campaign: campaign.id, app: campaign.app, event: .progress, audience: row.audience, outcomeCounts: counts, at: epochMillis())
@@ -104,7 +104,7 @@ enum CampaignTotals {
 
     /// `progress`, `paused` or `resumed`: the running totals (constant cost however large the campaign)
     /// and the audience planned, read from the store unless given.
-    static func running(
+    package static func running(
         _ event: CampaignEvent.Event, _ store: DeviceStore, campaign: CampaignKey, audience: Int? = nil, error: String? = nil,
         submission: CampaignEvent.Submission? = nil
     ) async throws(StoreError) -> CampaignEvent {
@@ -127,7 +127,7 @@ enum CampaignTotals {
 
 extension DeviceOutcome {
     /// Final ledger states as outcomes (they share their names); `claimed` is left out.
-    static func counts(fromLedger counts: [LedgerState: Int]) -> [DeviceOutcome: Int] {
+    package static func counts(fromLedger counts: [LedgerState: Int]) -> [DeviceOutcome: Int] {
         var outcomes: [DeviceOutcome: Int] = [:]
         for (state, count) in counts where state.isFinal {
             if let outcome = DeviceOutcome(rawValue: state.rawValue) { outcomes[outcome] = count }
