@@ -108,8 +108,8 @@ final class HTTP2TransferEngine: TransferEngine {
         var bulk: APNsConnection?
         var bulkRoom = 0
         for connection in connections where connection.state == .ready && !connection.carriesUrgent {
-            if connection.streams.isEmpty { return connection }
             let room = connection.room(configured: configuration.streamsPerConnection)
+            if connection.streams.isEmpty && room > 0 { return connection }
             if room > bulkRoom {
                 bulk = connection
                 bulkRoom = room
