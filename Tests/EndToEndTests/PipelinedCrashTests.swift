@@ -28,7 +28,10 @@ extension RealTimeTests {
             #expect(summary["violations"] == 0, "\(audit.output)")
             // An outcome is recorded as soon as its batch is answered, so the devices a crash
             // sends again are those whose batch was still waiting: first sent at most the
-            // slowest answer (the profile's stalls last up to 3 s) before the kill.
+            // slowest answer (the profile's stalls last up to 3 s) and that batch's record before
+            // the kill. The record is given 3 s: on a loaded machine it once took 1.7 s beyond
+            // the stall. The bound binds only when more than 6 s of sending come before the
+            // kill (a slow run); otherwise the audit above is what this test shows.
             var firstSent: [String: Int64] = [:]
             var sends: [String: Int] = [:]
             for line in pipeline.delivered(topic: "com.example.live") {
@@ -38,7 +41,7 @@ extension RealTimeTests {
             }
             let twice = sends.filter { $0.value > 1 }.keys
             let earliest = twice.compactMap { firstSent[$0] }.min()
-            #expect(earliest.map { killedAt - $0 <= 4_000 } ?? true, "a device first sent \(killedAt - (earliest ?? 0)) ms before the kill was sent again")
+            #expect(earliest.map { killedAt - $0 <= 6_000 } ?? true, "a device first sent \(killedAt - (earliest ?? 0)) ms before the kill was sent again")
             print("pipelined kill -9: \(twice.count) devices sent twice of \(count)")
         }
     }
