@@ -47,8 +47,13 @@ package final class APNsClient: Sendable {
     /// `started`, if given, is called once every request is on a stream (or answered
     /// without one): the moment a caller pacing itself by the wire may hand more.
     /// `ahead`: before every request waiting in the pool (a transactional message's).
-    package func send(batch notifications: [APNsNotification], started: (@Sendable () -> Void)? = nil, ahead: Bool = false) async -> [APNsSendResult] {
-        await pool.send(notifications, started: started, ahead: ahead)
+    /// `withdrawn`: asked just before each request goes on a stream; when true (an
+    /// operator stopped the campaign meanwhile) the request comes back `withdrawn`, unsent.
+    package func send(
+        batch notifications: [APNsNotification], started: (@Sendable () -> Void)? = nil, ahead: Bool = false,
+        withdrawn: (@Sendable () -> Bool)? = nil
+    ) async -> [APNsSendResult] {
+        await pool.send(notifications, started: started, ahead: ahead, withdrawn: withdrawn)
     }
 
     /// Sends until `policy` says stop: retryable rejections and transport

@@ -34,15 +34,24 @@ final class APNsConnectionPool: Sendable {
     /// thread) once every one of them is on a stream or answered. `ahead`: they neither wait
     /// for room nor queue behind what is waiting; they take the next free streams (a
     /// transactional message beside a campaign that keeps the queue full), on the pool's
-    /// urgent connection when it has room (`HTTP2TransferEngine.start`).
-    func send(_ notifications: [APNsNotification], started: (@Sendable () -> Void)? = nil, ahead: Bool = false) async -> [APNsSendResult] {
+    /// urgent connection when it has room (`HTTP2TransferEngine.start`). `withdrawn`, if
+    /// given, is asked before each request goes on a stream (and after the wait for room):
+    /// when it says true, the request comes back `withdrawn` unsent.
+    func send(
+        _ notifications: [APNsNotification], started: (@Sendable () -> Void)? = nil, ahead: Bool = false,
+        withdrawn: (@Sendable () -> Bool)? = nil
+    ) async -> [APNsSendResult] {
         guard !notifications.isEmpty else {
             started?()
             return []
         }
         if !ahead { await waitForRoom() }
         return await withCheckedContinuation { continuation in
-            let collector = ResultCollector(count: notifications.count, continuation: continuation, onStarted: started)
+            let collector = ResultCollector(count: notifications.count, continuation: continuation, onStarted: started, withdrawn: withdrawn)
+            if collector.isWithdrawn {
+                for index in notifications.indices { collector.deliver(.failed(TransferEngine.withdrawnFailure), at: index) }
+                return
+            }
             let accepted = shared.state.withLock { state in
                 guard !state.closing else { return false }
                 let requests = notifications.enumerated().map {

@@ -13,15 +13,25 @@ final class ResultCollector: @unchecked Sendable {
     private let onStarted: (@Sendable () -> Void)?
     private var started: [Bool]
     private var unstarted: Int
+    /// Asked (on the pool's thread) just before each request goes on a stream: true when
+    /// the caller no longer wants it sent.
+    private let withdrawn: (@Sendable () -> Bool)?
 
-    init(count: Int, continuation: CheckedContinuation<[APNsSendResult], Never>, onStarted: (@Sendable () -> Void)? = nil) {
+    init(
+        count: Int, continuation: CheckedContinuation<[APNsSendResult], Never>, onStarted: (@Sendable () -> Void)? = nil,
+        withdrawn: (@Sendable () -> Bool)? = nil
+    ) {
         results = Array(repeating: nil, count: count)
         remaining = count
         self.continuation = continuation
         self.onStarted = onStarted
+        self.withdrawn = withdrawn
         started = onStarted == nil ? [] : Array(repeating: false, count: count)
         unstarted = count
     }
+
+    /// Whether the caller withdrew the batch's requests not yet on a stream.
+    var isWithdrawn: Bool { withdrawn?() ?? false }
 
     /// The request at `index` is on a stream; a resend of it counts once.
     func markStarted(_ index: Int) {

@@ -144,6 +144,11 @@ class TransferEngine {
         }
         while active < limit, waitingHead < waiting.count {
             let request = waiting[waitingHead]
+            if request.collector.isWithdrawn {
+                waitingHead += 1
+                request.deliver(.failed(Self.withdrawnFailure))
+                continue
+            }
             guard start(request, token: token) else { break }
             request.collector.markStarted(request.index)
             waitingHead += 1
@@ -222,6 +227,9 @@ class TransferEngine {
             "retry_in_ms": "\(delay.milliseconds)",
         ])
     }
+
+    /// What a request withdrawn before it went on a stream gets.
+    static let withdrawnFailure = APNsTransportFailure(.withdrawn, detail: "withdrawn by the caller before it was sent")
 
     /// Fails every request not yet on the wire.
     final func failWaiting(_ failure: APNsTransportFailure) {

@@ -82,6 +82,8 @@ extension RealTimeTests {
             #expect(latest <= record.at + 1_000, "a request was answered \(latest - record.at) ms after the control record")
             // And each worker measured it.
             let measured = pipeline.logged("control.obeyed", workers: ids).compactMap { $0["record_to_last_request_ms"].flatMap { Int($0) } }
+            let read = pipeline.logged("control.received", workers: ids).compactMap { $0["record_to_read_ms"] }
+            print("cancel: record read after \(read) ms, last batch started after \(measured) ms, last request at the simulator after \(latest - record.at) ms")
             #expect(!measured.isEmpty, "no worker logged control.obeyed")
             #expect(measured.allSatisfy { $0 <= 1_000 }, "\(measured)")
         }

@@ -1,5 +1,6 @@
 import Foundation
 import PushfanCore
+import Synchronization
 import PushfanTestSupport
 import Testing
 
@@ -120,5 +121,32 @@ import Testing
         let lines = harness.simulator.logLines()
         let connections = Set(lines.compactMap { $0["connection"] as? Int })
         #expect(lines.count == 2 && connections.count == 1, "\(lines.count) requests over \(connections.count) connections")
+    }
+
+    @Test("requests withdrawn while they wait for a stream come back withdrawn, unsent; those on the wire are answered, and a later batch goes out")
+    func withdrawnRequestsStayUnsent() async throws {
+        // Answers take a second, so the second batch waits for streams the first one holds.
+        let harness = try await SenderHarness.start(["--latency", "1000"])
+        defer { harness.stop() }
+        let client = try harness.client { $0.streamsPerConnection = 100 }
+        let onWire = AsyncStream<Void>.makeStream()
+        let first = Task {
+            await client.send(batch: try (0..<100).map { _ in try SenderHarness.alert(collapseID: "first") }, started: { onWire.continuation.yield() })
+        }
+        for await _ in onWire.stream { break }
+        // The operator's cancel lands once the batch is handed over: the pool's check at the
+        // hand-over (the first question) passes, every later one withdraws.
+        let asked = Atomic<Int>(0)
+        let waiting = await client.send(
+            batch: try (0..<100).map { _ in try SenderHarness.alert(collapseID: "waiting") },
+            withdrawn: { asked.wrappingAdd(1, ordering: .relaxed).oldValue > 0 })
+        #expect(waiting.allSatisfy { $0.failure?.cause == .withdrawn }, "\(Set(waiting.map { $0.failure?.cause.rawValue ?? "answered" }))")
+        #expect(try await first.value.allSatisfy { $0.isAccepted })
+        let later = await client.send(batch: [try SenderHarness.alert(collapseID: "later")], withdrawn: { false })
+        #expect(later.allSatisfy { $0.isAccepted })
+        await client.shutdown()
+        let lines = harness.simulator.logLines()
+        func count(_ collapseID: String) -> Int { lines.filter { $0["collapse_id"] as? String == collapseID }.count }
+        #expect(count("first") == 100 && count("waiting") == 0 && count("later") == 1, "first \(count("first")), waiting \(count("waiting")), later \(count("later"))")
     }
 }

@@ -155,7 +155,7 @@ struct APNsOutcomeTests {
         (.refusedStream, .notProcessed), (.goAwayUnprocessed, .notProcessed),
         (.goAwayInFlight, .outcomeUnknown), (.connectionLost, .outcomeUnknown),
         (.streamReset, .outcomeUnknown), (.timedOut, .outcomeUnknown),
-        (.credentialsUnavailable, .notProcessed), (.senderClosed, .notProcessed),
+        (.credentialsUnavailable, .notProcessed), (.senderClosed, .notProcessed), (.withdrawn, .notProcessed),
     ])
     func certainty(cause: APNsTransportFailure.Cause, certainty: APNsTransportFailure.Certainty) {
         #expect(APNsTransportFailure(cause).certainty == certainty)

@@ -56,7 +56,7 @@ import PushfanStore
         let decision = Self.decide(.failed(APNsTransportFailure(cause, detail: "d")))
         switch cause {
         case .credentialsUnavailable: #expect(decision == .pauseApp(reason: APNsTransportFailure(cause, detail: "d").description))
-        case .senderClosed: #expect(decision == .handBack)
+        case .senderClosed, .withdrawn: #expect(decision == .handBack)
         default: #expect(decision == .retry(after: .milliseconds(250)), "\(cause)")
         }
     }

@@ -81,6 +81,7 @@ import PushfanCore
         #expect(!SendCircuit.isServerFailure(.response(.rejected(status: 429, reason: .tooManyRequests, timestamp: nil))))
         #expect(!SendCircuit.isServerFailure(.response(.rejected(status: 400, reason: .badDeviceToken, timestamp: nil))))
         #expect(!SendCircuit.isServerFailure(.failed(APNsTransportFailure(.senderClosed, detail: ""))))
+        #expect(!SendCircuit.isServerFailure(.failed(APNsTransportFailure(.withdrawn, detail: ""))))
     }
 
     @Test("credentials: each campaign hears of a pause once; past the limit devices are given up until the app recovers")

@@ -113,6 +113,9 @@ package struct APNsTransportFailure: Error, Sendable, Hashable, CustomStringConv
         case credentialsUnavailable = "credentials_unavailable"
         /// The sender was shut down before the request was written.
         case senderClosed = "sender_closed"
+        /// The caller withdrew it before it was written (an operator paused or cancelled
+        /// its campaign while it waited for a stream): nothing was sent.
+        case withdrawn = "withdrawn"
     }
 
     /// Whether APNs may have processed the request.
@@ -141,7 +144,7 @@ package struct APNsTransportFailure: Error, Sendable, Hashable, CustomStringConv
 
     package var certainty: Certainty {
         switch cause {
-        case .connectFailed, .refusedStream, .goAwayUnprocessed, .credentialsUnavailable, .senderClosed: return .notProcessed
+        case .connectFailed, .refusedStream, .goAwayUnprocessed, .credentialsUnavailable, .senderClosed, .withdrawn: return .notProcessed
         case .goAwayInFlight, .connectionLost, .streamReset, .timedOut: return .outcomeUnknown
         }
     }

@@ -12,6 +12,13 @@ struct BatchTransmitter {
     /// outcome's time in its result).
     typealias Answers = [(ShardSender.Pending, APNsSendResult, answeredAt: Date)]
 
+    /// A sent batch: its answers, and the requests the pool gave back unsent because an
+    /// operator's pause or cancel came while they waited for a stream.
+    struct BatchAnswers: Sendable {
+        var answers: Answers = []
+        var withdrawn: [ShardSender.Pending] = []
+    }
+
     /// What became of the requests handed to `transmit` that were not sent.
     struct Transmission {
         /// Not sent: the task was cancelled, or the caller could not take answers.
@@ -35,7 +42,8 @@ struct BatchTransmitter {
     /// Sends `ready` in order. Each batch takes its budget from the campaign's bucket (when
     /// the campaign has its own lower rate) and the app lane's, and is checked against the
     /// operator's controls and the expiration just before it starts: a cancel or pause read
-    /// from the control topic stops the next batch, so no request starts after it.
+    /// from the control topic stops the next batch, and the pool withdraws the requests of
+    /// batches already handed to it that are not on a stream yet, so no request starts after it.
     ///
     /// `answered` takes each batch's answers in the caller's task, one batch at a time, while
     /// later batches are on the wire; it returns false when it cannot take more (recording
@@ -55,7 +63,8 @@ struct BatchTransmitter {
         var stop: WritableKeyPath<Transmission, [ShardSender.Pending]>?
         /// The batch before: the next one's tokens wait for it to be on streams (`BatchStart`).
         var previous: BatchStart?
-        await withTaskGroup(of: Answers.self) { group in
+        var withdrawn: [ShardSender.Pending] = []
+        await withTaskGroup(of: BatchAnswers.self) { group in
             var running = 0
             sending: while index < ready.count {
                 do {
@@ -96,7 +105,8 @@ struct BatchTransmitter {
                     context.metrics.rateLimitWait.add((ContinuousClock.now - waitStarted).seconds, [task.app])
                     if running >= context.batchesInFlight, let done = await group.next() {
                         running -= 1
-                        guard await answered(done) else {
+                        withdrawn += done.withdrawn
+                        guard await answered(done.answers) else {
                             stop = \.unsent
                             break
                         }
@@ -123,9 +133,21 @@ struct BatchTransmitter {
             // Nothing more starts: once the client has started what it holds, the page is on
             // the wire and its next one may be claimed.
             page?.allLaunched()
-            for await done in group { _ = await answered(done) }
+            for await done in group {
+                withdrawn += done.withdrawn
+                _ = await answered(done.answers)
+            }
         }
         if let stop { transmission[keyPath: stop] = ready[index...].map(\.0) }
+        if !withdrawn.isEmpty {
+            // Withdrawn by a cancel, or by a pause (they wait for the resume, as unsent ones do).
+            if context.controls.current(task.campaignKey) == .cancelled {
+                transmission.cancelled += withdrawn
+            } else {
+                transmission.paused += withdrawn
+            }
+            context.controls.obeyed(task.campaignKey)
+        }
         return transmission
     }
 
@@ -145,7 +167,7 @@ struct BatchTransmitter {
     /// the returned `BatchStart` when each part is wholly on streams.
     private func sendBatch(
         _ batch: [(ShardSender.Pending, APNsNotification)], probe: Bool, page: PagesOnTheWay.Page?
-    ) -> (@Sendable () async -> Answers, BatchStart) {
+    ) -> (@Sendable () async -> BatchAnswers, BatchStart) {
         let groups = Dictionary(grouping: batch, by: { $0.0.target.environment })
         for _ in groups { page?.batchLaunched() }
         let start = BatchStart(parts: groups.count)
@@ -154,29 +176,42 @@ struct BatchTransmitter {
             start.partStarted()
         }
         let (catalog, circuits, app, lane, clock, ahead) = (context.catalog, context.circuits, plan.app, lane, context.clock, task.transactional)
+        let (controls, campaign) = (context.controls, task.campaignKey)
+        let withdrawn: @Sendable () -> Bool = { controls.current(campaign).map { $0 == .paused || $0 == .cancelled } ?? false }
         // The environments' sends go out together: one after another, the second would wait
         // for the first one's slowest answer before it even started.
-        let send: @Sendable () async -> Answers = {
-            await withTaskGroup(of: Answers.self) { sends in
+        let send: @Sendable () async -> BatchAnswers = {
+            await withTaskGroup(of: BatchAnswers.self) { sends in
                 for (environment, members) in groups {
                     sends.addTask {
                         do {
                             let client = try catalog.client(for: app, environment: environment)
-                            let answers = await client.send(batch: members.map(\.1), started: started, ahead: ahead)
+                            let answers = await client.send(batch: members.map(\.1), started: started, ahead: ahead, withdrawn: withdrawn)
                             // The batch's answer time, not the round's end: results' `at` then
                             // follow the sends (a round holds many batches over a second or more).
                             let answeredAt = clock.wall
-                            circuits.record(lane, answers, probe: probe)
-                            return zip(members, answers).map { ($0.0, $1, answeredAt) }
+                            var part = BatchAnswers()
+                            for (member, answer) in zip(members, answers) {
+                                if case .failed(let failure) = answer, failure.cause == .withdrawn {
+                                    part.withdrawn.append(member.0)
+                                } else {
+                                    part.answers.append((member.0, answer, answeredAt))
+                                }
+                            }
+                            circuits.record(lane, part.answers.map(\.1), probe: probe)
+                            return part
                         } catch {
                             started()
                             let now = clock.wall
-                            return members.map { ($0.0, .failed(APNsTransportFailure(.credentialsUnavailable, detail: "\(error)")), now) }
+                            return BatchAnswers(answers: members.map { ($0.0, .failed(APNsTransportFailure(.credentialsUnavailable, detail: "\(error)")), now) })
                         }
                     }
                 }
-                var results: Answers = []
-                for await part in sends { results += part }
+                var results = BatchAnswers()
+                for await part in sends {
+                    results.answers += part.answers
+                    results.withdrawn += part.withdrawn
+                }
                 return results
             }
         }

@@ -71,7 +71,7 @@ package struct DeliveryDecider: Sendable {
             }
         case .failed(let failure):
             if failure.cause == .credentialsUnavailable { return .pauseApp(reason: failure.description) }
-            if failure.cause == .senderClosed { return .handBack }
+            if failure.cause == .senderClosed || failure.cause == .withdrawn { return .handBack }
         }
         switch retryPolicy.decide(result, attempt: attempt, now: now, expiration: expiration, firstAttemptAt: firstAttemptAt) {
         case .retry(let after): return .retry(after: after)

@@ -105,7 +105,7 @@ package struct SendCircuit: Sendable, Equatable {
 
     /// Answers that are neither success nor failure of the server: nothing was sent.
     package static func saysNothingAboutTheServer(_ result: APNsSendResult) -> Bool {
-        if case .failed(let failure) = result { return failure.cause == .senderClosed || failure.cause == .credentialsUnavailable }
+        if case .failed(let failure) = result { return [.senderClosed, .credentialsUnavailable, .withdrawn].contains(failure.cause) }
         return false
     }
 
