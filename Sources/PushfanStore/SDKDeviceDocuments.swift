@@ -6,6 +6,8 @@ import PushfanCore
 /// APNs token yet. The device rows campaigns reach are derived from these by the API.
 package struct SDKDeviceDocuments: Sendable {
     let executor: StoreExecutor
+    /// What `any(app:)` answered lately, so a busy API does not ask the table per message.
+    let recent = RecentAnswers()
 
     package func get(app: String, deviceID: String) async throws(StoreError) -> String? {
         try await executor.run { connection throws(StoreError) in
@@ -21,20 +23,51 @@ package struct SDKDeviceDocuments: Sendable {
                 ON CONFLICT (app, device_id) DO UPDATE SET document = excluded.document, updated_at = excluded.updated_at
                 """)
         }
+        recent.keep(app, true)
     }
 
     /// Whether any of the app's devices registered through the SDK's calls: its pushes then
-    /// carry what that SDK looks for (`NotificareMarker`).
+    /// carry what that SDK looks for (`NotificareMarker`). A yes is kept for a minute: it
+    /// turns into a no only when the app's last SDK device is deleted, and a stale yes only
+    /// checks payloads against the SDK's keys too. A no is kept for a second, so a first SDK
+    /// device registered through another API process counts within it (through this one, at once).
     package func any(app: String) async throws(StoreError) -> Bool {
-        try await executor.run { connection throws(StoreError) in
+        if let known = recent.fresh(app) { return known }
+        let readAt = ContinuousClock.now
+        let any = try await executor.run { connection throws(StoreError) in
             try connection.queryOne("SELECT 1 FROM sdk_devices WHERE app = \(app) LIMIT 1") { _ in true } ?? false
         }
+        recent.keep(app, any, readAt: readAt)
+        return any
     }
 
     /// True when there was one.
     package func delete(app: String, deviceID: String) async throws(StoreError) -> Bool {
-        try await executor.run { connection throws(StoreError) in
+        defer { recent.forget(app) }
+        return try await executor.run { connection throws(StoreError) in
             try connection.execute("DELETE FROM sdk_devices WHERE app = \(app) AND device_id = \(deviceID)") == 1
+        }
+    }
+
+    /// Per app, the last answer of `any(app:)` and when it was read.
+    final class RecentAnswers: Sendable {
+        static let yesLifetime = Duration.seconds(60)
+        static let noLifetime = Duration.seconds(1)
+        private let entries = Locked<[String: (any: Bool, readAt: ContinuousClock.Instant)]>([:])
+
+        func fresh(_ app: String) -> Bool? {
+            entries.withLock { entries in
+                guard let entry = entries[app], entry.readAt.duration(to: .now) < (entry.any ? Self.yesLifetime : Self.noLifetime) else { return nil }
+                return entry.any
+            }
+        }
+
+        func keep(_ app: String, _ any: Bool, readAt: ContinuousClock.Instant = .now) {
+            entries.withLock { $0[app] = (any, readAt) }
+        }
+
+        func forget(_ app: String) {
+            _ = entries.withLock { $0.removeValue(forKey: app) }
         }
     }
 }
