@@ -116,4 +116,46 @@ import PushfanKafka
         #expect(schedule.enqueue(p0, offset: 1, lane: "d#0", payload: "d") == .dropped)
         #expect(schedule.startable().isEmpty)
     }
+
+    @Test("3,000 queued tasks of one lane and a few of another run in offset order, one at a time, and the stored offset follows each")
+    func longQueues() {
+        var schedule = Schedule(tasksPerLane: 1)
+        schedule.assign([p0, p1])
+        for offset in 0..<3_000 { _ = schedule.enqueue(p0, offset: Int64(offset), lane: "shop#0", payload: "s\(offset)") }
+        for offset in 0..<3 { _ = schedule.enqueue(p1, offset: Int64(offset), lane: "news#1", payload: "n\(offset)") }
+        var started: [String] = []
+        var stored: [Int64] = []
+        while true {
+            let starts = schedule.startable()
+            guard !starts.isEmpty else { break }
+            for start in starts {
+                started.append(start.payload)
+                if let next = schedule.finish(key(start.partition, start.offset), lane: start.lane, handedBack: false), start.partition == p0 { stored.append(next) }
+            }
+        }
+        #expect(started.filter { $0.hasPrefix("s") } == (0..<3_000).map { "s\($0)" })
+        #expect(started.filter { $0.hasPrefix("n") } == ["n0", "n1", "n2"])
+        #expect(stored == (1...3_000).map(Int64.init))
+        #expect(schedule.entries(of: p0)?.isEmpty == true && schedule.counts == (0, 0))
+    }
+
+    @Test("tasks handed back out of order run again in offset order, before the lane's later tasks")
+    func handedBackInOrder() {
+        var schedule = Schedule(tasksPerLane: 2)
+        schedule.assign([p0])
+        for offset in 0..<4 { _ = schedule.enqueue(p0, offset: Int64(offset), lane: "shop#0", payload: "t\(offset)") }
+        #expect(schedule.startable().map(\.payload) == ["t0"])
+        _ = schedule.drained(key(p0, 0), lane: "shop#0")
+        #expect(schedule.startable().map(\.payload) == ["t1"])
+        _ = schedule.drained(key(p0, 1), lane: "shop#0")
+        #expect(schedule.finish(key(p0, 0), lane: "shop#0", handedBack: true) == nil)
+        #expect(schedule.finish(key(p0, 1), lane: "shop#0", handedBack: true) == nil)
+        #expect(schedule.counts == (4, 0))
+        var order: [String] = []
+        while let start = schedule.startable().first {
+            order.append(start.payload)
+            _ = schedule.finish(key(start.partition, start.offset), lane: start.lane, handedBack: false)
+        }
+        #expect(order == ["t0", "t1", "t2", "t3"])
+    }
 }

@@ -24,12 +24,12 @@ struct TaskSchedule<Payload: Sendable>: Sendable {
         var drained = false
     }
 
-    /// Tasks queued and running, over every owned partition.
+    /// Tasks queued and running, over every owned partition (a metric's scrape).
     var counts: (queued: Int, running: Int) {
         var queued = 0
         var running = 0
-        for entries in partitions.values {
-            for entry in entries where entry.lane != nil {
+        for owned in partitions.values {
+            for entry in owned.live where entry.lane != nil {
                 if entry.phase == .queued { queued += 1 } else if entry.phase == .running { running += 1 }
             }
         }
@@ -50,9 +50,76 @@ struct TaskSchedule<Payload: Sendable>: Sendable {
         let offset: Int64
     }
 
-    /// Entries in offset order per owned partition; finished ones at the front are dropped
-    /// as the stored offset advances.
-    private var partitions: [TopicPartition: [Entry]] = [:]
+    /// One owned partition's entries in offset order from `head` on. Finished ones at the
+    /// front are passed by moving `head` and dropped in bulk, so neither the front's
+    /// advance nor a lookup by offset (a binary search) walks the whole queue: a worker may
+    /// hold thousands of small tasks (transactional messages) in one partition.
+    private struct Owned: Sendable {
+        var entries: [Entry] = []
+        var head = 0
+
+        var live: ArraySlice<Entry> { entries[head...] }
+
+        func index(of offset: Int64) -> Int? {
+            var low = head
+            var high = entries.count
+            while low < high {
+                let middle = (low + high) / 2
+                if entries[middle].offset < offset { low = middle + 1 } else { high = middle }
+            }
+            return low < entries.count && entries[low].offset == offset ? low : nil
+        }
+
+        /// Passes finished entries at the front; the offset to store, if it moved.
+        mutating func advance() -> Int64? {
+            var next: Int64?
+            while head < entries.count, entries[head].phase == .done {
+                next = entries[head].offset + 1
+                head += 1
+            }
+            if head == entries.count {
+                entries.removeAll(keepingCapacity: true)
+                head = 0
+            } else if head > 1024, head * 2 > entries.count {
+                entries.removeFirst(head)
+                head = 0
+            }
+            return next
+        }
+    }
+
+    /// A lane's queued tasks, oldest first from `head` (taken from the front without shifting the rest).
+    private struct Line: Sendable {
+        var keys: [Key] = []
+        var head = 0
+
+        var first: Key? { head < keys.count ? keys[head] : nil }
+        var isEmpty: Bool { head == keys.count }
+
+        mutating func removeFirst() {
+            head += 1
+            if head > 1024, head * 2 > keys.count {
+                keys.removeFirst(head)
+                head = 0
+            }
+        }
+
+        /// A handed-back task goes before the later tasks of its partition.
+        mutating func putBack(_ key: Key) {
+            let at = keys[head...].firstIndex { $0.partition == key.partition && $0.offset > key.offset } ?? keys.endIndex
+            keys.insert(key, at: at)
+        }
+
+        mutating func removeAll(in partition: TopicPartition) {
+            keys = keys[head...].filter { $0.partition != partition }
+            head = 0
+        }
+    }
+
+    private var partitions: [TopicPartition: Owned] = [:]
+    /// Queued tasks per lane: what `startable` takes from, without looking at the tasks of
+    /// lanes that have no room.
+    private var waiting: [String: Line] = [:]
     /// Running tasks per lane.
     private var busyLanes: [String: Int] = [:]
     /// Lanes with a running task still reading and claiming pages.
@@ -77,7 +144,8 @@ struct TaskSchedule<Payload: Sendable>: Sendable {
     /// Takes ownership of partitions (again, if they were being given up).
     mutating func assign(_ assigned: [TopicPartition]) {
         for partition in assigned where partitions[partition] == nil || revoking.contains(partition) {
-            partitions[partition] = []
+            forgetWaiting(in: partition)
+            partitions[partition] = Owned()
             revoking.remove(partition)
         }
     }
@@ -94,9 +162,12 @@ struct TaskSchedule<Payload: Sendable>: Sendable {
     /// Queues a record of a partition; `lane` nil when there is nothing to run.
     mutating func enqueue(_ partition: TopicPartition, offset: Int64, lane: String?, payload: Payload) -> Queued {
         guard !stopping, partitions[partition] != nil, !revoking.contains(partition) else { return .dropped }
-        partitions[partition]!.append(Entry(offset: offset, lane: lane, payload: payload, phase: lane == nil ? .done : .queued))
-        guard lane == nil else { return .queued }
-        return advance(partition).map(Queued.storeOffset) ?? .queued
+        partitions[partition]!.entries.append(Entry(offset: offset, lane: lane, payload: payload, phase: lane == nil ? .done : .queued))
+        if let lane {
+            waiting[lane, default: Line()].keys.append(Key(partition: partition, offset: offset))
+            return .queued
+        }
+        return partitions[partition]!.advance().map(Queued.storeOffset) ?? .queued
     }
 
     /// Marks and returns every queued task whose lane has room: no task of the lane still
@@ -105,63 +176,62 @@ struct TaskSchedule<Payload: Sendable>: Sendable {
     mutating func startable() -> [Start] {
         guard !stopping else { return [] }
         var starts: [Start] = []
-        for partition in partitions.keys.sorted(by: { $0.description < $1.description }) where !revoking.contains(partition) {
-            for index in partitions[partition]!.indices {
-                let entry = partitions[partition]![index]
-                guard entry.phase == .queued, let lane = entry.lane, !readingLanes.contains(lane),
-                      busyLanes[lane, default: 0] < tasksPerLane else { continue }
-                busyLanes[lane, default: 0] += 1
-                readingLanes.insert(lane)
-                partitions[partition]![index].phase = .running
-                starts.append(Start(partition: partition, offset: entry.offset, lane: lane, payload: entry.payload))
-            }
+        for lane in Array(waiting.keys) where !readingLanes.contains(lane) && busyLanes[lane, default: 0] < tasksPerLane {
+            guard let key = waiting[lane]?.first, !revoking.contains(key.partition) else { continue }
+            waiting[lane]!.removeFirst()
+            if waiting[lane]!.isEmpty { waiting[lane] = nil }
+            guard let index = partitions[key.partition]?.index(of: key.offset) else { continue }
+            busyLanes[lane, default: 0] += 1
+            readingLanes.insert(lane)
+            partitions[key.partition]!.entries[index].phase = .running
+            starts.append(Start(partition: key.partition, offset: key.offset, lane: lane, payload: partitions[key.partition]!.entries[index].payload))
         }
-        return starts
+        return starts.sorted { ($0.partition.description, $0.offset) < ($1.partition.description, $1.offset) }
     }
 
     /// A task ended: its lane has room again; a finished task may let the partition's offset move
     /// (returned), a handed-back one waits to run again if the partition is read again.
     mutating func finish(_ key: Key, lane: String, handedBack: Bool) -> Int64? {
         if let running = busyLanes[lane] { busyLanes[lane] = running > 1 ? running - 1 : nil }
-        guard let index = partitions[key.partition]?.firstIndex(where: { $0.offset == key.offset }) else {
+        guard let index = partitions[key.partition]?.index(of: key.offset) else {
             readingLanes.remove(lane)
             return nil
         }
-        if !partitions[key.partition]![index].drained { readingLanes.remove(lane) }
-        partitions[key.partition]![index].phase = handedBack ? .queued : .done
-        partitions[key.partition]![index].drained = false
-        return handedBack ? nil : advance(key.partition)
+        if !partitions[key.partition]!.entries[index].drained { readingLanes.remove(lane) }
+        partitions[key.partition]!.entries[index].phase = handedBack ? .queued : .done
+        partitions[key.partition]!.entries[index].drained = false
+        guard !handedBack else {
+            waiting[lane, default: Line()].putBack(key)
+            return nil
+        }
+        return partitions[key.partition]!.advance()
     }
 
     /// A running task has every page on the wire: the lane's next task may start beside it.
     /// Returns whether that changed anything (the caller then starts what is startable).
     mutating func drained(_ key: Key, lane: String) -> Bool {
-        guard let index = partitions[key.partition]?.firstIndex(where: { $0.offset == key.offset }),
-              partitions[key.partition]![index].phase == .running, !partitions[key.partition]![index].drained else { return false }
-        partitions[key.partition]![index].drained = true
+        guard let index = partitions[key.partition]?.index(of: key.offset),
+              partitions[key.partition]!.entries[index].phase == .running, !partitions[key.partition]!.entries[index].drained else { return false }
+        partitions[key.partition]!.entries[index].drained = true
         readingLanes.remove(lane)
         return true
     }
 
-    /// Drops finished entries at the partition's front; the offset to store, if it moved.
-    private mutating func advance(_ partition: TopicPartition) -> Int64? {
-        guard var entries = partitions[partition] else { return nil }
-        var next: Int64?
-        while let first = entries.first, first.phase == .done {
-            next = first.offset + 1
-            entries.removeFirst()
+    /// Drops the queued tasks of a partition from their lanes' lines.
+    private mutating func forgetWaiting(in partition: TopicPartition) {
+        for lane in Array(waiting.keys) {
+            waiting[lane]!.removeAll(in: partition)
+            if waiting[lane]!.isEmpty { waiting[lane] = nil }
         }
-        partitions[partition] = entries
-        return next
     }
 
     /// Starts giving partitions up; returns their running tasks, which the caller stops.
     mutating func beginRevoke(_ revoked: [TopicPartition]) -> [Key] {
         var running: [Key] = []
         for partition in revoked {
-            guard let entries = partitions[partition] else { continue }
+            guard let owned = partitions[partition] else { continue }
             revoking.insert(partition)
-            running += entries.filter { $0.phase == .running }.map { Key(partition: partition, offset: $0.offset) }
+            running += owned.live.filter { $0.phase == .running }.map { Key(partition: partition, offset: $0.offset) }
         }
         return running
     }
@@ -170,6 +240,7 @@ struct TaskSchedule<Payload: Sendable>: Sendable {
     mutating func endRevoke(_ revoked: [TopicPartition]) {
         for partition in revoked where revoking.contains(partition) {
             partitions.removeValue(forKey: partition)
+            forgetWaiting(in: partition)
             revoking.remove(partition)
         }
     }
@@ -177,11 +248,11 @@ struct TaskSchedule<Payload: Sendable>: Sendable {
     /// Stops taking tasks; returns the running ones, which the caller stops.
     mutating func stop() -> [Key] {
         stopping = true
-        return partitions.flatMap { partition, entries in
-            entries.filter { $0.phase == .running }.map { Key(partition: partition, offset: $0.offset) }
+        return partitions.flatMap { partition, owned in
+            owned.live.filter { $0.phase == .running }.map { Key(partition: partition, offset: $0.offset) }
         }
     }
 
     /// Entries of a partition this worker owns (tests look at them).
-    func entries(of partition: TopicPartition) -> [Entry]? { partitions[partition] }
+    func entries(of partition: TopicPartition) -> [Entry]? { partitions[partition].map { Array($0.live) } }
 }
