@@ -76,6 +76,8 @@ package struct KafkaConsumerConfiguration: Sendable {
     package var autoCommitInterval: Duration = .seconds(1)
     /// Records buffered between the poll thread and the caller before polling waits.
     package var bufferCapacity = 20_000
+    /// Records handed to the caller at most per poll: one batch of its work.
+    package var pollBatch = 1_000
     /// How long a broker may hold a fetch that finds nothing new. A real broker answers a
     /// held fetch as soon as a record arrives, so there this only sets how often an idle
     /// consumer asks (ten times a second per broker); librdkafka's mock cluster answers when

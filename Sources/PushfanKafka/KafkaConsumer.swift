@@ -36,9 +36,9 @@ package final class KafkaConsumer: Sendable {
         self.logger = logger
         // Route the main queue (errors, rebalances) to the consumer queue the poll thread serves.
         rd_kafka_poll_set_consumer(handle.raw)
-        let handle = self.handle
+        let (handle, capacity) = (self.handle, max(1, configuration.pollBatch))
         poller = ServiceThread(name: "pushfan.kafka.consumer") { isStopping in
-            KafkaConsumer.pollLoop(handle: handle, channel: channel, isStopping: isStopping)
+            KafkaConsumer.pollLoop(handle: handle, channel: channel, capacity: capacity, isStopping: isStopping)
         }
     }
 
@@ -234,10 +234,9 @@ package final class KafkaConsumer: Sendable {
 
     // MARK: - Poll thread
 
-    private static func pollLoop(handle: RDKafkaHandle, channel: ConsumerEventChannel, isStopping: () -> Bool) {
+    private static func pollLoop(handle: RDKafkaHandle, channel: ConsumerEventChannel, capacity: Int, isStopping: () -> Bool) {
         guard let queue = rd_kafka_queue_get_consumer(handle.raw) else { return }
         defer { rd_kafka_queue_destroy(queue) }
-        let capacity = 1000
         let messages = UnsafeMutablePointer<UnsafeMutablePointer<rd_kafka_message_t>?>.allocate(capacity: capacity)
         defer { messages.deallocate() }
         while !isStopping() {

@@ -17,12 +17,15 @@ final class SQLiteConnection: SQLConnection {
     private let busyRetries: Int
     /// The busy handler's deadline; owned here, so it outlives the handler's use of it.
     private let busyWait: BusyWait
+    /// Checkpoints the WAL off the committing thread; owned here, like `busyWait`.
+    private let checkpointer: SQLiteCheckpointer
 
     init(path: String, busyTimeout: Duration = .seconds(5), busyRetries: Int = 2) throws(StoreError) {
         self.path = path
         self.busyTimeout = busyTimeout
         self.busyRetries = busyRetries
         busyWait = BusyWait(timeout: busyTimeout)
+        checkpointer = SQLiteCheckpointer(path: path)
         _ = Self.configured
         Self.createPrivately(path)
         let flags = SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX
@@ -44,6 +47,10 @@ final class SQLiteConnection: SQLConnection {
             return wait.keepWaiting(first: count == 0) ? 1 : 0
         }, Unmanaged.passUnretained(busyWait).toOpaque())
         try executeScript("PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL; PRAGMA foreign_keys=ON; PRAGMA temp_store=MEMORY;")
+        sqlite3_wal_hook(database, { context, _, _, pages in
+            if let context { Unmanaged<SQLiteCheckpointer>.fromOpaque(context).takeUnretainedValue().committed(pages: pages) }
+            return SQLITE_OK
+        }, Unmanaged.passUnretained(checkpointer).toOpaque())
     }
 
     /// A new database file is made readable by its owner only (0600): it holds every device

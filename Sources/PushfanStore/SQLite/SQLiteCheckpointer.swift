@@ -1,0 +1,43 @@
+import Dispatch
+import Synchronization
+internal import CSQLite
+
+/// Moves the WAL's pages into the database file on a queue of its own, so that no commit
+/// waits for a checkpoint. SQLite's automatic checkpoint runs inside the commit that crosses
+/// its threshold, with the page writes and fsyncs that takes, and holds the store's lane
+/// meanwhile: the events role spent most of a burst of first-time counts there. Each
+/// connection's WAL hook (which replaces the automatic checkpoint) calls `committed` with
+/// the pages in the WAL; past `threshold` one PASSIVE checkpoint at a time runs on a
+/// short-lived connection, copying what no reader still needs and never waiting for a lock.
+final class SQLiteCheckpointer: Sendable {
+    /// SQLite's own default for the automatic checkpoint (pages of the WAL).
+    static let threshold: Int32 = 1_000
+
+    private let path: String
+    private let queue: DispatchQueue
+    private let scheduled = Atomic<Bool>(false)
+
+    init(path: String) {
+        self.path = path
+        queue = DispatchQueue(label: "pushfan.store.checkpoint")
+    }
+
+    /// A commit left `pages` pages in the WAL.
+    func committed(pages: Int32) {
+        guard pages >= Self.threshold, !scheduled.exchange(true, ordering: .acquiringAndReleasing) else { return }
+        queue.async { [self] in
+            checkpoint()
+            scheduled.store(false, ordering: .releasing)
+        }
+    }
+
+    private func checkpoint() {
+        var database: OpaquePointer?
+        defer { sqlite3_close_v2(database) }
+        guard sqlite3_open_v2(path, &database, SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOMUTEX, nil) == SQLITE_OK else { return }
+        // A connection learns that the file is in WAL mode on its first read; before it the
+        // checkpoint does nothing.
+        guard sqlite3_exec(database, "PRAGMA schema_version", nil, nil, nil) == SQLITE_OK else { return }
+        sqlite3_wal_checkpoint_v2(database, nil, SQLITE_CHECKPOINT_PASSIVE, nil, nil)
+    }
+}
