@@ -8,18 +8,19 @@ internal import CSQLite
 /// meanwhile: the events role spent most of a burst of first-time counts there. Each
 /// connection's WAL hook (which replaces the automatic checkpoint) calls `committed` with
 /// the pages in the WAL; past `threshold` one PASSIVE checkpoint at a time runs on a
-/// short-lived connection, copying what no reader still needs and never waiting for a lock.
-final class SQLiteCheckpointer: Sendable {
+/// connection of its own, copying what no reader still needs and never waiting for a lock.
+final class SQLiteCheckpointer: @unchecked Sendable {
     /// SQLite's own default for the automatic checkpoint (pages of the WAL).
     static let threshold: Int32 = 1_000
 
     private let path: String
-    private let queue: DispatchQueue
+    private let queue = DispatchQueue(label: "pushfan.store.checkpoint")
     private let scheduled = Atomic<Bool>(false)
+    /// Opened on the first checkpoint; touched only on `queue`.
+    private var database: OpaquePointer?
 
     init(path: String) {
         self.path = path
-        queue = DispatchQueue(label: "pushfan.store.checkpoint")
     }
 
     /// A commit left `pages` pages in the WAL.
@@ -31,13 +32,26 @@ final class SQLiteCheckpointer: Sendable {
         }
     }
 
+    /// Closes its connection once a running checkpoint is done; nothing runs after.
+    func close() {
+        queue.sync {
+            sqlite3_close_v2(database)
+            database = nil
+        }
+    }
+
     private func checkpoint() {
-        var database: OpaquePointer?
-        defer { sqlite3_close_v2(database) }
-        guard sqlite3_open_v2(path, &database, SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOMUTEX, nil) == SQLITE_OK else { return }
-        // A connection learns that the file is in WAL mode on its first read; before it the
-        // checkpoint does nothing.
-        guard sqlite3_exec(database, "PRAGMA schema_version", nil, nil, nil) == SQLITE_OK else { return }
+        if database == nil {
+            guard sqlite3_open_v2(path, &database, SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOMUTEX, nil) == SQLITE_OK,
+                  // A connection learns that the file is in WAL mode on its first read; before
+                  // it a checkpoint does nothing.
+                  sqlite3_exec(database, "PRAGMA schema_version", nil, nil, nil) == SQLITE_OK
+            else {
+                sqlite3_close_v2(database)
+                database = nil
+                return
+            }
+        }
         sqlite3_wal_checkpoint_v2(database, nil, SQLITE_CHECKPOINT_PASSIVE, nil, nil)
     }
 }

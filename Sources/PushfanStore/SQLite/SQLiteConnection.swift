@@ -69,6 +69,7 @@ final class SQLiteConnection: SQLConnection {
         for statement in statements.values { sqlite3_finalize(statement) }
         for statement in pinnedStatements.values { sqlite3_finalize(statement) }
         sqlite3_close_v2(database)
+        checkpointer.close()
     }
 
     /// The one place where SQLite result codes become `StoreError`s.
