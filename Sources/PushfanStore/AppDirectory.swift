@@ -5,7 +5,7 @@ import PushfanCrypto
 /// and the app's secret (stored only as a salted hash).
 package struct AppDirectory: Sendable {
     let executor: StoreExecutor
-    private let recentSecrets = RecentSecrets()
+    private let recentSecrets = RecentSecrets.make()
 
     /// Adds an app and returns its secrets, shown once and stored only hashed.
     package func add(_ registration: AppRegistration) async throws(StoreError) -> AppSecrets {

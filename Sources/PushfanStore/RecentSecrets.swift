@@ -25,26 +25,12 @@ struct StoredSecrets: Sendable {
 }
 
 /// Secret hashes read in the last second, per app, so that a busy API does not read the
-/// apps table on every request. Only a match is answered from here: a secret that does
+/// apps table on every request. Only a match is answered from them: a secret that does
 /// not match is checked against a fresh read, so a new secret works at once; a rotation in
 /// this process forgets the app, and one made elsewhere reaches this process within
 /// `lifetime`. Grace periods are judged at the time of each call, never cached.
-final class RecentSecrets: Sendable {
+enum RecentSecrets {
     static let lifetime = Duration.seconds(1)
-    private let entries = Locked<[String: (secrets: StoredSecrets, readAt: ContinuousClock.Instant)]>([:])
 
-    func fresh(_ app: String) -> StoredSecrets? {
-        entries.withLock { entries in
-            guard let entry = entries[app], entry.readAt.duration(to: .now) < Self.lifetime else { return nil }
-            return entry.secrets
-        }
-    }
-
-    func keep(_ app: String, _ secrets: StoredSecrets, readAt: ContinuousClock.Instant) {
-        entries.withLock { $0[app] = (secrets, readAt) }
-    }
-
-    func forget(_ app: String) {
-        _ = entries.withLock { $0.removeValue(forKey: app) }
-    }
+    static func make() -> RecentReads<StoredSecrets> { RecentReads { _ in lifetime } }
 }

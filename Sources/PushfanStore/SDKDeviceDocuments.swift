@@ -6,8 +6,9 @@ import PushfanCore
 /// APNs token yet. The device rows campaigns reach are derived from these by the API.
 package struct SDKDeviceDocuments: Sendable {
     let executor: StoreExecutor
-    /// What `any(app:)` answered lately, so a busy API does not ask the table per message.
-    let recent = RecentAnswers()
+    /// What `any(app:)` answered lately, so a busy API does not ask the table per message:
+    /// a yes for a minute, a no for a second (`any(app:)` says why).
+    let recent = RecentReads<Bool> { $0 ? .seconds(60) : .seconds(1) }
 
     package func get(app: String, deviceID: String) async throws(StoreError) -> String? {
         try await executor.run { connection throws(StoreError) in
@@ -46,28 +47,6 @@ package struct SDKDeviceDocuments: Sendable {
         defer { recent.forget(app) }
         return try await executor.run { connection throws(StoreError) in
             try connection.execute("DELETE FROM sdk_devices WHERE app = \(app) AND device_id = \(deviceID)") == 1
-        }
-    }
-
-    /// Per app, the last answer of `any(app:)` and when it was read.
-    final class RecentAnswers: Sendable {
-        static let yesLifetime = Duration.seconds(60)
-        static let noLifetime = Duration.seconds(1)
-        private let entries = Locked<[String: (any: Bool, readAt: ContinuousClock.Instant)]>([:])
-
-        func fresh(_ app: String) -> Bool? {
-            entries.withLock { entries in
-                guard let entry = entries[app], entry.readAt.duration(to: .now) < (entry.any ? Self.yesLifetime : Self.noLifetime) else { return nil }
-                return entry.any
-            }
-        }
-
-        func keep(_ app: String, _ any: Bool, readAt: ContinuousClock.Instant = .now) {
-            entries.withLock { $0[app] = (any, readAt) }
-        }
-
-        func forget(_ app: String) {
-            _ = entries.withLock { $0.removeValue(forKey: app) }
         }
     }
 }

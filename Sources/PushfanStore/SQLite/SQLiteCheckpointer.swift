@@ -15,7 +15,10 @@ final class SQLiteCheckpointer: @unchecked Sendable {
 
     private let path: String
     private let queue = DispatchQueue(label: "pushfan.store.checkpoint")
-    private let scheduled = Atomic<Bool>(false)
+    /// A commit asked for a checkpoint that has not started yet.
+    private let requested = Atomic<Bool>(false)
+    /// Checkpoints are running (or queued) on `queue`.
+    private let running = Atomic<Bool>(false)
     /// Opened on the first checkpoint; touched only on `queue`.
     private var database: OpaquePointer?
 
@@ -23,12 +26,21 @@ final class SQLiteCheckpointer: @unchecked Sendable {
         self.path = path
     }
 
-    /// A commit left `pages` pages in the WAL.
+    /// A commit left `pages` pages in the WAL. A commit made while a checkpoint runs gets one
+    /// after it, so the last commits of a burst are not left in the WAL until the next one.
     func committed(pages: Int32) {
-        guard pages >= Self.threshold, !scheduled.exchange(true, ordering: .acquiringAndReleasing) else { return }
+        guard pages >= Self.threshold else { return }
+        requested.store(true, ordering: .releasing)
+        startIfIdle()
+    }
+
+    private func startIfIdle() {
+        guard !running.exchange(true, ordering: .acquiringAndReleasing) else { return }
         queue.async { [self] in
-            checkpoint()
-            scheduled.store(false, ordering: .releasing)
+            while requested.exchange(false, ordering: .acquiringAndReleasing) { checkpoint() }
+            running.store(false, ordering: .releasing)
+            // A request that came after the loop's last look and saw it still running.
+            if requested.load(ordering: .acquiring) { startIfIdle() }
         }
     }
 

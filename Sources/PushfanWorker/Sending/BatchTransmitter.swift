@@ -177,7 +177,8 @@ struct BatchTransmitter {
         }
         let (catalog, circuits, app, lane, clock, ahead) = (context.catalog, context.circuits, plan.app, lane, context.clock, task.transactional)
         let (controls, campaign) = (context.controls, task.campaignKey)
-        let withdrawn: @Sendable () -> Bool = { controls.current(campaign).map { $0 == .paused || $0 == .cancelled } ?? false }
+        // The rule `controlled()` applies before each batch, asked again before each request.
+        let withdrawn: @Sendable () -> Bool = { controls.current(campaign).map { !$0.sends } ?? false }
         // The environments' sends go out together: one after another, the second would wait
         // for the first one's slowest answer before it even started.
         let send: @Sendable () async -> BatchAnswers = {

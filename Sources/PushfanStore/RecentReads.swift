@@ -1,0 +1,29 @@
+import PushfanCore
+
+/// What the store answered lately per app, so that a busy API does not read the same row on
+/// every request. An answer counts for its `lifetime` (which may depend on the answer); a
+/// change made in this process forgets the app at once, one made elsewhere reaches this
+/// process when the answer's lifetime ends.
+final class RecentReads<Value: Sendable>: Sendable {
+    private let lifetime: @Sendable (Value) -> Duration
+    private let entries = Locked<[String: (value: Value, readAt: ContinuousClock.Instant)]>([:])
+
+    init(lifetime: @escaping @Sendable (Value) -> Duration) {
+        self.lifetime = lifetime
+    }
+
+    func fresh(_ app: String) -> Value? {
+        entries.withLock { entries in
+            guard let entry = entries[app], entry.readAt.duration(to: .now) < lifetime(entry.value) else { return nil }
+            return entry.value
+        }
+    }
+
+    func keep(_ app: String, _ value: Value, readAt: ContinuousClock.Instant = .now) {
+        entries.withLock { $0[app] = (value, readAt) }
+    }
+
+    func forget(_ app: String) {
+        _ = entries.withLock { $0.removeValue(forKey: app) }
+    }
+}
