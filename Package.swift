@@ -57,7 +57,7 @@ let package = Package(
         .executableTarget(name: "pushfan-fuzz", dependencies: ["PushfanFuzzing"]),
 
         // Starting and stopping real processes (kafka-dev, simulators) for the suites below.
-        .target(name: "PushfanTestSupport", path: "Tests/PushfanTestSupport"),
+        .target(name: "PushfanTestSupport", dependencies: ["PushfanCore"], path: "Tests/PushfanTestSupport"),
         .target(name: "SegmentTestSupport", dependencies: ["PushfanCore", "PushfanTestSupport"], path: "Tests/SegmentTestSupport"),
         .testTarget(name: "PushfanCoreTests", dependencies: ["PushfanCore", "PushfanTestSupport", "SegmentTestSupport"]),
         .testTarget(name: "PushfanKafkaTests", dependencies: ["PushfanKafka", "PushfanCore", "PushfanTestSupport"]),

@@ -101,7 +101,7 @@ package final class APIService: Sendable {
         EventRoutes.add(to: &router, store: store, writer: writer)
         SegmentRoutes.add(to: &router, store: store)
         TemplateRoutes.add(to: &router, store: store)
-        let tokens = ProviderTokenCache.shared(through: store.providerTokens, now: { Date() }) { error in
+        let tokens = ProviderTokenCache.shared(through: store.providerTokens, clock: store.clock) { error in
             logger.warning("api.token_not_shared", ["error": "\(error)"])
         }
         ChannelRoutes.add(to: &router, store: store, access: ChannelRoutes.Access(apns: apns, tokens: tokens))
@@ -129,7 +129,7 @@ package final class APIService: Sendable {
     /// reading an upload; an accepted request is answered by the returned closure once its
     /// body is in.
     package func admit(_ request: HTTPRequest) async -> Admission {
-        let started = ContinuousClock.now
+        let started = store.clock.now
         var pattern = "unmatched"
         do {
             let (route, call) = try await authorize(request, route: &pattern)
@@ -199,7 +199,7 @@ package final class APIService: Sendable {
     /// Counts and logs an answer. The log names the route pattern, not the path: paths carry
     /// device ids and tokens.
     private func finish(_ request: HTTPRequest, route: String, started: ContinuousClock.Instant, _ response: HTTPResponse) -> HTTPResponse {
-        let elapsed = ContinuousClock.now - started
+        let elapsed = store.clock.now - started
         metrics.record(method: request.method, route: route, status: response.status, seconds: Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18)
         logger.info("api.request", [
             "http.method": request.method, "http.route": route, "http.status": String(response.status), "elapsed_ms": String(elapsed.milliseconds),
@@ -239,7 +239,7 @@ package final class APIService: Sendable {
 
     /// Refuses a credential that failed too often from this client (429).
     private func checkThrottle(_ credential: String, _ request: HTTPRequest) throws {
-        if let wait = throttle.withLock({ $0.retryAfter(credential: credential, client: request.clientAddress, now: .now) }) {
+        if let wait = throttle.withLock({ $0.retryAfter(credential: credential, client: request.clientAddress, now: store.clock.now) }) {
             throw APIError(
                 429, "too_many_failures", "too many failed authentications with these credentials from this address; retry in \(wait) s",
                 headers: ["Retry-After": String(wait)])
@@ -247,7 +247,7 @@ package final class APIService: Sendable {
     }
 
     private func failed(_ credential: String, _ request: HTTPRequest) {
-        throttle.withLock { $0.failed(credential: credential, client: request.clientAddress, now: .now) }
+        throttle.withLock { $0.failed(credential: credential, client: request.clientAddress, now: store.clock.now) }
     }
 
     private func succeeded(_ credential: String, _ request: HTTPRequest) {
@@ -269,7 +269,7 @@ package final class APIService: Sendable {
         }
         let credential = "app:" + key
         try checkThrottle(credential, request)
-        guard key == app ?? key, let role = try await store.apps.authenticate(app: key, secret: secret) else {
+        guard key == app ?? key, let role = try await store.apps.authenticate(app: key, secret: secret, now: store.clock.wallMillis) else {
             failed(credential, request)
             logger.notice("api.unauthorized", ["app": key, "client": request.clientAddress])
             throw unauthorized
@@ -338,7 +338,7 @@ package final class APIService: Sendable {
         } else if let (user, secret) = basic {
             if user == "admin", let adminToken, Self.constantTimeEqual(secret, adminToken) {
                 viewer = .admin
-            } else if try await store.apps.authenticate(app: user, secret: secret) == .master {
+            } else if try await store.apps.authenticate(app: user, secret: secret, now: store.clock.wallMillis) == .master {
                 viewer = .app(user)
             }
         }

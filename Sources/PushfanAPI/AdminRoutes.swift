@@ -95,7 +95,7 @@ enum AdminRoutes {
             let body = call.request.body.isEmpty ? [:] : try APIService.jsonObject(call.request)
             let grace = try BodyFields.number(body, "grace_s") ?? 86_400
             guard (0...(30 * 86_400)).contains(grace) else { throw APIError(400, "invalid_input", "grace_s: 0 to 2592000 seconds", field: "grace_s") }
-            let secret = try await store.apps.rotate(app: call.parameter("app"), role, grace: .seconds(grace))
+            let secret = try await store.apps.rotate(app: call.parameter("app"), role, grace: .seconds(grace), now: store.clock.wallMillis)
             return .json(200, ["app": .string(call.parameter("app")), "which": .string(role.rawValue), "secret": .string(secret), "old_valid_s": .int(Int64(grace))])
         })
     }

@@ -21,7 +21,7 @@ package final class APNsClient: Sendable {
         endpoint: APNsEndpoint,
         credentials: APNsCredentials,
         configuration: APNsClientConfiguration = APNsClientConfiguration(),
-        tokenCache: ProviderTokenCache = ProviderTokenCache(),
+        tokenCache: ProviderTokenCache = ProviderTokenCache(clock: SystemClock()),
         logger: Logger = Logger(label: "apns"),
         metrics: APNsMetrics? = nil
     ) throws(APNsSenderError) {
@@ -104,7 +104,7 @@ package final class APNsClients: Sendable {
 
     package init(
         configuration: APNsClientConfiguration = APNsClientConfiguration(),
-        tokenCache: ProviderTokenCache = ProviderTokenCache(),
+        tokenCache: ProviderTokenCache = ProviderTokenCache(clock: SystemClock()),
         logger: Logger = Logger(label: "apns"),
         metrics: APNsMetrics? = nil
     ) {

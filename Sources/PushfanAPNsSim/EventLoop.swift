@@ -105,7 +105,7 @@ final class EventLoop: @unchecked Sendable {
         logPayloads = logging && simulator.configuration.logPayloads
         refreshFaults()
         while !stopRequested.load(ordering: .acquiring) {
-            let timeout = timers.millisecondsUntilNext(now: Self.monotonicMillis())
+            let timeout = timers.millisecondsUntilNext(now: SystemClock.monotonicMillis())
             let count = epoll_wait(epoll, events, Int32(capacity), timeout)
             if count < 0 && errno != EINTR { break }
             refreshFaults()
@@ -203,27 +203,20 @@ final class EventLoop: @unchecked Sendable {
 
     // MARK: - Time, timers, log
 
-    static func monotonicMillis() -> Int64 {
-        var spec = timespec()
-        clock_gettime(CLOCK_MONOTONIC, &spec)
-        return Int64(spec.tv_sec) * 1000 + Int64(spec.tv_nsec) / 1_000_000
-    }
-
     /// The simulator's clock (wall clock plus the control offset), ms since the epoch.
     func nowMillis() -> Int64 {
-        var spec = timespec()
-        clock_gettime(CLOCK_REALTIME, &spec)
+        let spec = SystemClock.machineTime()
         return Int64(spec.tv_sec) * 1000 + Int64(spec.tv_nsec) / 1_000_000 + Int64(faults.clockOffsetSeconds * 1000)
     }
 
     func schedule(after milliseconds: Double, connection: Connection, streamID: Int32, response: Response) {
-        let due = Self.monotonicMillis() + Int64(milliseconds.rounded(.up))
+        let due = SystemClock.monotonicMillis() + Int64(milliseconds.rounded(.up))
         timers.push(TimerHeap.Entry(due: due, connectionID: connection.id, streamID: streamID, response: response))
     }
 
     private func fireTimers() {
         guard !timers.isEmpty else { return }
-        let now = Self.monotonicMillis()
+        let now = SystemClock.monotonicMillis()
         var touched: [UInt64: Connection] = [:]
         while let entry = timers.popDue(now: now) {
             guard let connection = connections[entry.connectionID] else { continue }

@@ -128,7 +128,7 @@ struct SendCommand: Command {
         }
         var configuration = try APNsOptions.pool(arguments, context)
         configuration.connections = 1
-        let tokenCache = ProviderTokenCache()
+        let tokenCache = ProviderTokenCache(clock: SystemClock())
         let savedToken = try ProviderTokenFile(arguments.value("token-cache"), credentials: credentials, keyFile: arguments.value("key-file"))
         savedToken?.load(into: tokenCache)
         let client = try APNsClient(

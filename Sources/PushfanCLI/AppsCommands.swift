@@ -119,7 +119,7 @@ struct AppsRotateSecretCommand: Command {
         guard let role = AppRole(rawValue: try arguments.required("which")) else { throw UsageError("--which must be master or application") }
         let grace = try arguments.int("grace", default: 86_400, range: 0...(30 * 86_400))
         let store = try await StoreOptions.open(arguments, context)
-        let secret = try await store.apps.rotate(app: key, role, grace: .seconds(grace))
+        let secret = try await store.apps.rotate(app: key, role, grace: .seconds(grace), now: store.clock.wallMillis)
         print("app \(key): new \(role.rawValue) secret: \(secret)")
         print("The old \(role.rawValue) secret works for \(grace) s more. The new one is shown once and stored only as a salted hash.")
         return 0

@@ -74,7 +74,7 @@ struct DemoCommand: Command {
         try writeAtomically(key.pkcs8PEM, to: keyFile)
         let database = "sqlite:" + directory.appendingPathComponent("devices.db").path
         step("filling a SQLite device store with \(deviceCount) synthetic devices of app \(campaign.app)")
-        let store = try await DeviceStore.open(database, logger: context.logger)
+        let store = try await DeviceStore.open(database, logger: context.logger, clock: SystemClock())
         _ = try await store.apps.add(AppRegistration(
             app: campaign.app, topic: "com.example.shop", credentials: .token(teamID: "DEMOTEAM01", keyID: "DEMOKEY001", keyFile: keyFile),
             ratePerSecond: rate))
@@ -110,7 +110,7 @@ struct DemoCommand: Command {
             options.settings.shutdownTimeoutSeconds = 5
             // A lively progress bar: a campaign of the demo's size takes seconds.
             options.settings.progressIntervalMs = 300
-            let workerStore = try await DeviceStore.open(database, logger: context.logger)
+            let workerStore = try await DeviceStore.open(database, logger: context.logger, clock: SystemClock())
             workers.append(try Worker(options: options, store: workerStore, logger: context.logger.child("worker-\(index)")))
         }
         let running = workers.map { worker in Task { await worker.run() } }
@@ -163,7 +163,7 @@ struct DemoCommand: Command {
         }
         let stats = simulator.stats()
         detail("the simulator accepted \(stats.distinctTokensAccepted) distinct tokens with \(stats.duplicateAcceptances) duplicates out of \(stats.requests) requests")
-        let invalidated = try await store.audience.count(app: campaign.app, segment: nil)
+        let invalidated = try await store.audience.count(app: campaign.app, segment: nil, now: store.clock.wallMillis)
         detail("token hygiene: \(deviceCount - invalidated) devices invalidated (410 and BadDeviceToken), \(invalidated) still active")
         print("""
 
@@ -194,7 +194,7 @@ struct DemoCommand: Command {
             registration.locale = locales[index % locales.count]
             registration.tags = tags.enumerated().filter { (index >> $0.offset) % 3 == 0 }.map(\.element)
             registration.appVersion = "2.\(index % 12)"
-            batch.append(try Validation.device(registration))
+            batch.append(try Validation.device(registration, now: store.clock.wallMillis))
             if batch.count == 5000 || index == count - 1 {
                 _ = try await store.devices.importDevices(app: app, batch)
                 batch.removeAll(keepingCapacity: true)
@@ -206,12 +206,12 @@ struct DemoCommand: Command {
 
     private static func expectedAudience(_ campaign: Campaign, store: DeviceStore) async throws -> Int {
         switch campaign.audience {
-        case .segment(let text): return try await store.audience.count(app: campaign.app, segment: try SegmentParser.parse(text))
+        case .segment(let text): return try await store.audience.count(app: campaign.app, segment: try SegmentParser.parse(text), now: store.clock.wallMillis)
         case .named(let name):
             guard let text = try await store.audience.savedSegment(app: campaign.app, name: name) else { throw UsageError("no saved segment \(name)") }
-            return try await store.audience.count(app: campaign.app, segment: try SegmentParser.parse(text))
+            return try await store.audience.count(app: campaign.app, segment: try SegmentParser.parse(text), now: store.clock.wallMillis)
         case .devices(let ids): return try await store.audience.rowKeys(app: campaign.app, deviceIDs: ids).count
-        case .activity, .activities: return try await store.audience.count(app: campaign.app, segment: nil, tokens: campaign.tokenSelection)
+        case .activity, .activities: return try await store.audience.count(app: campaign.app, segment: nil, tokens: campaign.tokenSelection, now: store.clock.wallMillis)
         case .channel: return 1  // one broadcast, one result
         }
     }

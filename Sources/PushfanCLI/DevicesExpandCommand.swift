@@ -47,7 +47,7 @@ struct DevicesExpandCommand: Command {
                 var checksum: Int64 = 0
                 var cursor: Int64?
                 while true {
-                    let page = try await store.audience.page(app: app, segment: expression, shard: shard, cursor: cursor, limit: pageSize)
+                    let page = try await store.audience.page(app: app, segment: expression, shard: shard, cursor: cursor, limit: pageSize, now: store.clock.wallMillis)
                     devices += page.count
                     // Touch what the pipeline would use, so the work is not optimised away.
                     for target in page { checksum &+= target.rowKey &+ Int64(target.token.utf8.count) }

@@ -42,7 +42,7 @@ struct DevicesExportCommand: Command {
         let started = ContinuousClock.now
         var (after, exported): (Int64?, Int) = (nil, 0)
         while true {
-            let page = try await store.devices.exportPage(app: app, after: after, limit: 400)
+            let page = try await store.devices.exportPage(app: app, after: after, limit: 400, now: store.clock.wallMillis)
             guard let last = page.last else { break }
             var text = ""
             for line in page.lines { text += line.compactJSON + "\n" }

@@ -49,7 +49,7 @@ struct DevicesImportCommand: Command {
             printError("pushfan devices import: unknown app '\(app)'; add it with `pushfan apps add`")
             return 1
         }
-        var parser = DeviceImportParser(format: format)
+        var parser = DeviceImportParser(format: format, now: store.clock.wallMillis)
         var reader = LineReader(descriptor: descriptor)
         let longest = reader.maxLineBytes
         var batch: [ValidatedDevice] = []

@@ -31,7 +31,7 @@ struct SegmentsCountCommand: Command {
         let app = try arguments.required("app")
         let store = try await StoreOptions.open(arguments, context)
         let expression = try await SegmentInput.expression(arguments, store, app: app)
-        print(try await store.audience.count(app: app, segment: expression))
+        print(try await store.audience.count(app: app, segment: expression, now: store.clock.wallMillis))
         return 0
     }
 }
@@ -51,7 +51,7 @@ struct SegmentsSampleCommand: Command {
         let store = try await StoreOptions.open(arguments, context)
         let expression = try await SegmentInput.expression(arguments, store, app: app)
         let limit = try arguments.int("limit", default: 10, range: 1...10_000)
-        let devices = try await store.audience.page(app: app, segment: expression, shard: ShardRange(after: nil, through: nil), cursor: nil, limit: limit)
+        let devices = try await store.audience.page(app: app, segment: expression, shard: ShardRange(after: nil, through: nil), cursor: nil, limit: limit, now: store.clock.wallMillis)
         for device in devices {
             print([String(device.rowKey), device.deviceID, device.environment.rawValue, device.locale ?? "-"].joined(separator: "\t"))
         }

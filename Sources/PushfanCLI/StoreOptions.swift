@@ -10,6 +10,6 @@ enum StoreOptions {
     ]
 
     static func open(_ arguments: ParsedArguments, _ context: CommandContext) async throws -> DeviceStore {
-        try await DeviceStore.open(arguments.value("database") ?? context.configuration.database, logger: context.logger)
+        try await DeviceStore.open(arguments.value("database") ?? context.configuration.database, logger: context.logger, clock: SystemClock())
     }
 }

@@ -30,7 +30,7 @@ struct TemplatesSetCommand: Command {
             return 1
         }
         let store = try await StoreOptions.open(arguments, context)
-        let created = try await store.templates.put(app: app, name: name, template)
+        let created = try await store.templates.put(app: app, name: name, template, now: store.clock.wallMillis)
         print("template \(name) \(created ? "saved" : "replaced") for app \(app)")
         return 0
     }

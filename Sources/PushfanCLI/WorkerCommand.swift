@@ -72,7 +72,9 @@ struct WorkerCommand: Command {
         options.sender = sender
         options.events = events
 
-        let store = try await DeviceStore.open(arguments.value("database") ?? configuration.database, logger: context.logger)
+        // The worker's one clock, shifted when a test asks (`--clock-offset`).
+        let clock = SystemClock(offset: TimeInterval(settings.clockOffsetSeconds))
+        let store = try await DeviceStore.open(arguments.value("database") ?? configuration.database, logger: context.logger, clock: clock)
         store.exportMetrics(to: options.metrics.registry)
         let worker = try Worker(options: options, store: store, logger: context.logger.child("worker"))
         var metricsServer: HTTPServer?

@@ -68,7 +68,7 @@ package struct AdminKeys: Sendable {
         let id = Crypto.randomBytes(6).map { String(format: "%02x", $0) }.joined()
         let secret = SecretHash.generateSecret()
         let hashed = SecretHash(secret: secret)
-        let now = DeviceStore.now()
+        let now = executor.clock.wallMillis
         _ = try await executor.run { connection throws(StoreError) in
             try connection.execute("""
                 INSERT INTO admin_keys (id, name, role, app, secret_salt, secret_hash, created_at)
@@ -106,7 +106,7 @@ package struct AdminKeys: Sendable {
 
     /// Revokes a key at once; false when there is no such key (or it was revoked before).
     package func revoke(id: String) async throws(StoreError) -> Bool {
-        let now = DeviceStore.now()
+        let now = executor.clock.wallMillis
         return try await executor.run { connection throws(StoreError) in
             try connection.execute("UPDATE admin_keys SET revoked_at = \(now) WHERE id = \(id) AND revoked_at IS NULL") == 1
         }

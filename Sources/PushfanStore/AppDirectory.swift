@@ -5,7 +5,12 @@ import PushfanCrypto
 /// and the app's secret (stored only as a salted hash).
 package struct AppDirectory: Sendable {
     let executor: StoreExecutor
-    private let recentSecrets = RecentSecrets.make()
+    private let recentSecrets: RecentReads<StoredSecrets>
+
+    init(executor: StoreExecutor) {
+        self.executor = executor
+        recentSecrets = RecentSecrets.make(clock: executor.clock)
+    }
 
     /// Adds an app and returns its secrets, shown once and stored only hashed.
     package func add(_ registration: AppRegistration) async throws(StoreError) -> AppSecrets {
@@ -27,7 +32,7 @@ package struct AppDirectory: Sendable {
             case .token(let teamID, let keyID, let file): (teamID, keyID, file, nil, nil)
             case .certificate(let certificate, let keyPath): (nil, nil, nil, certificate, keyPath)
             }
-        let now = DeviceStore.now()
+        let now = executor.clock.wallMillis
         let inserted = try await executor.run { connection throws(StoreError) in
             if let twin = try connection.queryOne("SELECT app FROM apps WHERE lower(app) = lower(\(registration.app)) AND app <> \(registration.app)", { $0.text(0) ?? "" }) {
                 throw StoreError.conflict("app \(registration.app) differs from the existing app \(twin) only in case")
@@ -106,9 +111,9 @@ package struct AppDirectory: Sendable {
     /// against a made-up secret, so timing tells nothing about which app keys exist.
     /// A rotated secret's predecessor counts until its grace period ends.
     /// Hashes read within the last second answer a matching secret (`RecentSecrets`).
-    package func authenticate(app: String, secret: String, now: Int64 = DeviceStore.now()) async throws(StoreError) -> AppRole? {
+    package func authenticate(app: String, secret: String, now: Int64) async throws(StoreError) -> AppRole? {
         if let recent = recentSecrets.fresh(app), let role = recent.role(of: secret, now: now) { return role }
-        let readAt = ContinuousClock.now
+        let readAt = recentSecrets.now
         let stored = try await executor.run { connection throws(StoreError) in
             try connection.queryOne("""
                 SELECT secret_salt, secret_hash, previous_secret_salt, previous_secret_hash, previous_secret_until,
@@ -133,7 +138,7 @@ package struct AppDirectory: Sendable {
 
     /// Replaces one of an app's secrets and returns the new one (shown once). The old one
     /// keeps working for `grace`, so apps in the field and servers can move over; then it stops.
-    package func rotate(app: String, _ role: AppRole, grace: Duration, now: Int64 = DeviceStore.now()) async throws(StoreError) -> String {
+    package func rotate(app: String, _ role: AppRole, grace: Duration, now: Int64) async throws(StoreError) -> String {
         let secret = SecretHash.generateSecret()
         let hashed = SecretHash(secret: secret)
         let until = now + grace.milliseconds

@@ -9,7 +9,7 @@ package struct AudienceReader: Sendable {
     package func saveSegment(app: String, name: String, expression: String) async throws(StoreError) {
         try Validation.segmentName(name)
         do { _ = try SegmentParser.parse(expression) } catch { throw StoreError.invalidInput("segment \(name): \(error)") }
-        let now = DeviceStore.now()
+        let now = executor.clock.wallMillis
         try await executor.run { connection throws(StoreError) in
             try StoreExecutor.requireApp(connection, app)
             try connection.execute("""
@@ -35,7 +35,7 @@ package struct AudienceReader: Sendable {
 
     /// Active devices of the app matching the segment (all active devices for nil); for a
     /// push to another kind of token, every registered device (`eligible`).
-    package func count(app: String, segment: SegmentExpression?, tokens: TokenSelection? = nil, now: Int64 = DeviceStore.now()) async throws(StoreError) -> Int {
+    package func count(app: String, segment: SegmentExpression?, tokens: TokenSelection? = nil, now: Int64) async throws(StoreError) -> Int {
         try await executor.run { connection throws(StoreError) in
             let count: Int64?? = try connection.queryOne(
                 "SELECT COUNT(\(raw: tokens?.activities == nil ? "*" : "DISTINCT d.row_key")) FROM devices d" + Self.holders(tokens, now: now) + " WHERE d.app = \(app) AND \(raw: Self.eligible(tokens))"
@@ -121,7 +121,7 @@ package struct AudienceReader: Sendable {
     /// has none, so the sender can say so).
     package func page(
         app: String, segment: SegmentExpression?, shard: ShardRange, cursor: Int64?, limit: Int, zones: [String]? = nil,
-        traits: Bool = false, tokens: TokenSelection? = nil, now: Int64 = DeviceStore.now()
+        traits: Bool = false, tokens: TokenSelection? = nil, now: Int64
     ) async throws(StoreError) -> [DeviceTarget] {
         let lower = max(cursor ?? Int64.min, shard.after ?? Int64.min)
         let backend = executor.backend
@@ -151,7 +151,7 @@ package struct AudienceReader: Sendable {
     /// row-key order: read by key, so a list of a thousand ids costs a thousand rows however
     /// many devices the app has.
     package func devices(
-        app: String, rowKeys: [Int64], zones: [String]? = nil, traits: Bool = false, tokens: TokenSelection? = nil, now: Int64 = DeviceStore.now()
+        app: String, rowKeys: [Int64], zones: [String]? = nil, traits: Bool = false, tokens: TokenSelection? = nil, now: Int64
     ) async throws(StoreError) -> [DeviceTarget] {
         var targets: [DeviceTarget] = []
         let backend = executor.backend
@@ -194,7 +194,7 @@ package struct AudienceReader: Sendable {
     /// The distinct time zones of the app's active devices matching the segment; `""` stands
     /// for devices without one. One pass over the app's devices: asked once per local-time
     /// campaign, to cut its zone waves.
-    package func zones(app: String, segment: SegmentExpression?, now: Int64 = DeviceStore.now()) async throws(StoreError) -> [String] {
+    package func zones(app: String, segment: SegmentExpression?, now: Int64) async throws(StoreError) -> [String] {
         try await executor.run { connection throws(StoreError) in
             try connection.queryAll(
                 "SELECT DISTINCT COALESCE(d.timezone, '') FROM devices d WHERE d.app = \(app) AND d.status = 'active'" + Self.filter(segment, now: now)

@@ -74,7 +74,7 @@ package struct CampaignRegistry: Sendable {
     /// it was then (`CampaignDefinition`).
     package func record(
         _ campaign: CampaignKey, audience: Int, shards: Int, definition: CampaignDefinition? = nil, status: CampaignStatus = .running,
-        sendAt: Int64? = nil, parked: Bool? = nil, now: Int64 = DeviceStore.now()
+        sendAt: Int64? = nil, parked: Bool? = nil, now: Int64
     ) async throws(StoreError) -> Bool {
         let dispatched: Int64? = parked ?? (status == .scheduled) ? nil : now
         return try await executor.run { connection throws(StoreError) in
@@ -103,7 +103,7 @@ package struct CampaignRegistry: Sendable {
 
     /// Takes the dispatch of a campaign `dispatchable` listed: true for the one worker that
     /// got it.
-    package func claimDispatch(_ id: CampaignKey, staleAfter: Duration, now: Int64 = DeviceStore.now()) async throws(StoreError) -> Bool {
+    package func claimDispatch(_ id: CampaignKey, staleAfter: Duration, now: Int64) async throws(StoreError) -> Bool {
         let stale = now - staleAfter.milliseconds
         return try await executor.run { connection throws(StoreError) in
             try connection.execute("""
@@ -116,7 +116,7 @@ package struct CampaignRegistry: Sendable {
     /// A campaign's audience, counted once its tasks are cut, and (for a dispatched campaign,
     /// before any task exists) its shards. Nil `shards` leaves them: tasks already running
     /// may have added quiet-hours holds.
-    package func planned(_ id: CampaignKey, audience: Int, shards: Int? = nil, now: Int64 = DeviceStore.now()) async throws(StoreError) {
+    package func planned(_ id: CampaignKey, audience: Int, shards: Int? = nil, now: Int64) async throws(StoreError) {
         _ = try await executor.run { connection throws(StoreError) in
             if let shards {
                 try connection.execute("UPDATE campaigns SET audience = \(audience), shards = \(shards), updated_at = \(now) WHERE id = \(id)")
@@ -164,7 +164,7 @@ package struct CampaignRegistry: Sendable {
     /// Moves a campaign from `from` to `to`; true for the one caller that made the change,
     /// so exactly one worker announces a campaign's completion. A step the lifecycle does not
     /// allow is refused before the database is asked.
-    package func transition(_ id: CampaignKey, from: CampaignStatus, to: CampaignStatus, now: Int64 = DeviceStore.now()) async throws(StoreError) -> Bool {
+    package func transition(_ id: CampaignKey, from: CampaignStatus, to: CampaignStatus, now: Int64) async throws(StoreError) -> Bool {
         guard from.canMove(to: to) else { throw StoreError.invalidInput("a campaign cannot go from \(from.rawValue) to \(to.rawValue)") }
         return try await executor.run { connection throws(StoreError) in
             try connection.execute("UPDATE campaigns SET status = \(to.rawValue), updated_at = \(now) WHERE id = \(id) AND status = \(from.rawValue)") == 1
@@ -174,7 +174,7 @@ package struct CampaignRegistry: Sendable {
     /// Applies an operator's command (`ControlDecision`): nil when the campaign is unknown.
     /// Safe to repeat and to race: every worker applies the control records it reads, and
     /// the one conditional update that lands decides; the others see `.already`.
-    package func control(_ id: CampaignKey, _ action: ControlRecord.Action, now: Int64 = DeviceStore.now()) async throws(StoreError) -> ControlDecision? {
+    package func control(_ id: CampaignKey, _ action: ControlRecord.Action, now: Int64) async throws(StoreError) -> ControlDecision? {
         for _ in 0..<5 {
             guard let row = try await get(id) else { return nil }
             let decision = ControlDecision.decide(action, campaign: id.id, status: row.status, parked: row.parked)
@@ -220,7 +220,7 @@ package struct CampaignRegistry: Sendable {
     /// finished now and how many it has (the row's count: the planner's, plus quiet-hours
     /// holds). Idempotent: a task processed twice counts once. Finishers of one campaign take
     /// turns (`SQLBackend.lockCampaign`), so the last one counts every shard.
-    package func finishTask(campaign: CampaignKey, shard: Int, now: Int64 = DeviceStore.now()) async throws(StoreError) -> (finished: Int, shards: Int) {
+    package func finishTask(campaign: CampaignKey, shard: Int, now: Int64) async throws(StoreError) -> (finished: Int, shards: Int) {
         let backend = executor.backend
         return try await executor.run { connection throws(StoreError) in
             try connection.transaction { () throws(StoreError) -> (finished: Int, shards: Int) in
@@ -242,7 +242,7 @@ package struct CampaignRegistry: Sendable {
 
     /// The planner found `shards`: the row's count becomes that, plus any quiet-hours holds
     /// added meanwhile (each added one to the provisional count).
-    package func settleShards(_ id: CampaignKey, shards: Int, now: Int64 = DeviceStore.now()) async throws(StoreError) {
+    package func settleShards(_ id: CampaignKey, shards: Int, now: Int64) async throws(StoreError) {
         let excess = Self.shardsNotYetKnown - shards
         _ = try await executor.run { connection throws(StoreError) in
             try connection.execute("UPDATE campaigns SET shards = shards - \(excess), updated_at = \(now) WHERE id = \(id) AND shards >= \(Self.shardsNotYetKnown)")

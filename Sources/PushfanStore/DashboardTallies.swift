@@ -57,12 +57,12 @@ package struct DashboardTallies: Sendable {
     }
 
     /// Saves what partitions' readers counted, each partition's tallies with its offset.
-    package func save(_ progress: [PartitionProgress], now: Int64 = DeviceStore.now()) async throws(StoreError) {
+    package func save(_ progress: [PartitionProgress], now: Int64) async throws(StoreError) {
         try await executor.run { connection throws(StoreError) in try Self.save(progress, connection, now: now) }
     }
 
     /// `save`, from a thread of its own (the consumer's rebalance callback).
-    package func saveBlocking(_ progress: [PartitionProgress], now: Int64 = DeviceStore.now()) throws(StoreError) {
+    package func saveBlocking(_ progress: [PartitionProgress], now: Int64) throws(StoreError) {
         try executor.runBlocking { connection throws(StoreError) in try Self.save(progress, connection, now: now) }
     }
 

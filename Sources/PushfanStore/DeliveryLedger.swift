@@ -25,7 +25,7 @@ package struct DeliveryLedger: Sendable {
     /// claimed devices among its candidates are admitted under the app's frequency caps in
     /// the same transaction (`FrequencyLedger`), one store call per page instead of two.
     package func claim(
-        campaign: CampaignKey, targets: [DeviceTarget], owner: String, lease: Duration = .seconds(60), now: Int64 = DeviceStore.now(),
+        campaign: CampaignKey, targets: [DeviceTarget], owner: String, lease: Duration = .seconds(60), now: Int64,
         admitting admission: FrequencyLedger.Admission? = nil
     ) async throws(StoreError) -> Claim {
         guard let low = targets.map(\.rowKey).min(), let high = targets.map(\.rowKey).max() else {
@@ -90,7 +90,7 @@ package struct DeliveryLedger: Sendable {
     /// Records final outcomes of claimed devices. A device that already has a final outcome
     /// keeps it (the first outcome wins); returns how many rows were finalised now.
     @discardableResult
-    package func record(campaign: CampaignKey, _ outcomes: [LedgerOutcome], now: Int64 = DeviceStore.now()) async throws(StoreError) -> Int {
+    package func record(campaign: CampaignKey, _ outcomes: [LedgerOutcome], now: Int64) async throws(StoreError) -> Int {
         let backend = executor.backend
         return try await executor.run { connection throws(StoreError) in
             try connection.transaction { () throws(StoreError) -> Int in

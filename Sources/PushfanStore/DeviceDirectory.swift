@@ -16,7 +16,7 @@ package struct DeviceDirectory: Sendable {
     /// device id moves to this one: the old row is removed. Concurrent calls are committed
     /// together (`RegistrationGroups`).
     package func register(app: String, _ registration: DeviceRegistration) async throws(StoreError) -> RegistrationResult {
-        try await register(app: app, validated: try Validation.device(registration))
+        try await register(app: app, validated: try Validation.device(registration, now: executor.clock.wallMillis))
     }
 
     /// The same, for a registration its caller validated already (`Validation.device`).
@@ -36,7 +36,7 @@ package struct DeviceDirectory: Sendable {
     /// time: one transaction, always on the first connection, so that one page cache stays
     /// warm with the index pages an import keeps touching (see SQLiteDeviceWriter).
     package func importDevices(app: String, _ devices: [ValidatedDevice]) async throws(StoreError) -> Int {
-        let now = DeviceStore.now()
+        let now = executor.clock.wallMillis
         let unique = DeviceWriter.lastWins(devices)
         guard executor.backend.importsInParallel, unique.count >= 2 * Self.smallestParallelPart else {
             return try await importPart(app: app, unique, now: now, lane: 0)
@@ -92,7 +92,7 @@ package struct DeviceDirectory: Sendable {
 
     /// Marks a device unregistered; it no longer receives campaigns. False if unknown.
     package func unregister(app: String, deviceID: String) async throws(StoreError) -> Bool {
-        let now = DeviceStore.now()
+        let now = executor.clock.wallMillis
         return try await executor.run { connection throws(StoreError) in
             try connection.execute("""
                 UPDATE devices SET status = 'unregistered', invalid_reason = 'unregistered', invalid_at = \(now)
@@ -117,7 +117,7 @@ package struct DeviceDirectory: Sendable {
     /// Marks the tokens of one page of answers in one transaction (one store call per page,
     /// not one per bad token). Returns how many devices were invalidated.
     @discardableResult
-    package func applyHygiene(app: String, _ marks: [TokenMark], now: Int64 = DeviceStore.now()) async throws(StoreError) -> Int {
+    package func applyHygiene(app: String, _ marks: [TokenMark], now: Int64) async throws(StoreError) -> Int {
         guard !marks.isEmpty else { return 0 }
         var normalized: [(mark: TokenMark, token: String)] = []
         for mark in marks { normalized.append((mark, try Validation.token(mark.token))) }
@@ -144,12 +144,12 @@ package struct DeviceDirectory: Sendable {
     /// Applies APNs' 410 (Unregistered/ExpiredToken) with its timestamp: the device is
     /// invalidated only if it did not register again after that moment. True if invalidated.
     package func applyUnregistered(app: String, environment: APNsEnvironment, token: String, at timestamp: Int64, reason: String = "Unregistered") async throws(StoreError) -> Bool {
-        try await applyHygiene(app: app, [TokenMark(environment: environment, token: token, kind: .unregistered(at: timestamp), reason: reason)]) > 0
+        try await applyHygiene(app: app, [TokenMark(environment: environment, token: token, kind: .unregistered(at: timestamp), reason: reason)], now: executor.clock.wallMillis) > 0
     }
 
     /// Records a token rejection (BadDeviceToken, DeviceTokenNotForTopic) for the token in
     /// that environment; the device leaves every later expansion. True if invalidated.
-    package func invalidate(app: String, environment: APNsEnvironment, token: String, reason: String, now: Int64 = DeviceStore.now()) async throws(StoreError) -> Bool {
+    package func invalidate(app: String, environment: APNsEnvironment, token: String, reason: String, now: Int64) async throws(StoreError) -> Bool {
         try await applyHygiene(app: app, [TokenMark(environment: environment, token: token, kind: .invalid, reason: reason)], now: now) > 0
     }
 

@@ -12,7 +12,7 @@ extension DeviceDirectory {
     /// Up to `limit` active devices after row key `after`, in row-key order, each with its
     /// import line. Three queries per page whatever its size (devices, their tags, their
     /// tokens), so a million devices is a few thousand round trips.
-    package func exportPage(app: String, after: Int64?, limit: Int, now: Int64 = DeviceStore.now()) async throws(StoreError) -> (lines: [JSONValue], last: Int64?) {
+    package func exportPage(app: String, after: Int64?, limit: Int, now: Int64) async throws(StoreError) -> (lines: [JSONValue], last: Int64?) {
         let backend = executor.backend
         return try await executor.run { connection throws(StoreError) in
             let records = try Self.records(

@@ -18,7 +18,10 @@ package struct DeviceImportParser: Sendable {
 
     package static let csvColumns: Set<String> = ["device_id", "token", "environment", "locale", "timezone", "app_version", "os_version", "tags", "last_seen", "quiet_start", "quiet_end"]
 
-    package init(format: Format) { self.format = format }
+    /// When the import runs: `last_seen` may not be more than a day past it.
+    package let now: Int64
+
+    package init(format: Format, now: Int64) { (self.format, self.now) = (format, now) }
 
     /// `parse` for a line given as bytes (without its newline), the import's fast path:
     /// NDJSON lines are read without making a `String` of the whole line first.
@@ -32,7 +35,7 @@ package struct DeviceImportParser: Sendable {
         guard format == .ndjson else { return try parse(String(decoding: line, as: UTF8.self)) }
         if line.last == 0x0D { line = UnsafeRawBufferPointer(rebasing: line.dropLast()) }
         if line.allSatisfy({ $0 == 0x20 || $0 == 0x09 }) { return nil }
-        return try Validation.device(DeviceJSONReader.registration(line))
+        return try Validation.device(DeviceJSONReader.registration(line), now: now)
     }
 
     /// nil for lines that carry no device (blank lines, the CSV header).
@@ -50,7 +53,7 @@ package struct DeviceImportParser: Sendable {
             let registration: Result<DeviceRegistration, StoreError> = bytes.withUnsafeBytes { raw in
                 do throws(StoreError) { return .success(try DeviceJSONReader.registration(raw)) } catch { return .failure(error) }
             }
-            return try Validation.device(registration.get())
+            return try Validation.device(registration.get(), now: now)
         case .csv:
             let fields = try Self.csvFields(String(text))
             guard let columns else {
@@ -60,7 +63,7 @@ package struct DeviceImportParser: Sendable {
             guard fields.count == columns.count else {
                 throw StoreError.invalidInput("expected \(columns.count) fields as in the header, found \(fields.count)")
             }
-            return try Validation.device(Self.registration(Dictionary(zip(columns, fields), uniquingKeysWith: { first, _ in first })))
+            return try Validation.device(Self.registration(Dictionary(zip(columns, fields), uniquingKeysWith: { first, _ in first })), now: now)
         }
     }
 

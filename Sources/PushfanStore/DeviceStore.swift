@@ -51,7 +51,8 @@ package final class DeviceStore: Sendable {
     package let personalData: PersonalData
 
     /// Opens `sqlite:PATH` or a `postgres://` / `postgresql://` URL and applies migrations.
-    package static func open(_ url: String, logger: Logger) async throws(StoreError) -> DeviceStore {
+    /// Rows are stamped with `clock`'s wall time unless a call says its own `now`.
+    package static func open(_ url: String, logger: Logger, clock: any ServiceClock) async throws(StoreError) -> DeviceStore {
         let backend: any SQLBackend
         let location: String
         if url.hasPrefix("sqlite:") {
@@ -74,7 +75,7 @@ package final class DeviceStore: Sendable {
         } else {
             throw StoreError.invalidInput("database must be sqlite:PATH or a postgres:// URL, got '\(url)'")
         }
-        let store = DeviceStore(executor: try await StoreExecutor.make(backend: backend), location: location)
+        let store = DeviceStore(executor: try await StoreExecutor.make(backend: backend, clock: clock), location: location)
         let applied = try await store.migrate()
         if !applied.isEmpty { logger.notice("store.migrated", ["store.versions": applied.map(String.init).joined(separator: ","), "store.location": store.location]) }
         return store
@@ -104,7 +105,8 @@ package final class DeviceStore: Sendable {
         personalData = PersonalData(executor: executor)
     }
 
-    static func now() -> Int64 { Int64(Date().timeIntervalSince1970 * 1000) }
+    /// The store's clock, for callers that stamp what they pass to it.
+    package var clock: any ServiceClock { executor.clock }
 
     /// Times every store call and counts its errors in `registry`, by call
     /// (`pushfan_store_call_duration_seconds`, `pushfan_store_errors_total`). Once per process.
@@ -120,7 +122,8 @@ package final class DeviceStore: Sendable {
     @discardableResult
     package func migrate() async throws(StoreError) -> [Int] {
         let backend = executor.backend
-        return try await executor.run { connection throws(StoreError) in try Schema.migrate(connection, backend, now: DeviceStore.now()) }
+        let now = executor.clock.wallMillis
+        return try await executor.run { connection throws(StoreError) in try Schema.migrate(connection, backend, now: now) }
     }
 
     package func schemaVersion() async throws(StoreError) -> Int {

@@ -15,7 +15,7 @@ package struct DeviceTokens: Sendable {
     /// is new. The device must be registered (its alert registration made it). A token without
     /// an environment takes the device's. Registering the same token again refreshes its
     /// last-seen time and makes it active again.
-    package func register(app: String, deviceID: String, _ token: KindToken, now: Int64 = DeviceStore.now()) async throws(StoreError) -> Bool {
+    package func register(app: String, deviceID: String, _ token: KindToken, now: Int64) async throws(StoreError) -> Bool {
         let checked = try token.validated()
         return try await executor.run { connection throws(StoreError) in
             try connection.transaction { () throws(StoreError) -> Bool in

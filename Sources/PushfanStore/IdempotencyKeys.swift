@@ -24,7 +24,7 @@ package struct IdempotencyKeys: Sendable {
         case mismatch
     }
 
-    package func claim(app: String, key: String, body: [UInt8], now: Int64 = DeviceStore.now()) async throws(StoreError) -> Claim {
+    package func claim(app: String, key: String, body: [UInt8], now: Int64) async throws(StoreError) -> Claim {
         let digest = Crypto.sha256(body).map { String(format: "%02x", $0) }.joined()
         let (expired, abandoned) = (now - Self.retention.milliseconds, now - Self.abandonAfter.milliseconds)
         return try await executor.run { connection throws(StoreError) in

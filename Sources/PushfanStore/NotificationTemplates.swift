@@ -10,7 +10,7 @@ package struct NotificationTemplates: Sendable {
 
     /// Saves (or replaces) a template; true when it is new.
     @discardableResult
-    package func put(app: String, name: String, _ template: NotificationTemplate, now: Int64 = DeviceStore.now()) async throws(StoreError) -> Bool {
+    package func put(app: String, name: String, _ template: NotificationTemplate, now: Int64) async throws(StoreError) -> Bool {
         try Validation.templateName(name)
         let document = Self.document(template)
         return try await executor.run { connection throws(StoreError) in

@@ -37,7 +37,7 @@ package struct OperatorLog: Sendable {
 
     /// Appends `entry`, stamped with the store's time.
     package func append(_ entry: OperatorLogEntry) async throws(StoreError) {
-        let at = DeviceStore.now()
+        let at = executor.clock.wallMillis
         _ = try await executor.run { connection throws(StoreError) in
             try connection.execute("""
                 INSERT INTO operator_log (at, actor, client, action, app, target, status)

@@ -32,9 +32,9 @@ extension ProviderTokenCache {
     /// same key (workers, the API's channel calls): one token per key for 40 minutes. When
     /// the store cannot be reached, the process's own token is used and `failed` is told.
     package static func shared(
-        through store: ProviderTokenStore, now: @escaping @Sendable () -> Date, failed: @escaping @Sendable (StoreError) -> Void
+        through store: ProviderTokenStore, clock: any ServiceClock, failed: @escaping @Sendable (StoreError) -> Void
     ) -> ProviderTokenCache {
-        ProviderTokenCache(now: now, exchange: { signed, key in
+        ProviderTokenCache(clock: clock, exchange: { signed, key in
             do throws(StoreError) {
                 let current = try store.exchange(
                     teamID: key.teamID, keyID: key.keyID, jwt: signed.jwt, issuedAt: signed.issuedAtClaim, replaceAfter: 40 * 60)

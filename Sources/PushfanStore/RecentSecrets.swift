@@ -32,5 +32,5 @@ struct StoredSecrets: Sendable {
 enum RecentSecrets {
     static let lifetime = Duration.seconds(1)
 
-    static func make() -> RecentReads<StoredSecrets> { RecentReads { _ in lifetime } }
+    static func make(clock: any ServiceClock) -> RecentReads<StoredSecrets> { RecentReads(clock: clock) { _ in lifetime } }
 }

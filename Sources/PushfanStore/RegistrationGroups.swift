@@ -63,19 +63,20 @@ final class RegistrationGroups: Sendable {
 
     private func write(_ group: [Waiting]) async -> [Result<RegistrationResult, StoreError>] {
         let backend = executor.backend
+        let now = executor.clock.wallMillis
         let items = group.map { ($0.app, $0.device) }
         do throws(StoreError) {
             return try await executor.run(lane: 0) { connection throws(StoreError) in
                 if items.count > 1, let together = try? connection.transaction({ () throws(StoreError) in
                     // Each app once per group, not once per device.
                     for app in Set(items.map(\.0)) { try StoreExecutor.requireApp(connection, app) }
-                    return try items.map { (app, device) throws(StoreError) in try Self.registerOne(connection, backend, app: app, device, appChecked: true) }
+                    return try items.map { (app, device) throws(StoreError) in try Self.registerOne(connection, backend, app: app, device, now: now, appChecked: true) }
                 }) {
                     return together.map { .success($0) }
                 }
                 return items.map { (app, device) in
                     do throws(StoreError) {
-                        return .success(try connection.transaction { () throws(StoreError) in try Self.registerOne(connection, backend, app: app, device) })
+                        return .success(try connection.transaction { () throws(StoreError) in try Self.registerOne(connection, backend, app: app, device, now: now) })
                     } catch { return .failure(error) }
                 }
             }
@@ -85,13 +86,13 @@ final class RegistrationGroups: Sendable {
     }
 
     private static func registerOne(
-        _ connection: any SQLConnection, _ backend: any SQLBackend, app: String, _ device: ValidatedDevice, appChecked: Bool = false
+        _ connection: any SQLConnection, _ backend: any SQLBackend, app: String, _ device: ValidatedDevice, now: Int64, appChecked: Bool = false
     ) throws(StoreError) -> RegistrationResult {
         if !appChecked { try StoreExecutor.requireApp(connection, app) }
         let existed = try connection.queryOne("SELECT 1 FROM devices WHERE app = \(app) AND device_id = \(device.deviceID)") { $0.int(0) } != nil
-        let written = try backend.upsert(connection, app: app, devices: [device], now: DeviceStore.now(), returningRowKeys: true)
+        let written = try backend.upsert(connection, app: app, devices: [device], now: now, returningRowKeys: true)
         guard let rowKey = written.rowKeys[device.deviceID] else { throw StoreError.database("upsert returned no row key") }
-        try DeviceTokens.write(connection, app: app, devices: [device], rowKeys: written.rowKeys, now: DeviceStore.now())
+        try DeviceTokens.write(connection, app: app, devices: [device], rowKeys: written.rowKeys, now: now)
         return RegistrationResult(rowKey: rowKey, created: !existed, tokenMovedFrom: written.movedFrom[device.deviceID] ?? [])
     }
 }

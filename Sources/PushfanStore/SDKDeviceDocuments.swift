@@ -8,7 +8,12 @@ package struct SDKDeviceDocuments: Sendable {
     let executor: StoreExecutor
     /// What `any(app:)` answered lately, so a busy API does not ask the table per message:
     /// a yes for a minute, a no for a second (`any(app:)` says why).
-    let recent = RecentReads<Bool> { $0 ? .seconds(60) : .seconds(1) }
+    let recent: RecentReads<Bool>
+
+    init(executor: StoreExecutor) {
+        self.executor = executor
+        recent = RecentReads(clock: executor.clock) { $0 ? .seconds(60) : .seconds(1) }
+    }
 
     package func get(app: String, deviceID: String) async throws(StoreError) -> String? {
         try await executor.run { connection throws(StoreError) in
@@ -16,7 +21,7 @@ package struct SDKDeviceDocuments: Sendable {
         }
     }
 
-    package func put(app: String, deviceID: String, document: String, now: Int64 = DeviceStore.now()) async throws(StoreError) {
+    package func put(app: String, deviceID: String, document: String, now: Int64) async throws(StoreError) {
         try await executor.run { connection throws(StoreError) in
             try StoreExecutor.requireApp(connection, app)
             try connection.execute("""
@@ -34,7 +39,7 @@ package struct SDKDeviceDocuments: Sendable {
     /// device registered through another API process counts within it (through this one, at once).
     package func any(app: String) async throws(StoreError) -> Bool {
         if let known = recent.fresh(app) { return known }
-        let readAt = ContinuousClock.now
+        let readAt = recent.now
         let any = try await executor.run { connection throws(StoreError) in
             try connection.queryOne("SELECT 1 FROM sdk_devices WHERE app = \(app) LIMIT 1") { _ in true } ?? false
         }

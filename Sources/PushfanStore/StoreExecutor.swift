@@ -34,13 +34,16 @@ final class StoreExecutor: @unchecked Sendable {
     let backend: any SQLBackend
     /// Durations and errors of calls, once `DeviceStore.exportMetrics` asked for them.
     let metrics = Locked<StoreCallMetrics?>(nil)
+    /// The store's time: what rows are stamped with, how long a cached read counts.
+    let clock: any ServiceClock
 
-    private init(connections: [any SQLConnection], backend: any SQLBackend) {
+    private init(connections: [any SQLConnection], backend: any SQLBackend, clock: any ServiceClock) {
         lanes = connections.enumerated().map { Lane(queue: DispatchQueue(label: "pushfan.store.\($0.offset)"), connection: $0.element) }
         self.backend = backend
+        self.clock = clock
     }
 
-    static func make(backend: any SQLBackend) async throws(StoreError) -> StoreExecutor {
+    static func make(backend: any SQLBackend, clock: any ServiceClock) async throws(StoreError) -> StoreExecutor {
         let made = await BlockingWork.run { () -> Result<UncheckedBox<[any SQLConnection]>, StoreError> in
             do throws(StoreError) {
                 var connections: [any SQLConnection] = []
@@ -50,7 +53,7 @@ final class StoreExecutor: @unchecked Sendable {
                 return .failure(error)
             }
         }
-        return StoreExecutor(connections: try made.get().value, backend: backend)
+        return StoreExecutor(connections: try made.get().value, backend: backend, clock: clock)
     }
 
     /// Runs `body` on the least loaded connection, or on connection `lane` when given.
@@ -62,7 +65,7 @@ final class StoreExecutor: @unchecked Sendable {
         let lane = index.map { lanes[$0 % lanes.count] } ?? leastLoaded()
         lane.load.add(1, ordering: .relaxed)
         let box = UncheckedBox(lane.connection)
-        let started = ContinuousClock.now
+        let started = clock.now
         let result: Result<T, StoreError> = await withCheckedContinuation { continuation in
             lane.queue.async {
                 let result: Result<T, StoreError>
@@ -80,7 +83,7 @@ final class StoreExecutor: @unchecked Sendable {
     private func observe<T>(_ result: Result<T, StoreError>, since started: ContinuousClock.Instant, function: StaticString, file: StaticString) {
         guard let metrics = metrics.withLock({ $0 }) else { return }
         let call = StoreCallMetrics.cachedName(function: function, file: file)
-        metrics.durations.observe((ContinuousClock.now - started).seconds, [call])
+        metrics.durations.observe((clock.now - started).seconds, [call])
         if case .failure(let error) = result { metrics.errors.add(1, [call, error.code.rawValue]) }
     }
 
@@ -103,7 +106,7 @@ final class StoreExecutor: @unchecked Sendable {
         let lane = leastLoaded()
         lane.load.add(1, ordering: .relaxed)
         defer { lane.load.subtract(1, ordering: .relaxed) }
-        let started = ContinuousClock.now
+        let started = clock.now
         let result: Result<T, StoreError> = lane.queue.sync {
             do throws(StoreError) { return .success(try body(lane.connection)) } catch { return .failure(error) }
         }

@@ -110,7 +110,8 @@ package enum Validation {
         text.utf8.contains { $0 < 0x20 || $0 == 0x7F } || text.unicodeScalars.contains { (0x80..<0xA0).contains($0.value) }
     }
 
-    package static func device(_ registration: DeviceRegistration) throws(StoreError) -> ValidatedDevice {
+    /// `now`: the time `last_seen` may not be more than a day past.
+    package static func device(_ registration: DeviceRegistration, now: Int64) throws(StoreError) -> ValidatedDevice {
         let id = registration.deviceID
         try deviceID(id)
         let token = try token(registration.token)
@@ -140,7 +141,7 @@ package enum Validation {
             throw StoreError.invalidInput("attributes: at most \(maxAttributes) per device, got \(registration.attributes.count)")
         }
         // From 2000 to a day ahead (clocks drift); anything else is a unit or a client mistake.
-        if let seen = registration.seenAt, !(946_684_800_000...(DeviceStore.now() + 86_400_000)).contains(seen) {
+        if let seen = registration.seenAt, !(946_684_800_000...(now + 86_400_000)).contains(seen) {
             throw StoreError.invalidInput("last_seen: milliseconds since the epoch, from 2000 to a day from now, got \(seen)")
         }
         let attributes = registration.attributes.isEmpty ? "{}" : JSONValue.object(registration.attributes).compactJSON

@@ -27,7 +27,8 @@ package struct OperatorCommand: Sendable {
     /// Applies `action` to `campaign`. Throws when the store cannot be changed (nothing
     /// changed) or when the change is stored but the control record could not be produced
     /// (`NotDelivered`: senders still obey at their next look at the store).
-    package func run(_ action: ControlRecord.Action, campaign: CampaignKey, now: Int64 = epochMillis()) async throws -> Answer {
+    package func run(_ action: ControlRecord.Action, campaign: CampaignKey) async throws -> Answer {
+        let now = store.clock.wallMillis
         guard let decision = try await store.campaigns.control(campaign, action, now: now) else { return .unknownCampaign }
         guard case .move = decision else { return .decided(decision) }
         let record = ControlRecord(campaign: campaign, action: action, at: now)
@@ -38,7 +39,7 @@ package struct OperatorCommand: Sendable {
             let event: CampaignEvent.Event = action == .pause ? .paused : .resumed
             tickets.append(try await writer.campaign(try await CampaignTotals.running(
                 event, store, campaign: campaign, audience: row.audience,
-                error: action == .pause ? Self.pausedReason : nil)))
+                error: action == .pause ? Self.pausedReason : nil, at: now)))
         }
         if let failure = await ResultsWriter.firstFailure(tickets) {
             throw NotDelivered("the records announcing the \(action.rawValue) of \(campaign) (the store has it)", cause: failure)

@@ -46,10 +46,10 @@ package struct ResultsWriter: Sendable {
 
     /// The dead letter of a record read from `record.topic`: its whole bytes, or a bounded
     /// prefix with its size and SHA-256 when it is too large to carry.
-    package static func deadLetter(for record: KafkaRecord, code: String, reason: String) -> DeadLetterRecord {
+    package static func deadLetter(for record: KafkaRecord, code: String, reason: String, at: Int64) -> DeadLetterRecord {
         DeadLetterRecord(
             topic: record.topic, partition: Int(record.partition), offset: record.offset, key: record.keyString,
-            error: code, reason: reason, originalBytes: Array(record.value), at: epochMillis(),
+            error: code, reason: reason, originalBytes: Array(record.value), at: at,
             sha256: sha256Hex)
     }
 
@@ -80,12 +80,11 @@ package enum CampaignTotals {
     /// `completed` or `cancelled`, the last event: counted from the ledger itself (exact,
     /// once per campaign); the audience is their sum.
     package static func final(
-        _ event: CampaignEvent.Event, _ store: DeviceStore, campaign: CampaignKey, submission: CampaignEvent.Submission? = nil
+        _ event: CampaignEvent.Event, _ store: DeviceStore, campaign: CampaignKey, submission: CampaignEvent.Submission? = nil, at: Int64
     ) async throws(StoreError) -> CampaignEvent {
         let counts = DeviceOutcome.counts(fromLedger: try await store.ledger.outcomeCounts(campaign: campaign))
         var final = CampaignEvent(
-            campaign: campaign.id, app: campaign.app, event: event, audience: counts.values.reduce(0, +), outcomeCounts: counts, submission: submission,
-            at: epochMillis())
+            campaign: campaign.id, app: campaign.app, event: event, audience: counts.values.reduce(0, +), outcomeCounts: counts, submission: submission, at: at)
         final.variants = try await variants(store, campaign)
         return final
     }
@@ -94,10 +93,10 @@ package enum CampaignTotals {
     /// read after the totals, in the same read as the audience: another worker changes it
     /// before it writes the last event, so a progress event built here never follows
     /// `completed` or `cancelled` (but for the moment between this read and the write).
-    package static func progress(_ store: DeviceStore, campaign: CampaignKey) async throws(StoreError) -> CampaignEvent? {
+    package static func progress(_ store: DeviceStore, campaign: CampaignKey, at: Int64) async throws(StoreError) -> CampaignEvent? {
         let counts = DeviceOutcome.counts(fromLedger: try await store.ledger.progressCounts(campaign: campaign))
         guard let row = try await store.campaigns.get(campaign), row.status != .completed, row.status != .cancelled else { return nil }
-        var progress = CampaignEvent(campaign: campaign.id, app: campaign.app, event: .progress, audience: row.audience, outcomeCounts: counts, at: epochMillis())
+        var progress = CampaignEvent(campaign: campaign.id, app: campaign.app, event: .progress, audience: row.audience, outcomeCounts: counts, at: at)
         progress.variants = try await variants(store, campaign)
         return progress
     }
@@ -106,13 +105,13 @@ package enum CampaignTotals {
     /// and the audience planned, read from the store unless given.
     package static func running(
         _ event: CampaignEvent.Event, _ store: DeviceStore, campaign: CampaignKey, audience: Int? = nil, error: String? = nil,
-        submission: CampaignEvent.Submission? = nil
+        submission: CampaignEvent.Submission? = nil, at: Int64
     ) async throws(StoreError) -> CampaignEvent {
         let counts = DeviceOutcome.counts(fromLedger: try await store.ledger.progressCounts(campaign: campaign))
         let planned: Int?
         if let audience { planned = audience } else { planned = try await store.campaigns.get(campaign)?.audience }
         var running = CampaignEvent(
-            campaign: campaign.id, app: campaign.app, event: event, audience: planned, outcomeCounts: counts, error: error, submission: submission, at: epochMillis())
+            campaign: campaign.id, app: campaign.app, event: event, audience: planned, outcomeCounts: counts, error: error, submission: submission, at: at)
         running.variants = try await variants(store, campaign)
         return running
     }
@@ -136,5 +135,3 @@ extension DeviceOutcome {
     }
 }
 
-/// Milliseconds since the epoch, the time unit of every record.
-package func epochMillis(_ date: Date = Date()) -> Int64 { Int64(date.timeIntervalSince1970 * 1000) }

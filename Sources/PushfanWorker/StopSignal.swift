@@ -1,11 +1,13 @@
+import PushfanCore
 import Synchronization
 
 /// The worker's "stop now" flag, and sleeps that end early when it is raised, so a wait
 /// between retries never holds a shutdown past its bound.
 package final class StopSignal: Sendable {
     private let raised = Atomic<Bool>(false)
+    private let clock: any ServiceClock
 
-    package init() {}
+    package init(clock: any ServiceClock) { self.clock = clock }
 
     package var isRaised: Bool { raised.load(ordering: .relaxed) }
 
@@ -13,9 +15,9 @@ package final class StopSignal: Sendable {
 
     /// Sleeps up to `duration`, waking within 50 ms of `raise()` (or of cancellation).
     package func sleep(for duration: Duration) async {
-        let end = ContinuousClock.now + duration
-        while !isRaised, !Task.isCancelled, ContinuousClock.now < end {
-            try? await Task.sleep(for: min(.milliseconds(50), end - ContinuousClock.now))
+        let end = clock.now + duration
+        while !isRaised, !Task.isCancelled, clock.now < end {
+            try? await clock.sleep(until: min(clock.now + .milliseconds(50), end))
         }
     }
 }

@@ -54,8 +54,8 @@ package final class Worker: Sendable {
     private let eventsConsumer: KafkaConsumer?
     private let controls: CampaignControls
     private let scheduler: TaskScheduler?
-    private let stopping = StopSignal()
-    private let clock: any WorkerClock
+    private let stopping: StopSignal
+    private let clock: any ServiceClock
     private let plannerJoined = Atomic<Bool>(false)
     private let senderJoined = Atomic<Bool>(false)
     private let controlJoined = Atomic<Bool>(false)
@@ -66,15 +66,18 @@ package final class Worker: Sendable {
         self.options = options
         self.store = store
         self.logger = logger
-        let clock = SystemClock(offset: TimeInterval(options.settings.clockOffsetSeconds))
+        // The store's clock: the one the process was started with (shifted by
+        // `worker.clock_offset_s` when a test asks), so rows and records agree.
+        let clock = store.clock
         self.clock = clock
+        stopping = StopSignal(clock: clock)
         var producerConfiguration = KafkaProducerConfiguration(client: options.kafka)
         producerConfiguration.linger = .milliseconds(5)
         producer = try KafkaProducer(configuration: producerConfiguration, logger: logger.child("producer"))
         writer = ResultsWriter(producer: producer, topics: options.topics)
         // One provider token per signing key across all workers (through the store): APNs
         // refuses a key's token changing more often than every 20 minutes.
-        let sharedTokens = ProviderTokenCache.shared(through: store.providerTokens, now: { clock.wall }) { error in
+        let sharedTokens = ProviderTokenCache.shared(through: store.providerTokens, clock: clock) { error in
             logger.warning("worker.token_not_shared", ["error": "\(error)"])
         }
         clients = APNsClients(configuration: options.apns, tokenCache: sharedTokens, logger: logger, metrics: options.metrics.apns)
@@ -113,13 +116,13 @@ package final class Worker: Sendable {
                 catalog: CampaignCatalog(store: store, clients: clients, endpointOverride: options.endpointOverride),
                 rates: rates, pauses: pauses,
                 circuits: LaneCircuits(logger: logger, clock: clock), controls: controls,
-                progress: ProgressReporter(store: store, writer: writer, interval: .milliseconds(options.settings.progressIntervalMs), logger: logger),
+                progress: ProgressReporter(store: store, writer: writer, interval: .milliseconds(options.settings.progressIntervalMs), clock: clock, logger: logger),
                 settings: options.settings, retryPolicy: options.retryPolicy, clock: clock, metrics: options.metrics, logger: logger)
             let writer = self.writer
             let scheduler = TaskScheduler(
                 consumer: consumer, logger: logger, makeSender: { ShardSender(context: context, task: $0) },
                 deadLetter: { record, code, reason in
-                    let letter = ResultsWriter.deadLetter(for: record, code: code, reason: reason)
+                    let letter = ResultsWriter.deadLetter(for: record, code: code, reason: reason, at: clock.wallMillis)
                     if let ticket = try? await writer.deadLetter(letter) { _ = await ResultsWriter.delivered([ticket]) }
                     logger.warning("sender.dead_letter", ["error": code, "reason": reason])
                 })
@@ -147,7 +150,7 @@ package final class Worker: Sendable {
         } else {
             senderConsumer = nil
             controlConsumer = nil
-            controls = CampaignControls(store: store, logger: logger)
+            controls = CampaignControls(store: store, logger: logger, clock: clock)
             scheduler = nil
         }
         // Lag of the two shared groups (the control group is per process: no label for it).
@@ -211,7 +214,7 @@ package final class Worker: Sendable {
     private func shutDown() async {
         stopping.raise()
         let bound = Duration.seconds(options.settings.shutdownTimeoutSeconds)
-        let started = ContinuousClock.now
+        let started = clock.now
         logger.notice("worker.stopping", ["worker.id": options.workerID])
         if let scheduler {
             let budget = bound * 0.5
@@ -224,10 +227,10 @@ package final class Worker: Sendable {
             if let controlConsumer { group.addTask { await controlConsumer.close() } }
             if let eventsConsumer { group.addTask { await eventsConsumer.close() } }
         }
-        let left = max(bound - (ContinuousClock.now - started) - .milliseconds(500), .milliseconds(100))
+        let left = max(bound - (clock.now - started) - .milliseconds(500), .milliseconds(100))
         await producer.close(timeout: left * 0.8)
         await clients.shutdown()
-        logger.notice("worker.stopped", ["worker.id": options.workerID, "elapsed_ms": String((ContinuousClock.now - started).milliseconds)])
+        logger.notice("worker.stopped", ["worker.id": options.workerID, "elapsed_ms": String((clock.now - started).milliseconds)])
     }
 
     private var planner: CampaignPlanner { CampaignPlanner(store: store, writer: writer, settings: options.settings, clock: clock, logger: logger) }

@@ -15,7 +15,7 @@ import Testing
         try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(atPath: directory) }
         let logger = Logger(label: "test", threshold: .error)
-        let store = try await DeviceStore.open("sqlite:\(directory)/store.db", logger: logger)
+        let store = try await DeviceStore.open("sqlite:\(directory)/store.db", logger: logger, clock: SystemClock())
         let producer = try KafkaProducer(configuration: KafkaProducerConfiguration(client: KafkaClientConfiguration(bootstrapServers: "127.0.0.1:9")), logger: logger)
         let service = APIService(store: store, writer: ResultsWriter(producer: producer, topics: TopicNames()), logger: logger)
         let served = Set(service.router.operations.map { "\($0.method.lowercased()) \($0.pattern)" })

@@ -169,8 +169,8 @@ import Testing
     func providerTokenReuseAndRefresh() async throws {
         let harness = try await SenderHarness.start()
         defer { harness.stop() }
-        let clock = ManualClock()
-        let cache = ProviderTokenCache(now: { clock.now })
+        let clock = ManualClock(wall: Date())
+        let cache = ProviderTokenCache(clock: clock)
         let client = try harness.client(tokenCache: cache) { $0.connections = 2 }
         let first = await client.send(batch: try (0..<50).map { _ in try SenderHarness.alert() })
         #expect(first.allSatisfy { $0.isAccepted })
@@ -199,8 +199,8 @@ import Testing
     func expiredProviderTokenRecovery() async throws {
         let harness = try await SenderHarness.start()
         defer { harness.stop() }
-        let clock = ManualClock()
-        let cache = ProviderTokenCache(now: { clock.now })
+        let clock = ManualClock(wall: Date())
+        let cache = ProviderTokenCache(clock: clock)
         let client = try harness.client(tokenCache: cache)
         #expect(await client.send(try SenderHarness.alert()).isAccepted)
         let connectionsBefore = try await harness.simulator.stats().count("connections_accepted")

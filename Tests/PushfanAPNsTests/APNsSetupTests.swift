@@ -63,7 +63,7 @@ import Testing
             Issue.record("expected token credentials")
             return
         }
-        let token = try ProviderTokenCache().token(for: signing)
+        let token = try ProviderTokenCache(clock: SystemClock()).token(for: signing)
         let parts = token.jwt.split(separator: ".")
         #expect(parts.count == 3)
         let signature = try #require(Base64URL.decode(String(parts[2])))

@@ -9,7 +9,7 @@ import Testing
     static let topic = SenderHarness.topic
 
     static func manager(_ harness: SenderHarness) throws -> APNsChannelManager {
-        APNsChannelManager(environment: .sandbox, override: try harness.endpoint, credentials: try harness.credentials, tokens: ProviderTokenCache())
+        APNsChannelManager(environment: .sandbox, override: try harness.endpoint, credentials: try harness.credentials, tokens: ProviderTokenCache(clock: SystemClock()))
     }
 
     static func update(_ channel: String, expiration: APNsNotification.Expiration = .immediately) throws -> APNsNotification {
@@ -76,7 +76,7 @@ import Testing
         let endpoint = try APNsEndpoint(url: "http://127.0.0.1:9")
         let manager = APNsChannelManager(
             environment: .sandbox, override: endpoint,
-            credentials: try APNsCredentials.token(teamID: SenderHarness.teamID, keyID: SenderHarness.keyID, key: .generate()), tokens: ProviderTokenCache())
+            credentials: try APNsCredentials.token(teamID: SenderHarness.teamID, keyID: SenderHarness.keyID, key: .generate()), tokens: ProviderTokenCache(clock: SystemClock()))
         do {
             _ = try await manager.list(bundleID: Self.topic)
             Issue.record("listing against a closed port succeeded")

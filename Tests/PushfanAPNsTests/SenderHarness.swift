@@ -44,7 +44,7 @@ struct SenderHarness {
     }
 
     func client(
-        tokenCache: ProviderTokenCache = ProviderTokenCache(), _ configure: (inout APNsClientConfiguration) -> Void = { _ in }
+        tokenCache: ProviderTokenCache = ProviderTokenCache(clock: SystemClock()), _ configure: (inout APNsClientConfiguration) -> Void = { _ in }
     ) throws -> APNsClient {
         var configuration = APNsClientConfiguration()
         configuration.connections = 1
@@ -74,17 +74,6 @@ struct SenderHarness {
     }
 
     func stop() { simulator.stop() }
-}
-
-/// A clock tests move by hand.
-final class ManualClock: Sendable {
-    private let current = Locked(Date())
-
-    var now: Date { current.withLock { $0 } }
-
-    func advance(minutes: Double) {
-        current.withLock { $0 = $0.addingTimeInterval(minutes * 60) }
-    }
 }
 
 extension APNsSendResult {

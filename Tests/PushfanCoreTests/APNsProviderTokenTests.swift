@@ -4,15 +4,6 @@ import Testing
 
 @testable import PushfanCore
 
-/// A clock the test moves by hand.
-final class APNsFakeClock: Sendable {
-    private let current: Locked<Date>
-    init(_ start: Date) { current = Locked(start) }
-    var now: Date { current.withLock { $0 } }
-    func advance(minutes: Double) { current.withLock { $0 = $0.addingTimeInterval(minutes * 60) } }
-    func advance(seconds: Double) { current.withLock { $0 = $0.addingTimeInterval(seconds) } }
-}
-
 /// A signer that records what it signed and returns 64 distinct bytes.
 final class APNsRecordingSigner: Sendable {
     private let inputs = Locked<[Data]>([])
@@ -41,9 +32,9 @@ struct APNsProviderTokenTests {
 
     @Test("the JWT: ES256 header with kid, iss and iat claims, base64url, signature from the signer")
     func structure() throws {
-        let clock = APNsFakeClock(Self.start)
+        let clock = ManualClock(wall: Self.start)
         let signer = APNsRecordingSigner()
-        let cache = ProviderTokenCache(now: { clock.now })
+        let cache = ProviderTokenCache(clock: clock)
         let token = try cache.token(for: Self.key(signer))
         let parts = Self.parts(token)
         try #require(parts.count == 3)
@@ -61,9 +52,9 @@ struct APNsProviderTokenTests {
 
     @Test("one token is reused until 50 minutes, then refreshed")
     func reuseAndRefresh() throws {
-        let clock = APNsFakeClock(Self.start)
+        let clock = ManualClock(wall: Self.start)
         let signer = APNsRecordingSigner()
-        let cache = ProviderTokenCache(now: { clock.now })
+        let cache = ProviderTokenCache(clock: clock)
         let key = Self.key(signer)
         let first = try cache.token(for: key)
         for _ in 0..<49 {
@@ -82,9 +73,9 @@ struct APNsProviderTokenTests {
 
     @Test("a key object made anew for the same team and key shares the token")
     func sameIdentity() throws {
-        let clock = APNsFakeClock(Self.start)
+        let clock = ManualClock(wall: Self.start)
         let signer = APNsRecordingSigner()
-        let cache = ProviderTokenCache(now: { clock.now })
+        let cache = ProviderTokenCache(clock: clock)
         let first = try cache.token(for: Self.key(signer))
         #expect(try cache.token(for: Self.key(signer)) == first)
         let other = try cache.token(for: Self.key(signer, kid: "KEY7654321"))
@@ -95,9 +86,9 @@ struct APNsProviderTokenTests {
 
     @Test("ExpiredProviderToken on a young token: kept until it is 20 minutes old")
     func invalidateYoung() throws {
-        let clock = APNsFakeClock(Self.start)
+        let clock = ManualClock(wall: Self.start)
         let signer = APNsRecordingSigner()
-        let cache = ProviderTokenCache(now: { clock.now })
+        let cache = ProviderTokenCache(clock: clock)
         let key = Self.key(signer)
         let first = try cache.token(for: key)
         clock.advance(minutes: 5)
@@ -116,9 +107,9 @@ struct APNsProviderTokenTests {
 
     @Test("ExpiredProviderToken on a token 20 minutes or older: refreshed at once")
     func invalidateOld() throws {
-        let clock = APNsFakeClock(Self.start)
+        let clock = ManualClock(wall: Self.start)
         let signer = APNsRecordingSigner()
-        let cache = ProviderTokenCache(now: { clock.now })
+        let cache = ProviderTokenCache(clock: clock)
         let key = Self.key(signer)
         let first = try cache.token(for: key)
         clock.advance(minutes: 20)
@@ -126,25 +117,25 @@ struct APNsProviderTokenTests {
         let second = try cache.token(for: key)
         #expect(second != first)
         // Asking again right away does not make a third.
-        #expect(cache.invalidate(second, for: key) == .refreshAt(clock.now.addingTimeInterval(20 * 60)))
+        #expect(cache.invalidate(second, for: key) == .refreshAt(clock.wall.addingTimeInterval(20 * 60)))
         #expect(try cache.token(for: key) == second)
         #expect(signer.calls == 2)
     }
 
     @Test("never two different tokens for one key within 20 minutes, whatever the callers do")
     func twentyMinuteInvariant() throws {
-        let clock = APNsFakeClock(Self.start)
+        let clock = ManualClock(wall: Self.start)
         let signer = APNsRecordingSigner()
-        let cache = ProviderTokenCache(now: { clock.now })
+        let cache = ProviderTokenCache(clock: clock)
         let key = Self.key(signer)
         var generator = APNsSplitMix(seed: 42)
         var seen: [(ProviderToken, Date)] = []
         for _ in 0..<5_000 {
             clock.advance(seconds: Double(generator.next() % 90))
             let token = try cache.token(for: key)
-            if seen.last?.0 != token { seen.append((token, clock.now)) }
+            if seen.last?.0 != token { seen.append((token, clock.wall)) }
             if generator.next() % 3 == 0 { cache.invalidate(token, for: key) }
-            #expect(clock.now.timeIntervalSince(token.createdAt) < 60 * 60)  // never older than Apple's hour
+            #expect(clock.wall.timeIntervalSince(token.createdAt) < 60 * 60)  // never older than Apple's hour
         }
         #expect(seen.count > 10)
         for (earlier, later) in zip(seen, seen.dropFirst()) {
@@ -155,9 +146,9 @@ struct APNsProviderTokenTests {
 
     @Test("concurrent callers get one token from one signature")
     func concurrent() async throws {
-        let clock = APNsFakeClock(Self.start)
+        let clock = ManualClock(wall: Self.start)
         let signer = APNsRecordingSigner()
-        let cache = ProviderTokenCache(now: { clock.now })
+        let cache = ProviderTokenCache(clock: clock)
         let key = Self.key(signer)
         let tokens = try await withThrowingTaskGroup(of: ProviderToken.self) { group in
             for _ in 0..<64 { group.addTask { try cache.token(for: key) } }
@@ -169,9 +160,9 @@ struct APNsProviderTokenTests {
 
     @Test("a clock that goes backwards keeps the token")
     func clockBackwards() throws {
-        let clock = APNsFakeClock(Self.start)
+        let clock = ManualClock(wall: Self.start)
         let signer = APNsRecordingSigner()
-        let cache = ProviderTokenCache(now: { clock.now })
+        let cache = ProviderTokenCache(clock: clock)
         let key = Self.key(signer)
         let first = try cache.token(for: key)
         clock.advance(minutes: -90)
@@ -183,8 +174,8 @@ struct APNsProviderTokenTests {
 
     @Test("a DER signature or a failing signer is a clear error; the next call signs again")
     func signerErrors() throws {
-        let clock = APNsFakeClock(Self.start)
-        let cache = ProviderTokenCache(now: { clock.now })
+        let clock = ManualClock(wall: Self.start)
+        let cache = ProviderTokenCache(clock: clock)
         let der = try ProviderSigningKey(teamID: "TEAM123456", keyID: "KEY1234567", sign: { _ in Data(count: 71) })
         #expect {
             try cache.token(for: der)
@@ -244,16 +235,16 @@ struct APNsProviderTokenTests {
 
     @Test("with an exchange, the shared token is used while it has life left; a stale or foreign one is not")
     func exchangeSharesTokensAcrossProcesses() throws {
-        let clock = APNsFakeClock(Self.start)
+        let clock = ManualClock(wall: Self.start)
         let otherSigner = APNsRecordingSigner()
-        let other = ProviderTokenCache(now: { clock.now })
+        let other = ProviderTokenCache(clock: clock)
         let shared = try other.token(for: Self.key(otherSigner))
         clock.advance(minutes: 10)
 
         // Another process's 10-minute-old token wins: this cache signs a candidate and uses the shared one.
         let signer = APNsRecordingSigner()
         let offered = Locked<[ProviderToken]>([])
-        let cache = ProviderTokenCache(now: { clock.now }, exchange: { signed, _ in
+        let cache = ProviderTokenCache(clock: clock, exchange: { signed, _ in
             offered.withLock { $0.append(signed) }
             return shared
         })
@@ -267,11 +258,11 @@ struct APNsProviderTokenTests {
         // ...then a new one is signed and offered; the stale shared one is refused.
         clock.advance(minutes: 2)
         let renewed = try cache.token(for: key)
-        #expect(renewed != shared && renewed.createdAt == clock.now)
+        #expect(renewed != shared && renewed.createdAt == clock.wall)
         #expect(offered.withLock { $0.count } == 2)
 
         // A token of another key is never taken.
-        let foreign = ProviderTokenCache(now: { clock.now }, exchange: { _, _ in shared })
+        let foreign = ProviderTokenCache(clock: clock, exchange: { _, _ in shared })
         let mine = try foreign.token(for: Self.key(APNsRecordingSigner(), kid: "KEY7654321"))
         #expect(mine.keyID == "KEY7654321" && mine != shared)
     }

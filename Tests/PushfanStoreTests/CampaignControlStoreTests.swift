@@ -13,34 +13,34 @@ private func shop(_ id: String) -> CampaignKey { CampaignKey(app: "shop-ios", id
     @Test(arguments: Backend.enabled)
     func commandsMoveTheRowOnce(_ backend: Backend) async throws {
         let store = try await backend.openFresh()
-        #expect(try await store.campaigns.record(CampaignKey(app: "shop-ios", id: "p1"), audience: 10, shards: 1, status: .planning))
-        #expect(try await store.campaigns.record(CampaignKey(app: "shop-ios", id: "r1"), audience: 10, shards: 1, status: .running))
+        #expect(try await store.campaigns.record(CampaignKey(app: "shop-ios", id: "p1"), audience: 10, shards: 1, status: .planning, now: store.clock.wallMillis))
+        #expect(try await store.campaigns.record(CampaignKey(app: "shop-ios", id: "r1"), audience: 10, shards: 1, status: .running, now: store.clock.wallMillis))
 
         // Cancel while planning, then again.
-        #expect(try await store.campaigns.control(shop("p1"), .cancel) == .move(from: .planning, to: .cancelled))
-        #expect(try await store.campaigns.control(shop("p1"), .cancel) == .already(.cancelled))
-        #expect(try await store.campaigns.control(shop("p1"), .resume) == .refused(reason: "campaign p1 was cancelled; it cannot be resumed"))
+        #expect(try await store.campaigns.control(shop("p1"), .cancel, now: store.clock.wallMillis) == .move(from: .planning, to: .cancelled))
+        #expect(try await store.campaigns.control(shop("p1"), .cancel, now: store.clock.wallMillis) == .already(.cancelled))
+        #expect(try await store.campaigns.control(shop("p1"), .resume, now: store.clock.wallMillis) == .refused(reason: "campaign p1 was cancelled; it cannot be resumed"))
         #expect(try await store.campaigns.get(shop("p1"))?.status == .cancelled)
         // The planner's own step no longer applies to it.
-        #expect(try await !store.campaigns.transition(shop("p1"), from: .planning, to: .running))
+        #expect(try await !store.campaigns.transition(shop("p1"), from: .planning, to: .running, now: store.clock.wallMillis))
 
         // Pause and resume a running one.
-        #expect(try await store.campaigns.control(shop("r1"), .pause) == .move(from: .running, to: .paused))
+        #expect(try await store.campaigns.control(shop("r1"), .pause, now: store.clock.wallMillis) == .move(from: .running, to: .paused))
         #expect(try await store.campaigns.statuses([shop("r1"), shop("p1"), shop("unknown"), CampaignKey(app: "other", id: "r1")]) == [shop("r1"): .paused, shop("p1"): .cancelled])
-        #expect(try await store.campaigns.control(shop("r1"), .resume) == .move(from: .paused, to: .running))
-        #expect(try await store.campaigns.control(shop("r1"), .resume) == .already(.running))
+        #expect(try await store.campaigns.control(shop("r1"), .resume, now: store.clock.wallMillis) == .move(from: .paused, to: .running))
+        #expect(try await store.campaigns.control(shop("r1"), .resume, now: store.clock.wallMillis) == .already(.running))
 
-        #expect(try await store.campaigns.control(shop("nope"), .cancel) == nil)
+        #expect(try await store.campaigns.control(shop("nope"), .cancel, now: store.clock.wallMillis) == nil)
         #expect(try await store.campaigns.list(limit: 10).map(\.id).sorted() == ["p1", "r1"])
     }
 
     @Test(arguments: Backend.enabled)
     func racingCommandsLeaveOneWinner(_ backend: Backend) async throws {
         let store = try await backend.openFresh()
-        #expect(try await store.campaigns.record(CampaignKey(app: "shop-ios", id: "c1"), audience: 10, shards: 1, status: .running))
+        #expect(try await store.campaigns.record(CampaignKey(app: "shop-ios", id: "c1"), audience: 10, shards: 1, status: .running, now: store.clock.wallMillis))
         // Eight workers apply the same cancel record at once: one moves it, the others see it done.
         let decisions = try await withThrowingTaskGroup(of: ControlDecision?.self) { group in
-            for _ in 0..<8 { group.addTask { try await store.campaigns.control(shop("c1"), .cancel) } }
+            for _ in 0..<8 { group.addTask { try await store.campaigns.control(shop("c1"), .cancel, now: store.clock.wallMillis) } }
             return try await group.reduce(into: [ControlDecision?]()) { $0.append($1) }
         }
         #expect(decisions.filter { $0 == .move(from: .running, to: .cancelled) }.count == 1)
@@ -59,7 +59,7 @@ private func shop(_ id: String) -> CampaignKey { CampaignKey(app: "shop-ios", id
 
         // Due within the lead: only "soon"; a cancelled parked one is due at once.
         #expect(try await store.campaigns.dispatchable(now: now, lead: .seconds(10), staleAfter: .seconds(60)).map(\.id) == ["soon"])
-        #expect(try await store.campaigns.control(CampaignKey(app: "a", id: "later"), .cancel) == .move(from: .scheduled, to: .cancelled))
+        #expect(try await store.campaigns.control(CampaignKey(app: "a", id: "later"), .cancel, now: store.clock.wallMillis) == .move(from: .scheduled, to: .cancelled))
         #expect(try await store.campaigns.dispatchable(now: now, lead: .seconds(10), staleAfter: .seconds(60)).map(\.id) == ["soon", "later"])
 
         // One claim wins; afterwards it is no longer listed.
@@ -73,7 +73,7 @@ private func shop(_ id: String) -> CampaignKey { CampaignKey(app: "shop-ios", id
 
         // A parked campaign paused and resumed goes back to waiting for its time.
         #expect(try await store.campaigns.record(CampaignKey(app: "a", id: "held"), audience: 5, shards: 0, status: .scheduled, sendAt: now + 3_600_000, now: now))
-        #expect(try await store.campaigns.control(CampaignKey(app: "a", id: "held"), .pause) == .move(from: .scheduled, to: .paused))
-        #expect(try await store.campaigns.control(CampaignKey(app: "a", id: "held"), .resume) == .move(from: .paused, to: .scheduled))
+        #expect(try await store.campaigns.control(CampaignKey(app: "a", id: "held"), .pause, now: store.clock.wallMillis) == .move(from: .scheduled, to: .paused))
+        #expect(try await store.campaigns.control(CampaignKey(app: "a", id: "held"), .resume, now: store.clock.wallMillis) == .move(from: .paused, to: .scheduled))
     }
 }

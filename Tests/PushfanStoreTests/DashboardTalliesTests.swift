@@ -61,7 +61,7 @@ import Testing
                 original: "", at: 1_000 + Int64(offset))))
         }
         progress.nextOffset = Int64(progress.deadLetters.count)
-        try await store.dashboard.save([progress])
+        try await store.dashboard.save([progress], now: store.clock.wallMillis)
         let letters = try await store.dashboard.deadLetters(limit: 1_000)
         #expect(letters.count == DashboardTallies.deadLettersKept)
         #expect(letters.first?.offset == Int64(DashboardTallies.deadLettersKept + 19), "newest first")

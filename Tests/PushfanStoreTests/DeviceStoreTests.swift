@@ -15,11 +15,11 @@ struct DeviceStoreTests {
     @Test(arguments: Backend.enabled)
     func migrationsApplyOnEmptyAndExistingDatabases(_ backend: Backend) async throws {
         let url = try backend.freshDatabase()
-        let first = try await DeviceStore.open(url, logger: quietLogger)
+        let first = try await DeviceStore.open(url, logger: quietLogger, clock: SystemClock())
         #expect(try await first.schemaVersion() == Schema.latestVersion)
         try await first.addTestApp()
         // Opening again applies nothing and keeps the data.
-        let second = try await DeviceStore.open(url, logger: quietLogger)
+        let second = try await DeviceStore.open(url, logger: quietLogger, clock: SystemClock())
         #expect(try await second.migrate() == [])
         #expect(try await second.apps.get("shop-ios") != nil)
     }
@@ -28,12 +28,12 @@ struct DeviceStoreTests {
     func campaignRowsMoveIntoTheirApps(_ backend: Backend) async throws {
         let store = try await backend.openFresh()
         try await store.addTestApp()
-        _ = try await store.devices.importDevices(app: "shop-ios", try Synthetic.devices(count: 20, now: now).map { try Validation.device($0.registration) })
-        let targets = try await store.audience.page(app: "shop-ios", segment: nil, shard: ShardRange(after: nil, through: nil), cursor: nil, limit: 20)
-        #expect(try await store.campaigns.record(shop("old"), audience: 20, shards: 2))
+        _ = try await store.devices.importDevices(app: "shop-ios", try Synthetic.devices(count: 20, now: now).map { try Validation.device($0.registration, now: store.clock.wallMillis) })
+        let targets = try await store.audience.page(app: "shop-ios", segment: nil, shard: ShardRange(after: nil, through: nil), cursor: nil, limit: 20, now: store.clock.wallMillis)
+        #expect(try await store.campaigns.record(shop("old"), audience: 20, shards: 2, now: store.clock.wallMillis))
         _ = try await store.ledger.claim(campaign: shop("old"), targets: targets, owner: "w", now: now)
-        #expect(try await store.ledger.record(campaign: shop("old"), targets.prefix(5).map { LedgerOutcome(rowKey: $0.rowKey, state: .delivered) }) == 5)
-        _ = try await store.campaigns.finishTask(campaign: shop("old"), shard: 0)
+        #expect(try await store.ledger.record(campaign: shop("old"), targets.prefix(5).map { LedgerOutcome(rowKey: $0.rowKey, state: .delivered) }, now: store.clock.wallMillis) == 5)
+        _ = try await store.campaigns.finishTask(campaign: shop("old"), shard: 0, now: store.clock.wallMillis)
         // Back to the shape before migration 17: every campaign column held the bare id.
         let tables = ["deliveries", "campaign_tasks", "campaign_counts", "campaigns"]
         try await store.ledger.executor.run { connection throws(StoreError) in
@@ -52,7 +52,7 @@ struct DeviceStoreTests {
         #expect(try await store.campaigns.finishedTasks(shop("old")) == 1)
         // Another app's campaign of the same id is another campaign.
         try await store.addTestApp("news")
-        #expect(try await store.campaigns.record(CampaignKey(app: "news", id: "old"), audience: 1, shards: 1))
+        #expect(try await store.campaigns.record(CampaignKey(app: "news", id: "old"), audience: 1, shards: 1, now: store.clock.wallMillis))
         #expect(try await store.campaigns.get(shop("old"))?.audience == 20)
     }
 
@@ -63,10 +63,10 @@ struct DeviceStoreTests {
         #expect(secret.master.count == 64 && secret.application.count == 64 && secret.master != secret.application)
         #expect(try await store.apps.verifySecret(app: "news", secret: secret.master))
         #expect(try await !store.apps.verifySecret(app: "news", secret: String(secret.master.reversed())))
-        #expect(try await store.apps.authenticate(app: "news", secret: secret.master) == .master)
-        #expect(try await store.apps.authenticate(app: "news", secret: secret.application) == .application)
-        #expect(try await store.apps.authenticate(app: "news", secret: "wrong") == nil)
-        #expect(try await store.apps.authenticate(app: "nobody", secret: secret.master) == nil)
+        #expect(try await store.apps.authenticate(app: "news", secret: secret.master, now: store.clock.wallMillis) == .master)
+        #expect(try await store.apps.authenticate(app: "news", secret: secret.application, now: store.clock.wallMillis) == .application)
+        #expect(try await store.apps.authenticate(app: "news", secret: "wrong", now: store.clock.wallMillis) == nil)
+        #expect(try await store.apps.authenticate(app: "nobody", secret: secret.master, now: store.clock.wallMillis) == nil)
         let app = try #require(try await store.apps.get("news"))
         #expect(app.credentials == .certificate(certificateFile: "/c.pem", keyFile: "/k.pem"))
         #expect(app.environment == .sandbox && app.ratePerSecond == 250)
@@ -98,7 +98,7 @@ struct DeviceStoreTests {
         #expect(device.locale == "de_DE")
         #expect(device.tags == ["news", "sports"])
         #expect(device.attributes == ["plan": .string("pro")])
-        #expect(try await store.audience.count(app: "shop-ios", segment: nil) == 1)
+        #expect(try await store.audience.count(app: "shop-ios", segment: nil, now: store.clock.wallMillis) == 1)
     }
 
     @Test(arguments: Backend.enabled)
@@ -110,7 +110,7 @@ struct DeviceStoreTests {
         let moved = try await store.devices.register(app: "shop-ios", DeviceRegistration(deviceID: "new-install", token: token))
         #expect(moved.tokenMovedFrom == ["old-install"])
         #expect(try await store.devices.get(app: "shop-ios", deviceID: "old-install") == nil)
-        #expect(try await store.audience.count(app: "shop-ios", segment: nil) == 1)
+        #expect(try await store.audience.count(app: "shop-ios", segment: nil, now: store.clock.wallMillis) == 1)
         // The same token in the other environment is a different registration.
         var sandbox = DeviceRegistration(deviceID: "debug-build", token: token)
         sandbox.environment = .sandbox
@@ -141,7 +141,7 @@ struct DeviceStoreTests {
         await #expect(throws: StoreError.notFound("unknown app 'nope'; add it with `pushfan apps add`")) {
             _ = try await store.devices.register(app: "nope", DeviceRegistration(deviceID: "a", token: Synthetic.token(1)))
         }
-        #expect(try await store.audience.count(app: "shop-ios", segment: nil) == 0)
+        #expect(try await store.audience.count(app: "shop-ios", segment: nil, now: store.clock.wallMillis) == 0)
     }
 
     @Test(arguments: Backend.enabled)
@@ -156,7 +156,7 @@ struct DeviceStoreTests {
             #"{"device_id":"n3","token":"\#(Synthetic.token(3))","environment":"staging"}"#,
             #"{"device_id":"n4","token":"\#(Synthetic.token(4))","environment":"sandbox","last_seen":1700000000000}"#,
         ]
-        var parser = DeviceImportParser(format: .ndjson)
+        var parser = DeviceImportParser(format: .ndjson, now: epochMillis(Date()))
         var good: [ValidatedDevice] = []
         var bad: [(Int, String)] = []
         for (index, line) in lines.enumerated() {
@@ -165,19 +165,19 @@ struct DeviceStoreTests {
         #expect(bad.map(\.0) == [2, 3, 5])
         #expect(bad[0].1.contains("hexadecimal") && bad[1].1.contains("not a JSON object") && bad[2].1.contains("production or sandbox"))
         #expect(try await store.devices.importDevices(app: "shop-ios", good) == 2)
-        #expect(try await store.audience.count(app: "shop-ios", segment: nil) == 2)
+        #expect(try await store.audience.count(app: "shop-ios", segment: nil, now: store.clock.wallMillis) == 2)
 
-        var csv = DeviceImportParser(format: .csv)
+        var csv = DeviceImportParser(format: .csv, now: epochMillis(Date()))
         #expect(try csv.parse("device_id,token,locale,tags,attr.visits") == nil)
         let row = try #require(try csv.parse(#"c1,\#(Synthetic.token(9)),"de_DE","vip;beta",12"#))
         #expect(row.tags == ["vip", "beta"] && row.attributesJSON == #"{"visits":12}"#)
         #expect(throws: StoreError.invalidInput("expected 5 fields as in the header, found 2")) { try csv.parse("c2,abc") }
-        var badHeader = DeviceImportParser(format: .csv)
+        var badHeader = DeviceImportParser(format: .csv, now: epochMillis(Date()))
         #expect { try badHeader.parse("device_id,token,colour") } throws: { "\($0)".contains("unknown CSV column 'colour'") }
     }
 
     @Test func ndjsonKeepsAttributeTypesAndNamesWrongTypes() throws {
-        var parser = DeviceImportParser(format: .ndjson)
+        var parser = DeviceImportParser(format: .ndjson, now: epochMillis(Date()))
         let line = #"{"device_id":"a","token":"\#(Synthetic.token(1))","attributes":{"beta":true,"visits":3,"score":2.5,"plan":"pro"},"last_seen":1700000000000}"#
         let device = try #require(try parser.parse(line))
         #expect(device.attributesJSON == #"{"beta":true,"plan":"pro","score":2.5,"visits":3}"#)
@@ -215,7 +215,7 @@ struct DeviceStoreTests {
     ])
     func ndjsonReaderAgreesWithJSONSerialization(_ template: String) throws {
         let line = template.replacingOccurrences(of: "TOKEN", with: Synthetic.token(1))
-        var parser = DeviceImportParser(format: .ndjson)
+        var parser = DeviceImportParser(format: .ndjson, now: epochMillis(Date()))
         let ours = Result { () throws(StoreError) -> ValidatedDevice? in try parser.parse(line) }
         let reference = (try? JSONSerialization.jsonObject(with: Data(line.utf8))) as? [String: Any]
         switch (ours, reference) {
@@ -239,7 +239,7 @@ struct DeviceStoreTests {
     }
 
     @Test func ndjsonReaderRefusesInvalidUTF8AndDeepNesting() throws {
-        var parser = DeviceImportParser(format: .ndjson)
+        var parser = DeviceImportParser(format: .ndjson, now: epochMillis(Date()))
         var bytes = Array(#"{"device_id":"x","token":"\#(Synthetic.token(1))","locale":"fr"#.utf8)
         bytes += [0xC3, 0x28] + Array(#""}"#.utf8)
         let result = bytes.withUnsafeBytes { raw in Result { () throws(StoreError) -> ValidatedDevice? in try parser.parse(bytes: raw) } }
@@ -262,18 +262,18 @@ struct DeviceStoreTests {
         let batch = try [
             DeviceRegistration(deviceID: "new", token: Synthetic.token(1)),  // takes the token from "old"
             tagged, again,  // the last line for a device wins
-        ].map(Validation.device)
+        ].map { try Validation.device($0, now: store.clock.wallMillis) }
         #expect(try await store.devices.importDevices(app: "shop-ios", batch) == 2)
         #expect(try await store.devices.get(app: "shop-ios", deviceID: "old") == nil)
         #expect(try await store.devices.get(app: "shop-ios", deviceID: "new")?.token == Synthetic.token(1))
         let twice = try #require(try await store.devices.get(app: "shop-ios", deviceID: "twice"))
         #expect(twice.token == Synthetic.token(3) && twice.tags == ["second", "third"])
         // Re-importing updates in place and revives an invalidated device.
-        #expect(try await store.devices.invalidate(app: "shop-ios", environment: .production, token: Synthetic.token(3), reason: "BadDeviceToken"))
-        #expect(try await store.devices.importDevices(app: "shop-ios", [try Validation.device(DeviceRegistration(deviceID: "twice", token: Synthetic.token(3)))]) == 1)
+        #expect(try await store.devices.invalidate(app: "shop-ios", environment: .production, token: Synthetic.token(3), reason: "BadDeviceToken", now: store.clock.wallMillis))
+        #expect(try await store.devices.importDevices(app: "shop-ios", [try Validation.device(DeviceRegistration(deviceID: "twice", token: Synthetic.token(3)), now: store.clock.wallMillis)]) == 1)
         let revived = try #require(try await store.devices.get(app: "shop-ios", deviceID: "twice"))
         #expect(revived.rowKey == twice.rowKey && revived.status == .active && revived.tags.isEmpty)
-        #expect(try await store.audience.count(app: "shop-ios", segment: nil) == 2)
+        #expect(try await store.audience.count(app: "shop-ios", segment: nil, now: store.clock.wallMillis) == 2)
     }
 
     /// A batch large enough to be written in parts at once (PostgreSQL) ends as if written
@@ -282,13 +282,13 @@ struct DeviceStoreTests {
     @Test(arguments: Backend.enabled)
     func aLargeBatchWrittenInPartsEndsAsIfWrittenInOrder(_ backend: Backend) async throws {
         let url = try backend.freshDatabase()
-        let store = try await DeviceStore.open(url, logger: quietLogger)
+        let store = try await DeviceStore.open(url, logger: quietLogger, clock: SystemClock())
         try await store.addTestApp()
         // Two device ids that the split puts into different parts.
         let candidates = (0..<64).map { "swap-\($0)" }
         let first = try #require(candidates.first)
         let second = try #require(candidates.first { candidate in
-            let parts = DeviceWriter.split([first, candidate].map { try! Validation.device(DeviceRegistration(deviceID: $0, token: Synthetic.token(0))) }, into: 2)
+            let parts = DeviceWriter.split([first, candidate].map { try! Validation.device(DeviceRegistration(deviceID: $0, token: Synthetic.token(0)), now: epochMillis(Date())) }, into: 2)
             return parts.allSatisfy { $0.count == 1 }
         })
         var tagged = DeviceRegistration(deviceID: first, token: Synthetic.token(100_000))
@@ -299,11 +299,11 @@ struct DeviceStoreTests {
         var batch = (0..<(2 * DeviceDirectory.smallestParallelPart + 200)).map { DeviceRegistration(deviceID: "bulk-\($0)", token: Synthetic.token($0)) }
         batch.append(DeviceRegistration(deviceID: first, token: Synthetic.token(100_001)))
         batch.append(DeviceRegistration(deviceID: second, token: Synthetic.token(100_000)))
-        #expect(try await store.devices.importDevices(app: "shop-ios", batch.map(Validation.device)) == batch.count)
+        #expect(try await store.devices.importDevices(app: "shop-ios", batch.map { try Validation.device($0, now: store.clock.wallMillis) }) == batch.count)
 
         #expect(try await store.devices.get(app: "shop-ios", deviceID: first)?.token == Synthetic.token(100_001))
         #expect(try await store.devices.get(app: "shop-ios", deviceID: second)?.token == Synthetic.token(100_000))
-        #expect(try await store.audience.count(app: "shop-ios", segment: nil) == batch.count)
+        #expect(try await store.audience.count(app: "shop-ios", segment: nil, now: store.clock.wallMillis) == batch.count)
         #expect(try backend.rawCount(url, "SELECT count(*) FROM device_tags") == 0)
         let bulk = try #require(try await store.devices.get(app: "shop-ios", deviceID: "bulk-700"))
         #expect(bulk.token == Synthetic.token(700) && bulk.status == .active)
@@ -315,7 +315,7 @@ struct DeviceStoreTests {
     @Test(arguments: Backend.enabled)
     func importedTextSurvivesEscapingAndMovedTokensTakeNoTagsAlong(_ backend: Backend) async throws {
         let url = try backend.freshDatabase()
-        let store = try await DeviceStore.open(url, logger: quietLogger)
+        let store = try await DeviceStore.open(url, logger: quietLogger, clock: SystemClock())
         try await store.addTestApp()
         var owner = DeviceRegistration(deviceID: "owner", token: Synthetic.token(1))
         owner.tags = ["stale"]
@@ -327,16 +327,16 @@ struct DeviceStoreTests {
         odd.appVersion = #"2.1 beta \ "quoted""#
         var taker = DeviceRegistration(deviceID: "taker", token: Synthetic.token(1))
         taker.tags = ["fresh"]
-        #expect(try await store.devices.importDevices(app: "shop-ios", [odd, taker].map(Validation.device)) == 2)
+        #expect(try await store.devices.importDevices(app: "shop-ios", [odd, taker].map { try Validation.device($0, now: store.clock.wallMillis) }) == 2)
 
         let stored = try #require(try await store.devices.get(app: "shop-ios", deviceID: odd.deviceID))
         #expect(Set(stored.tags) == Set(odd.tags))
         #expect(stored.attributes == odd.attributes)
         #expect(stored.appVersion == odd.appVersion)
         #expect(try await store.devices.get(app: "shop-ios", deviceID: "owner") == nil)
-        #expect(try await store.audience.count(app: "shop-ios", segment: SegmentParser.parse("tag:stale")) == 0)
-        #expect(try await store.audience.count(app: "shop-ios", segment: SegmentParser.parse("tag:fresh")) == 1)
-        #expect(try await store.audience.count(app: "shop-ios", segment: SegmentParser.parse(#"tag:"quo\"te""#)) == 1)
+        #expect(try await store.audience.count(app: "shop-ios", segment: SegmentParser.parse("tag:stale"), now: store.clock.wallMillis) == 0)
+        #expect(try await store.audience.count(app: "shop-ios", segment: SegmentParser.parse("tag:fresh"), now: store.clock.wallMillis) == 1)
+        #expect(try await store.audience.count(app: "shop-ios", segment: SegmentParser.parse(#"tag:"quo\"te""#), now: store.clock.wallMillis) == 1)
         #expect(try backend.rawCount(url, "SELECT count(*) FROM device_tags") == odd.tags.count + 1)
     }
 
@@ -347,7 +347,7 @@ struct DeviceStoreTests {
         let store = try await backend.openFresh()
         try await store.addTestApp()
         let devices = Synthetic.devices(count: 300, now: now)
-        let validated = try devices.map { try Validation.device($0.registration) }
+        let validated = try devices.map { try Validation.device($0.registration, now: epochMillis(Date())) }
         #expect(try await store.devices.importDevices(app: "shop-ios", validated) == 300)
         let rowKeys = Dictionary(uniqueKeysWithValues: try await store.devices.list(app: "shop-ios", limit: 1000).map { ($0.deviceID, $0.rowKey) })
 
@@ -396,7 +396,7 @@ struct DeviceStoreTests {
     func injectionAttemptsAreRefusedAndTheTablesStayIntact(_ backend: Backend) async throws {
         let store = try await backend.openFresh()
         try await store.addTestApp()
-        _ = try await store.devices.importDevices(app: "shop-ios", try Synthetic.devices(count: 20, now: now).map { try Validation.device($0.registration) })
+        _ = try await store.devices.importDevices(app: "shop-ios", try Synthetic.devices(count: 20, now: now).map { try Validation.device($0.registration, now: store.clock.wallMillis) })
         let attempts = [
             "' OR 1=1 --", "; DROP TABLE devices", "locale = \u{201C}de\u{201D}", "tag:a\u{0}", String(repeating: "(", count: 10_000) + "tag:a",
             "locale = x; DROP TABLE devices", "attr.plan' OR '1'='1 = x",
@@ -407,8 +407,8 @@ struct DeviceStoreTests {
         }
         // Values that look like SQL are only ever data.
         let quoted = try SegmentParser.parse(#"locale = "x' OR '1'='1" or attr.plan = "'; DROP TABLE devices; --""#)
-        #expect(try await store.audience.count(app: "shop-ios", segment: quoted) == 0)
-        #expect(try await store.audience.count(app: "shop-ios", segment: nil) == 20)
+        #expect(try await store.audience.count(app: "shop-ios", segment: quoted, now: store.clock.wallMillis) == 0)
+        #expect(try await store.audience.count(app: "shop-ios", segment: nil, now: store.clock.wallMillis) == 20)
         #expect(try await store.audience.savedSegment(app: "shop-ios", name: "evil") == nil)
     }
 
@@ -433,22 +433,22 @@ struct DeviceStoreTests {
         _ = try await store.devices.register(app: "shop-ios", registration)
         // APNs says the token went stale at t0 + 1 s, before the device registered again at t0 + 2 s.
         #expect(try await !store.devices.applyUnregistered(app: "shop-ios", environment: .production, token: Synthetic.token(5), at: t0 + 1_000))
-        #expect(try await store.audience.count(app: "shop-ios", segment: nil) == 1)
+        #expect(try await store.audience.count(app: "shop-ios", segment: nil, now: store.clock.wallMillis) == 1)
         #expect(try await store.devices.applyUnregistered(app: "shop-ios", environment: .production, token: Synthetic.token(5).uppercased(), at: t0 + 3_000))
         let device = try #require(try await store.devices.get(app: "shop-ios", deviceID: "p"))
         #expect(device.status == .invalid && device.invalidReason == "Unregistered" && device.invalidAt == t0 + 3_000)
-        #expect(try await store.audience.count(app: "shop-ios", segment: nil) == 0)
-        #expect(try await store.audience.page(app: "shop-ios", segment: nil, shard: ShardRange(after: nil, through: nil), cursor: nil, limit: 10).isEmpty)
+        #expect(try await store.audience.count(app: "shop-ios", segment: nil, now: store.clock.wallMillis) == 0)
+        #expect(try await store.audience.page(app: "shop-ios", segment: nil, shard: ShardRange(after: nil, through: nil), cursor: nil, limit: 10, now: store.clock.wallMillis).isEmpty)
 
         // BadDeviceToken is recorded per environment: the sandbox registration is untouched.
         var sandbox = DeviceRegistration(deviceID: "q", token: Synthetic.token(6))
         sandbox.environment = .sandbox
         _ = try await store.devices.register(app: "shop-ios", sandbox)
-        #expect(try await !store.devices.invalidate(app: "shop-ios", environment: .production, token: Synthetic.token(6), reason: "BadDeviceToken"))
-        #expect(try await store.devices.invalidate(app: "shop-ios", environment: .sandbox, token: Synthetic.token(6), reason: "BadDeviceToken"))
+        #expect(try await !store.devices.invalidate(app: "shop-ios", environment: .production, token: Synthetic.token(6), reason: "BadDeviceToken", now: store.clock.wallMillis))
+        #expect(try await store.devices.invalidate(app: "shop-ios", environment: .sandbox, token: Synthetic.token(6), reason: "BadDeviceToken", now: store.clock.wallMillis))
         // Registering again revives the device.
         _ = try await store.devices.register(app: "shop-ios", sandbox)
-        #expect(try await store.audience.count(app: "shop-ios", segment: nil) == 1)
+        #expect(try await store.audience.count(app: "shop-ios", segment: nil, now: store.clock.wallMillis) == 1)
     }
 
     /// The sender marks a page's bad tokens in one call: each mark keeps its own rule.
@@ -496,18 +496,18 @@ struct DeviceStoreTests {
     func ledgerKeepsPerVariantTotals(_ backend: Backend) async throws {
         let store = try await backend.openFresh()
         try await store.addTestApp()
-        _ = try await store.devices.importDevices(app: "shop-ios", try Synthetic.devices(count: 30, now: now).map { try Validation.device($0.registration) })
-        let targets = try await store.audience.page(app: "shop-ios", segment: nil, shard: ShardRange(after: nil, through: nil), cursor: nil, limit: 30)
-        #expect(try await store.campaigns.record(CampaignKey(app: "shop-ios", id: "ab"), audience: 30, shards: 1))
+        _ = try await store.devices.importDevices(app: "shop-ios", try Synthetic.devices(count: 30, now: now).map { try Validation.device($0.registration, now: store.clock.wallMillis) })
+        let targets = try await store.audience.page(app: "shop-ios", segment: nil, shard: ShardRange(after: nil, through: nil), cursor: nil, limit: 30, now: store.clock.wallMillis)
+        #expect(try await store.campaigns.record(CampaignKey(app: "shop-ios", id: "ab"), audience: 30, shards: 1, now: store.clock.wallMillis))
         _ = try await store.ledger.claim(campaign: shop("ab"), targets: targets, owner: "w", now: now)
         func outcome(_ index: Int) -> LedgerOutcome {
             var outcome = LedgerOutcome(rowKey: targets[index].rowKey, state: index % 3 == 0 ? .invalidToken : index < 20 ? .delivered : .skipped)
             outcome.variant = index < 10 ? "a" : index < 20 ? "b" : "holdout"
             return outcome
         }
-        #expect(try await store.ledger.record(campaign: shop("ab"), (0..<30).map(outcome)) == 30)
+        #expect(try await store.ledger.record(campaign: shop("ab"), (0..<30).map(outcome), now: store.clock.wallMillis) == 30)
         // The same outcomes again (a page re-processed after a crash) change nothing.
-        #expect(try await store.ledger.record(campaign: shop("ab"), (0..<30).map(outcome)) == 0)
+        #expect(try await store.ledger.record(campaign: shop("ab"), (0..<30).map(outcome), now: store.clock.wallMillis) == 0)
         let variants = try await store.ledger.variantCounts(campaign: shop("ab"))
         #expect(variants == [
             "a": [.invalidToken: 4, .delivered: 6], "b": [.invalidToken: 3, .delivered: 7], "holdout": [.invalidToken: 3, .skipped: 7],
@@ -520,15 +520,15 @@ struct DeviceStoreTests {
     @Test(arguments: Backend.enabled)
     func ledgerClaimsAreIdempotentAndFinalOutcomesStick(_ backend: Backend) async throws {
         let url = try backend.freshDatabase()
-        let store = try await DeviceStore.open(url, logger: quietLogger)
+        let store = try await DeviceStore.open(url, logger: quietLogger, clock: SystemClock())
         try await store.addTestApp()
-        _ = try await store.devices.importDevices(app: "shop-ios", try Synthetic.devices(count: 200, now: now).map { try Validation.device($0.registration) })
-        let targets = try await store.audience.page(app: "shop-ios", segment: nil, shard: ShardRange(after: nil, through: nil), cursor: nil, limit: 200)
-        #expect(try await store.campaigns.record(CampaignKey(app: "shop-ios", id: "c1"), audience: 200, shards: 1))
-        #expect(try await !store.campaigns.record(CampaignKey(app: "shop-ios", id: "c1"), audience: 200, shards: 1))
+        _ = try await store.devices.importDevices(app: "shop-ios", try Synthetic.devices(count: 200, now: now).map { try Validation.device($0.registration, now: store.clock.wallMillis) })
+        let targets = try await store.audience.page(app: "shop-ios", segment: nil, shard: ShardRange(after: nil, through: nil), cursor: nil, limit: 200, now: store.clock.wallMillis)
+        #expect(try await store.campaigns.record(CampaignKey(app: "shop-ios", id: "c1"), audience: 200, shards: 1, now: store.clock.wallMillis))
+        #expect(try await !store.campaigns.record(CampaignKey(app: "shop-ios", id: "c1"), audience: 200, shards: 1, now: store.clock.wallMillis))
 
         // Two processes (two connections) claim the same page at once: each device has one owner.
-        let other = try await DeviceStore.open(url, logger: quietLogger)
+        let other = try await DeviceStore.open(url, logger: quietLogger, clock: SystemClock())
         async let a = store.ledger.claim(campaign: shop("c1"), targets: targets, owner: "worker-a", now: now)
         async let b = other.ledger.claim(campaign: shop("c1"), targets: targets, owner: "worker-b", now: now)
         let (claimA, claimB) = try await (a, b)
@@ -537,9 +537,9 @@ struct DeviceStoreTests {
 
         // Outcomes for half; the first final outcome wins.
         let half = Array((claimA.toSend.isEmpty ? claimB.toSend : claimA.toSend).prefix(100))
-        let recorded = try await store.ledger.record(campaign: shop("c1"), half.map { LedgerOutcome(rowKey: $0.rowKey, state: .delivered, apnsID: "id-\($0.rowKey)") })
+        let recorded = try await store.ledger.record(campaign: shop("c1"), half.map { LedgerOutcome(rowKey: $0.rowKey, state: .delivered, apnsID: "id-\($0.rowKey)") }, now: store.clock.wallMillis)
         #expect(recorded == half.count)
-        #expect(try await store.ledger.record(campaign: shop("c1"), half.map { LedgerOutcome(rowKey: $0.rowKey, state: .failed) }) == 0)
+        #expect(try await store.ledger.record(campaign: shop("c1"), half.map { LedgerOutcome(rowKey: $0.rowKey, state: .failed) }, now: store.clock.wallMillis) == 0)
 
         // Re-processing the page after a crash: finished devices are not claimed again; the rest
         // are held by the other owner until its lease runs out, then taken over.
@@ -559,14 +559,14 @@ struct DeviceStoreTests {
     @Test(arguments: Backend.enabled)
     func theLastOfTwoConcurrentFinishersSeesEveryShard(_ backend: Backend) async throws {
         let url = try backend.freshDatabase()
-        let store = try await DeviceStore.open(url, logger: quietLogger)
-        let other = try await DeviceStore.open(url, logger: quietLogger)
+        let store = try await DeviceStore.open(url, logger: quietLogger, clock: SystemClock())
+        let other = try await DeviceStore.open(url, logger: quietLogger, clock: SystemClock())
         try await store.addTestApp()
         for round in 0..<20 {
-            _ = try await store.campaigns.record(CampaignKey(app: "shop-ios", id: "race-\(round)"), audience: 2, shards: 2)
+            _ = try await store.campaigns.record(CampaignKey(app: "shop-ios", id: "race-\(round)"), audience: 2, shards: 2, now: store.clock.wallMillis)
             // Two workers finish the campaign's two shards at the same moment.
-            async let first = store.campaigns.finishTask(campaign: shop("race-\(round)"), shard: 0)
-            async let second = other.campaigns.finishTask(campaign: shop("race-\(round)"), shard: 1)
+            async let first = store.campaigns.finishTask(campaign: shop("race-\(round)"), shard: 0, now: store.clock.wallMillis)
+            async let second = other.campaigns.finishTask(campaign: shop("race-\(round)"), shard: 1, now: other.clock.wallMillis)
             let counts = try await [first, second].map(\.finished)
             #expect(counts.max() == 2, "round \(round): both finishers saw \(counts)")
         }
@@ -590,33 +590,33 @@ struct DeviceStoreTests {
     func workerLedgerOperations(_ backend: Backend) async throws {
         let store = try await backend.openFresh()
         try await store.addTestApp()
-        _ = try await store.devices.importDevices(app: "shop-ios", try Synthetic.devices(count: 50, now: now).map { try Validation.device($0.registration) })
-        let targets = try await store.audience.page(app: "shop-ios", segment: nil, shard: ShardRange(after: nil, through: nil), cursor: nil, limit: 50)
+        _ = try await store.devices.importDevices(app: "shop-ios", try Synthetic.devices(count: 50, now: now).map { try Validation.device($0.registration, now: store.clock.wallMillis) })
+        let targets = try await store.audience.page(app: "shop-ios", segment: nil, shard: ShardRange(after: nil, through: nil), cursor: nil, limit: 50, now: store.clock.wallMillis)
 
         // The campaign row keeps the definition; its status changes for exactly one caller.
-        #expect(try await store.campaigns.record(CampaignKey(app: "shop-ios", id: "c2"), audience: 50, shards: 2, definition: CampaignDefinition(record: #"{"v":1}"#), status: .planning))
+        #expect(try await store.campaigns.record(CampaignKey(app: "shop-ios", id: "c2"), audience: 50, shards: 2, definition: CampaignDefinition(record: #"{"v":1}"#), status: .planning, now: store.clock.wallMillis))
         #expect(try await store.campaigns.definition(shop("c2")) == #"{"v":1}"#)
         #expect(try await store.campaigns.definition(shop("nope")) == nil)
-        #expect(try await store.campaigns.transition(shop("c2"), from: .planning, to: .running))
-        #expect(try await !store.campaigns.transition(shop("c2"), from: .planning, to: .running))
+        #expect(try await store.campaigns.transition(shop("c2"), from: .planning, to: .running, now: store.clock.wallMillis))
+        #expect(try await !store.campaigns.transition(shop("c2"), from: .planning, to: .running, now: store.clock.wallMillis))
         #expect(try await store.campaigns.get(shop("c2"))?.status == .running)
         // A step the lifecycle does not allow never reaches the database.
         await #expect(throws: StoreError.invalidInput("a campaign cannot go from completed to running")) {
-            _ = try await store.campaigns.transition(shop("c2"), from: .completed, to: .running)
+            _ = try await store.campaigns.transition(shop("c2"), from: .completed, to: .running, now: store.clock.wallMillis)
         }
 
         // Finished shards count once each, however often a task is re-processed.
-        #expect(try await store.campaigns.finishTask(campaign: shop("c2"), shard: 0) == (1, 2))
-        #expect(try await store.campaigns.finishTask(campaign: shop("c2"), shard: 0) == (1, 2))
-        #expect(try await store.campaigns.finishTask(campaign: shop("c2"), shard: 1) == (2, 2))
+        #expect(try await store.campaigns.finishTask(campaign: shop("c2"), shard: 0, now: store.clock.wallMillis) == (1, 2))
+        #expect(try await store.campaigns.finishTask(campaign: shop("c2"), shard: 0, now: store.clock.wallMillis) == (1, 2))
+        #expect(try await store.campaigns.finishTask(campaign: shop("c2"), shard: 1, now: store.clock.wallMillis) == (2, 2))
 
         // Shards the planner is still finding: no finisher reaches the count until it settles,
         // holds added meanwhile included.
-        #expect(try await store.campaigns.record(CampaignKey(app: "shop-ios", id: "c3"), audience: 0, shards: CampaignRegistry.shardsNotYetKnown, status: .planning))
-        #expect(try await store.campaigns.finishTask(campaign: shop("c3"), shard: 0).shards == CampaignRegistry.shardsNotYetKnown)
+        #expect(try await store.campaigns.record(CampaignKey(app: "shop-ios", id: "c3"), audience: 0, shards: CampaignRegistry.shardsNotYetKnown, status: .planning, now: store.clock.wallMillis))
+        #expect(try await store.campaigns.finishTask(campaign: shop("c3"), shard: 0, now: store.clock.wallMillis).shards == CampaignRegistry.shardsNotYetKnown)
         _ = try await store.waves.hold(campaign: shop("c3"), key: "quiet-0-1-1", sendAt: 1, lane: 0, rowKeys: [1])
-        try await store.campaigns.settleShards(shop("c3"), shards: 2)
-        try await store.campaigns.settleShards(shop("c3"), shards: 2)
+        try await store.campaigns.settleShards(shop("c3"), shards: 2, now: store.clock.wallMillis)
+        try await store.campaigns.settleShards(shop("c3"), shards: 2, now: store.clock.wallMillis)
         #expect(try await store.campaigns.get(shop("c3"))?.shards == 3)
 
         // A released claim is taken over at once, without waiting for its lease.
@@ -631,13 +631,13 @@ struct DeviceStoreTests {
         #expect(takeover.heldElsewhere == 30)
 
         // Final entries of a row-key range, for re-emitting results.
-        try await store.ledger.record(campaign: shop("c2"), keys.prefix(10).map { LedgerOutcome(rowKey: $0, state: .invalidToken, attempts: 2, status: 410, reason: "Unregistered") })
+        try await store.ledger.record(campaign: shop("c2"), keys.prefix(10).map { LedgerOutcome(rowKey: $0, state: .invalidToken, attempts: 2, status: 410, reason: "Unregistered") }, now: store.clock.wallMillis)
         let range = try await store.ledger.finished(campaign: shop("c2"), after: keys[4], through: keys[20])
         #expect(range.map(\.rowKey) == Array(keys[5..<10]))
         #expect(range.allSatisfy { $0.state == .invalidToken && $0.status == 410 && $0.reason == "Unregistered" && $0.attempts == 2 })
 
         // Running totals count each device once, whatever is recorded again.
-        try await store.ledger.record(campaign: shop("c2"), keys.prefix(12).map { LedgerOutcome(rowKey: $0, state: .delivered) })
+        try await store.ledger.record(campaign: shop("c2"), keys.prefix(12).map { LedgerOutcome(rowKey: $0, state: .delivered) }, now: store.clock.wallMillis)
         #expect(try await store.ledger.progressCounts(campaign: shop("c2")) == [.invalidToken: 10, .delivered: 2])
         let counted = try await store.ledger.outcomeCounts(campaign: shop("c2"))
         #expect(counted[.invalidToken] == 10 && counted[.delivered] == 2)
@@ -650,7 +650,7 @@ struct DeviceStoreTests {
 
     @Test func aSecondProcessHoldingTheSQLiteWriteLockMeansUnavailable() async throws {
         let url = try Backend.sqlite.freshDatabase()
-        let store = try await DeviceStore.open(url + "?busy_timeout_ms=100", logger: quietLogger)
+        let store = try await DeviceStore.open(url + "?busy_timeout_ms=100", logger: quietLogger, clock: SystemClock())
         try await store.addTestApp()
         // Another process (the sqlite3 CLI) takes the write lock and keeps it.
         let holder = try ManagedProcess("sqlite3", [String(url.dropFirst("sqlite:".count))])
@@ -688,16 +688,16 @@ struct DeviceStoreTests {
         let url = try String(contentsOfFile: urlFile, encoding: .utf8).trimmingCharacters(in: .whitespacesAndNewlines)
         let control = try String(contentsOfFile: controlFile, encoding: .utf8).trimmingCharacters(in: .whitespacesAndNewlines)
 
-        let store = try await DeviceStore.open(url, logger: quietLogger)
+        let store = try await DeviceStore.open(url, logger: quietLogger, clock: SystemClock())
         try await store.addTestApp()
-        _ = try await store.devices.importDevices(app: "shop-ios", try Synthetic.devices(count: 100, now: now).map { try Validation.device($0.registration) })
+        _ = try await store.devices.importDevices(app: "shop-ios", try Synthetic.devices(count: 100, now: now).map { try Validation.device($0.registration, now: store.clock.wallMillis) })
         let all = ShardRange(after: nil, through: nil)
-        let first = try await store.audience.page(app: "shop-ios", segment: nil, shard: all, cursor: nil, limit: 40)
+        let first = try await store.audience.page(app: "shop-ios", segment: nil, shard: all, cursor: nil, limit: 40, now: store.clock.wallMillis)
         #expect(first.count == 40)
 
         try await run("\(control) stop -m fast -w")
         await #expect {
-            _ = try await store.audience.page(app: "shop-ios", segment: nil, shard: all, cursor: first.last?.rowKey, limit: 40)
+            _ = try await store.audience.page(app: "shop-ios", segment: nil, shard: all, cursor: first.last?.rowKey, limit: 40, now: store.clock.wallMillis)
         } throws: { error in
             (error as? StoreError)?.isUnavailable == true
         }
@@ -706,7 +706,7 @@ struct DeviceStoreTests {
         var seen = first
         var cursor = first.last?.rowKey
         while true {
-            let page = try await store.audience.page(app: "shop-ios", segment: nil, shard: all, cursor: cursor, limit: 40)
+            let page = try await store.audience.page(app: "shop-ios", segment: nil, shard: all, cursor: cursor, limit: 40, now: store.clock.wallMillis)
             seen += page
             guard let last = page.last else { break }
             cursor = last.rowKey

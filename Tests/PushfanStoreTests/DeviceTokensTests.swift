@@ -155,7 +155,7 @@ struct DeviceTokensTests {
     @Test("a device whose alert token moves to another device goes with its tokens of other kinds; the new holder's are its own", arguments: Backend.enabled)
     func movedTokenTakesNoOrphans(_ backend: Backend) async throws {
         let url = try backend.freshDatabase()
-        let store = try await DeviceStore.open(url, logger: quietLogger)
+        let store = try await DeviceStore.open(url, logger: quietLogger, clock: SystemClock())
         try await store.addTestApp()
         _ = try await store.devices.register(app: "shop-ios", DeviceRegistration(deviceID: "old", token: String(format: "%064x", 1)))
         #expect(try await store.tokens.register(app: "shop-ios", deviceID: "old", KindToken(kind: .voip, token: voip(1)), now: now))
@@ -167,7 +167,7 @@ struct DeviceTokensTests {
         #expect(try await store.tokens.list(app: "shop-ios", deviceID: "new").isEmpty)
         // The same through a batch (an import's path on both databases).
         #expect(try await store.tokens.register(app: "shop-ios", deviceID: "new", KindToken(kind: .voip, token: voip(2)), now: now))
-        _ = try await store.devices.importDevices(app: "shop-ios", [try Validation.device(DeviceRegistration(deviceID: "newer", token: String(format: "%064x", 1)))])
+        _ = try await store.devices.importDevices(app: "shop-ios", [try Validation.device(DeviceRegistration(deviceID: "newer", token: String(format: "%064x", 1)), now: store.clock.wallMillis)])
         #expect(try backend.rawCount(url, "SELECT count(*) FROM device_tokens") == 0)
     }
 
@@ -176,7 +176,7 @@ struct DeviceTokensTests {
         let store = try await backend.openFresh()
         try await store.addTestApp()
         // Enough devices for PostgreSQL to split the import over both connections.
-        var parser = DeviceImportParser(format: .ndjson)
+        var parser = DeviceImportParser(format: .ndjson, now: epochMillis(Date()))
         var devices: [ValidatedDevice] = []
         for index in 0..<1_200 {
             let tokens = index.isMultiple(of: 3)
@@ -190,7 +190,7 @@ struct DeviceTokensTests {
         #expect(listed.map(\.token.kind) == [.liveActivityStart, .voip])
         #expect(listed.first?.token == KindToken(kind: .liveActivityStart, token: voip(5_003), environment: .sandbox, scope: "MatchActivity"))
         #expect(try await store.tokens.list(app: "shop-ios", deviceID: "i4").isEmpty)
-        #expect(try await store.audience.count(app: "shop-ios", segment: nil, tokens: TokenSelection(kind: .voip, holdersOnly: true)) == 400)
+        #expect(try await store.audience.count(app: "shop-ios", segment: nil, tokens: TokenSelection(kind: .voip, holdersOnly: true), now: store.clock.wallMillis) == 400)
 
         // A registration with a token replaces the one of its kind and leaves the others.
         var registration = DeviceRegistration(deviceID: "i3", token: String(format: "%064x", 4))

@@ -72,7 +72,7 @@ struct EngagementTalliesTests {
             let json = #"{"v":1,"id":"\#(id)","app":"shop-ios","audience":{"segment":"locale = en_US"},"notification":{"push_type":"alert","content":{"default":{"title":"Hi","body":"There"}}}\#(window)}"#
             _ = try MessageCodec.decode(Campaign.self, from: Data(json.utf8))
             #expect(try await store.campaigns.record(key, audience: 10, shards: 1, definition: CampaignDefinition(record: json), now: reachedAt - 60_000))
-            let targets = try await store.audience.page(app: "shop-ios", segment: nil, shard: ShardRange(after: nil, through: nil), cursor: nil, limit: 10)
+            let targets = try await store.audience.page(app: "shop-ios", segment: nil, shard: ShardRange(after: nil, through: nil), cursor: nil, limit: 10, now: store.clock.wallMillis)
             _ = try await store.ledger.claim(campaign: key, targets: targets, owner: "w", now: reachedAt)
             #expect(try await store.ledger.record(campaign: key, targets.map { LedgerOutcome(rowKey: $0.rowKey, state: .delivered) }, now: reachedAt) == 10)
             keys[id] = key

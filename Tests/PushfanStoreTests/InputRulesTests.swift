@@ -17,7 +17,7 @@ import Testing
             } throws: { error in
                 "\(error)".contains("device id must be 1-128 characters of A-Z a-z 0-9 . _ : -")
             }
-            var parser = DeviceImportParser(format: .ndjson)
+            var parser = DeviceImportParser(format: .ndjson, now: epochMillis(Date()))
             #expect(throws: StoreError.self) { try parser.parse(#"{"device_id":\#(JSONValue.string(bad).compactJSON),"token":"\#(Synthetic.token(1))"}"#) }
         }
         // Every id the store takes is one a result record can carry.
@@ -30,7 +30,7 @@ import Testing
     @Test("a new SQLite database and its WAL are readable by their owner only")
     func sqliteFileIsPrivate() async throws {
         let url = try Backend.sqlite.freshDatabase()
-        let store = try await DeviceStore.open(url, logger: quietLogger)
+        let store = try await DeviceStore.open(url, logger: quietLogger, clock: SystemClock())
         try await store.addTestApp()
         let path = String(url.dropFirst("sqlite:".count))
         for file in [path, path + "-wal"] {
@@ -43,10 +43,10 @@ import Testing
     @Test("a UTF-8 byte order mark before the first line is not data, in NDJSON and in CSV")
     func byteOrderMarkIsSkipped() throws {
         let bom = "\u{FEFF}"
-        var ndjson = DeviceImportParser(format: .ndjson)
+        var ndjson = DeviceImportParser(format: .ndjson, now: epochMillis(Date()))
         let line = Array((bom + #"{"device_id":"d1","token":"\#(Synthetic.token(1))"}"#).utf8)
         #expect(try line.withUnsafeBytes { try ndjson.parse(bytes: $0) }?.deviceID == "d1")
-        var csv = DeviceImportParser(format: .csv)
+        var csv = DeviceImportParser(format: .csv, now: epochMillis(Date()))
         let header = Array((bom + "device_id,token").utf8)
         #expect(try header.withUnsafeBytes { try csv.parse(bytes: $0) } == nil)
         #expect(!csv.needsHeader)
@@ -55,7 +55,7 @@ import Testing
 
     @Test("a refused CSV header leaves the parser waiting for a header, so the import can stop there")
     func refusedHeader() throws {
-        var csv = DeviceImportParser(format: .csv)
+        var csv = DeviceImportParser(format: .csv, now: epochMillis(Date()))
         #expect(csv.needsHeader)
         #expect(throws: StoreError.invalidInput(
             "unknown CSV column 'id'; known: app_version, device_id, environment, last_seen, locale, os_version, quiet_end, quiet_start, tags, timezone, token, attr.NAME")) {

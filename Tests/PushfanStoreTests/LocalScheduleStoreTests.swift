@@ -21,8 +21,8 @@ private func inA(_ id: String) -> CampaignKey { CampaignKey(app: "a", id: id) }
         registration.quietHours = try QuietHours(start: "22:00", end: "07:00")
         _ = try await store.devices.register(app: "shop-ios", registration)
 
-        var ndjson = DeviceImportParser(format: .ndjson)
-        var csv = DeviceImportParser(format: .csv)
+        var ndjson = DeviceImportParser(format: .ndjson, now: epochMillis(Date()))
+        var csv = DeviceImportParser(format: .csv, now: epochMillis(Date()))
         _ = try csv.parse("device_id,token,timezone,quiet_start,quiet_end")
         let imported = [
             try ndjson.parse(#"{"device_id":"json","token":"\#(Self.token(1))","timezone":"Asia/Tokyo","quiet_hours":{"start":"12:00","end":"13:30"}}"#),
@@ -36,7 +36,7 @@ private func inA(_ id: String) -> CampaignKey { CampaignKey(app: "a", id: id) }
         #expect(try await store.devices.get(app: "shop-ios", deviceID: "csv")?.quietHours == QuietHours(start: 1380, end: 360))
         #expect(try await store.devices.get(app: "shop-ios", deviceID: "none")?.quietHours == nil)
         // Senders see them on every page, with the zone.
-        let page = try await store.audience.page(app: "shop-ios", segment: nil, shard: ShardRange(after: nil, through: nil), cursor: nil, limit: 10)
+        let page = try await store.audience.page(app: "shop-ios", segment: nil, shard: ShardRange(after: nil, through: nil), cursor: nil, limit: 10, now: store.clock.wallMillis)
         let windows: [QuietHours?] = [try QuietHours(start: 1320, end: 420), try QuietHours(start: 720, end: 810), try QuietHours(start: 1380, end: 360), nil]
         #expect(page.map(\.quietHours) == windows)
         #expect(page.map(\.timezone) == [nil, "Asia/Tokyo", "Europe/Berlin", nil])
@@ -49,7 +49,7 @@ private func inA(_ id: String) -> CampaignKey { CampaignKey(app: "a", id: id) }
             (#"{"device_id":"x","token":"\#(Self.token(4))","quiet_hours":"22-7"}"#, #"quiet_hours: wrong type, expected an object like {"start": "22:00", "end": "07:00"}"#),
         ]
         for (line, message) in refusals {
-            var parser = DeviceImportParser(format: .ndjson)
+            var parser = DeviceImportParser(format: .ndjson, now: epochMillis(Date()))
             #expect(throws: StoreError.invalidInput(message), "\(line)") { try parser.parse(line) }
         }
     }
@@ -72,14 +72,14 @@ private func inA(_ id: String) -> CampaignKey { CampaignKey(app: "a", id: id) }
             registration.tags = index < 3 ? ["early"] : []
             _ = try await store.devices.register(app: "shop-ios", registration)
         }
-        #expect(try await store.audience.zones(app: "shop-ios", segment: nil).sorted() == ["", "America/New_York", "Asia/Kolkata", "Asia/Tokyo", "Europe/Berlin"])
-        #expect(try await store.audience.zones(app: "shop-ios", segment: try SegmentParser.parse("tag:early")).sorted() == ["", "America/New_York", "Asia/Tokyo"])
+        #expect(try await store.audience.zones(app: "shop-ios", segment: nil, now: store.clock.wallMillis).sorted() == ["", "America/New_York", "Asia/Kolkata", "Asia/Tokyo", "Europe/Berlin"])
+        #expect(try await store.audience.zones(app: "shop-ios", segment: try SegmentParser.parse("tag:early"), now: store.clock.wallMillis).sorted() == ["", "America/New_York", "Asia/Tokyo"])
         let all = ShardRange(after: nil, through: nil)
-        let tokyo = try await store.audience.page(app: "shop-ios", segment: nil, shard: all, cursor: nil, limit: 10, zones: ["Asia/Tokyo"])
+        let tokyo = try await store.audience.page(app: "shop-ios", segment: nil, shard: all, cursor: nil, limit: 10, zones: ["Asia/Tokyo"], now: store.clock.wallMillis)
         #expect(tokyo.map(\.deviceID) == ["d0", "d3"])
-        let unzoned = try await store.audience.page(app: "shop-ios", segment: nil, shard: all, cursor: nil, limit: 10, zones: ["", "Europe/Berlin"])
+        let unzoned = try await store.audience.page(app: "shop-ios", segment: nil, shard: all, cursor: nil, limit: 10, zones: ["", "Europe/Berlin"], now: store.clock.wallMillis)
         #expect(unzoned.map(\.deviceID) == ["d1", "d4", "d5"])
-        let listed = try await store.audience.devices(app: "shop-ios", rowKeys: tokyo.map(\.rowKey) + unzoned.map(\.rowKey), zones: ["Asia/Tokyo"])
+        let listed = try await store.audience.devices(app: "shop-ios", rowKeys: tokyo.map(\.rowKey) + unzoned.map(\.rowKey), zones: ["Asia/Tokyo"], now: store.clock.wallMillis)
         #expect(listed.map(\.deviceID) == ["d0", "d3"])
     }
 
@@ -107,7 +107,7 @@ private func inA(_ id: String) -> CampaignKey { CampaignKey(app: "a", id: id) }
         #expect(parked.count == 1 && parked.next == now + 3_600_000)
 
         // A cancelled campaign's waves are due at once.
-        #expect(try await store.campaigns.control(inA("c1"), .cancel) == .move(from: .scheduled, to: .cancelled))
+        #expect(try await store.campaigns.control(inA("c1"), .cancel, now: store.clock.wallMillis) == .move(from: .scheduled, to: .cancelled))
         #expect(try await store.waves.due(now: now, lead: .seconds(10), staleAfter: .seconds(60)) == [later])
 
         // A quiet-hours hold is one more shard, once, however often it is asked for.
@@ -142,7 +142,7 @@ private func inA(_ id: String) -> CampaignKey { CampaignKey(app: "a", id: id) }
         #expect(try await store.apps.authenticate(app: "shop", secret: secrets.application, now: now) == nil)
         // The master secret's grace is its own.
         #expect(try await store.apps.authenticate(app: "shop", secret: secrets.master, now: now + 1_000) == .master)
-        await #expect(throws: StoreError.notFound("app nobody is not registered")) { _ = try await store.apps.rotate(app: "nobody", .master, grace: .zero) }
+        await #expect(throws: StoreError.notFound("app nobody is not registered")) { _ = try await store.apps.rotate(app: "nobody", .master, grace: .zero, now: store.clock.wallMillis) }
         try await store.apps.setRate(app: "shop", ratePerSecond: 250)
         #expect(try await store.apps.list().map(\.ratePerSecond) == [250])
         await #expect(throws: StoreError.invalidInput("rate must be between 1 and 1000000 per second, got 0")) { try await store.apps.setRate(app: "shop", ratePerSecond: 0) }

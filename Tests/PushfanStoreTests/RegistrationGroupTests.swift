@@ -21,7 +21,7 @@ struct RegistrationGroupTests {
         }
         #expect(results.count == 300 && results.values.allSatisfy(\.created))
         #expect(Set(results.values.map(\.rowKey)).count == 300)
-        #expect(try await store.audience.count(app: "shop-ios", segment: nil) == 300)
+        #expect(try await store.audience.count(app: "shop-ios", segment: nil, now: store.clock.wallMillis) == 300)
     }
 
     @Test(arguments: Backend.enabled)
@@ -45,7 +45,7 @@ struct RegistrationGroupTests {
         for (_, outcome) in failures {
             #expect(throws: StoreError.notFound("unknown app 'no-such-app'; add it with `pushfan apps add`")) { try outcome.get() }
         }
-        #expect(try await store.audience.count(app: "shop-ios", segment: nil) == 36)
+        #expect(try await store.audience.count(app: "shop-ios", segment: nil, now: store.clock.wallMillis) == 36)
     }
 
     @Test(arguments: Backend.enabled)
@@ -62,29 +62,33 @@ struct RegistrationGroupTests {
         #expect(Set(results.map(\.rowKey)).count == 1)
         let device = try #require(try await store.devices.get(app: "shop-ios", deviceID: "phone"))
         #expect([Synthetic.token(0), Synthetic.token(1)].contains(device.token))
-        #expect(try await store.audience.count(app: "shop-ios", segment: nil) == 1)
+        #expect(try await store.audience.count(app: "shop-ios", segment: nil, now: store.clock.wallMillis) == 1)
     }
 
     @Test(arguments: Backend.enabled)
     func secretsRotatedElsewhereCountAtOnceAndOldOnesStopWithinASecond(_ backend: Backend) async throws {
         let url = try backend.freshDatabase()
-        let api = try await DeviceStore.open(url, logger: quietLogger)
-        let admin = try await DeviceStore.open(url, logger: quietLogger)
+        // Two processes on one clock the test moves: the API's read ages without waiting.
+        let clock = ManualClock()
+        let api = try await DeviceStore.open(url, logger: quietLogger, clock: clock)
+        let admin = try await DeviceStore.open(url, logger: quietLogger, clock: clock)
         let secrets = try await api.apps.add(AppRegistration(app: "news", topic: "com.example.news", credentials: .certificate(certificateFile: "/c.pem", keyFile: nil)))
-        #expect(try await api.apps.authenticate(app: "news", secret: secrets.master) == .master)
+        #expect(try await api.apps.authenticate(app: "news", secret: secrets.master, now: api.clock.wallMillis) == .master)
         // Another process rotates with no grace: this one may answer from its last read for
         // up to a second (documented), no longer.
-        let rotated = try await admin.apps.rotate(app: "news", .master, grace: .zero)
-        try await Task.sleep(for: RecentSecrets.lifetime + .milliseconds(100))
-        #expect(try await api.apps.authenticate(app: "news", secret: secrets.master) == nil)
-        #expect(try await api.apps.authenticate(app: "news", secret: rotated) == .master)
+        let rotated = try await admin.apps.rotate(app: "news", .master, grace: .zero, now: admin.clock.wallMillis)
+        clock.advance(by: RecentSecrets.lifetime - .milliseconds(1))
+        #expect(try await api.apps.authenticate(app: "news", secret: secrets.master, now: api.clock.wallMillis) == .master, "the last read counts for its lifetime")
+        clock.advance(by: .milliseconds(1))
+        #expect(try await api.apps.authenticate(app: "news", secret: secrets.master, now: api.clock.wallMillis) == nil)
+        #expect(try await api.apps.authenticate(app: "news", secret: rotated, now: api.clock.wallMillis) == .master)
         // A new secret is never refused for a stale read: it does not match, so it is read again.
-        let second = try await admin.apps.rotate(app: "news", .master, grace: .zero)
-        #expect(try await api.apps.authenticate(app: "news", secret: second) == .master)
+        let second = try await admin.apps.rotate(app: "news", .master, grace: .zero, now: admin.clock.wallMillis)
+        #expect(try await api.apps.authenticate(app: "news", secret: second, now: api.clock.wallMillis) == .master)
         // A rotation in this process forgets what it read: no second of grace at all.
-        #expect(try await api.apps.authenticate(app: "news", secret: secrets.application) == .application)
-        let rotatedHere = try await api.apps.rotate(app: "news", .application, grace: .zero)
-        #expect(try await api.apps.authenticate(app: "news", secret: secrets.application) == nil)
-        #expect(try await api.apps.authenticate(app: "news", secret: rotatedHere) == .application)
+        #expect(try await api.apps.authenticate(app: "news", secret: secrets.application, now: api.clock.wallMillis) == .application)
+        let rotatedHere = try await api.apps.rotate(app: "news", .application, grace: .zero, now: api.clock.wallMillis)
+        #expect(try await api.apps.authenticate(app: "news", secret: secrets.application, now: api.clock.wallMillis) == nil)
+        #expect(try await api.apps.authenticate(app: "news", secret: rotatedHere, now: api.clock.wallMillis) == .application)
     }
 }

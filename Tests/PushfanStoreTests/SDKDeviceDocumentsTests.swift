@@ -12,30 +12,24 @@ struct SDKDeviceDocumentsTests {
     @Test("an app's first SDK device counts at once in the process that stored it and within a second in another; deleting it counts at once", arguments: Backend.enabled)
     func anyFollowsRegistrations(_ backend: Backend) async throws {
         let url = try backend.freshDatabase()
-        let here = try await DeviceStore.open(url, logger: quietLogger)
-        let elsewhere = try await DeviceStore.open(url, logger: quietLogger)
+        // Two processes on one clock the test moves: remembered answers age without waiting.
+        let clock = ManualClock()
+        let here = try await DeviceStore.open(url, logger: quietLogger, clock: clock)
+        let elsewhere = try await DeviceStore.open(url, logger: quietLogger, clock: clock)
         try await here.addTestApp()
         #expect(try await !here.sdkDevices.any(app: "shop-ios"))
         #expect(try await !elsewhere.sdkDevices.any(app: "shop-ios"))
 
-        try await here.sdkDevices.put(app: "shop-ios", deviceID: "d1", document: "{}")
+        try await here.sdkDevices.put(app: "shop-ios", deviceID: "d1", document: "{}", now: here.clock.wallMillis)
         #expect(try await here.sdkDevices.any(app: "shop-ios"))
-        // The other process's remembered "no" lasts a second at most.
-        let seen = try await eventually(within: .seconds(5)) { try await elsewhere.sdkDevices.any(app: "shop-ios") }
-        #expect(seen, "another process never saw the app's first SDK device")
+        // The other process's remembered "no" lasts a second, no longer.
+        clock.advance(by: .milliseconds(999))
+        #expect(try await !elsewhere.sdkDevices.any(app: "shop-ios"), "a no is remembered for a second")
+        clock.advance(by: .milliseconds(1))
+        #expect(try await elsewhere.sdkDevices.any(app: "shop-ios"), "another process did not see the app's first SDK device after a second")
 
         #expect(try await here.sdkDevices.delete(app: "shop-ios", deviceID: "d1"))
         #expect(try await !here.sdkDevices.any(app: "shop-ios"))
         #expect(try await !here.sdkDevices.any(app: "other-app"))
-    }
-
-    /// Polls `condition` until it holds or `limit` passes.
-    private func eventually(within limit: Duration, _ condition: () async throws -> Bool) async throws -> Bool {
-        let deadline = ContinuousClock.now + limit
-        while ContinuousClock.now < deadline {
-            if try await condition() { return true }
-            try await Task.sleep(for: .milliseconds(50))
-        }
-        return try await condition()
     }
 }

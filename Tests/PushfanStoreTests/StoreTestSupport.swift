@@ -40,7 +40,7 @@ enum Backend: String, CaseIterable, CustomTestStringConvertible, Sendable {
     }
 
     func openFresh() async throws -> DeviceStore {
-        try await DeviceStore.open(try freshDatabase(), logger: quietLogger)
+        try await DeviceStore.open(try freshDatabase(), logger: quietLogger, clock: SystemClock())
     }
 
     /// A number read straight from the database at `url`, past the store's API: for checks

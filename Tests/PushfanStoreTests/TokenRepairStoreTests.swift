@@ -18,7 +18,7 @@ private func shop(_ id: String) -> CampaignKey { CampaignKey(app: "shop-ios", id
         let store = try await backend.openFresh()
         _ = try await store.apps.add(AppRegistration(
             app: "shop-ios", topic: "com.example.shop", credentials: .token(teamID: "TEAM123456", keyID: "KEY1234567", keyFile: "/k.p8")))
-        let now = DeviceStore.now() - 600_000
+        let now = store.clock.wallMillis - 600_000
         let tokens = (0..<4).map { String(format: "%064x", $0 + 1) }
         func register(_ index: Int, seenAt: Int64) async throws {
             var registration = DeviceRegistration(deviceID: "phone-\(index)", token: tokens[index])
@@ -26,7 +26,7 @@ private func shop(_ id: String) -> CampaignKey { CampaignKey(app: "shop-ios", id
             _ = try await store.devices.register(app: "shop-ios", registration)
         }
         for index in tokens.indices { try await register(index, seenAt: now) }
-        let targets = try await store.audience.page(app: "shop-ios", segment: nil, shard: ShardRange(after: nil, through: nil), cursor: nil, limit: 10)
+        let targets = try await store.audience.page(app: "shop-ios", segment: nil, shard: ShardRange(after: nil, through: nil), cursor: nil, limit: 10, now: store.clock.wallMillis)
         #expect(try await store.campaigns.record(CampaignKey(app: "shop-ios", id: "calls"), audience: 4, shards: 1, definition: CampaignDefinition(record: Self.voip), now: now))
         _ = try await store.ledger.claim(campaign: shop("calls"), targets: targets, owner: "w", now: now + 1_000)
         let outcomes = [

@@ -109,7 +109,7 @@ struct UsersTests {
         try await register(store, "seven", token: 4, user: "7")
         try await register(store, "anonymous", token: 5, user: nil)
         try await register(store, app: "news-ios", "news-phone", token: 6, user: "42")
-        #expect(try await store.devices.invalidate(app: "shop-ios", environment: .production, token: String(format: "%064x", 3), reason: "Unregistered"))
+        #expect(try await store.devices.invalidate(app: "shop-ios", environment: .production, token: String(format: "%064x", 3), reason: "Unregistered", now: store.clock.wallMillis))
         try await store.users.setAliases(app: "shop-ios", user: "7", ["crm_id": "C-7"], now: 1_000)
         try await store.users.setAliases(app: "news-ios", user: "42", ["crm_id": "C-42"], now: 1_000)
 
@@ -124,9 +124,9 @@ struct UsersTests {
         #expect(Array(found.devices.keys) == ["anonymous"], "another app's device is unknown here")
         #expect(found.devices["anonymous"]?.rowKey == rows[3] && found.userDevices["42"]?.first?.rowKey == rows[0])
         // The same aliases in segments: the alias's user's active devices, this app's only.
-        #expect(try await store.audience.count(app: "shop-ios", segment: try SegmentParser.parse("alias.crm_id:C-7")) == 1)
-        #expect(try await store.audience.count(app: "shop-ios", segment: try SegmentParser.parse("alias.crm_id:C-42")) == 0)
-        #expect(try await store.audience.count(app: "news-ios", segment: try SegmentParser.parse("alias.crm_id:C-42")) == 1)
+        #expect(try await store.audience.count(app: "shop-ios", segment: try SegmentParser.parse("alias.crm_id:C-7"), now: store.clock.wallMillis) == 1)
+        #expect(try await store.audience.count(app: "shop-ios", segment: try SegmentParser.parse("alias.crm_id:C-42"), now: store.clock.wallMillis) == 0)
+        #expect(try await store.audience.count(app: "news-ios", segment: try SegmentParser.parse("alias.crm_id:C-42"), now: store.clock.wallMillis) == 1)
     }
 
     @Test("a registration body with user_id beside attributes keeps both, the top-level user_id winning in either order")

@@ -24,14 +24,15 @@ struct CampaignControlsTests {
             let directory = FileManager.default.temporaryDirectory.appendingPathComponent("pushfan-controls-\(UUID().uuidString.prefix(8))")
             try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
             path = directory.appendingPathComponent("store.db").path
-            store = try await DeviceStore.open("sqlite:" + path + options, logger: Logger(label: "test", threshold: .error))
+            store = try await DeviceStore.open("sqlite:" + path + options, logger: Logger(label: "test", threshold: .error), clock: SystemClock())
             _ = try await store.apps.add(AppRegistration(
                 app: "shop", topic: "com.example.shop", credentials: .token(teamID: "TEAM000001", keyID: "KEY0000001", keyFile: "/k.p8"), ratePerSecond: 100))
             let logged = logged
             controls = CampaignControls(
                 store: store, logger: Logger(label: "test", threshold: .warning) { line in logged.withLock { $0.append(line) } },
-                refreshInterval: refreshInterval)
-            writer = Task { [controls] in await controls.runWrites(until: StopSignal()) }
+                clock: store.clock, refreshInterval: refreshInterval)
+            let stop = StopSignal(clock: store.clock)
+            writer = Task { [controls] in await controls.runWrites(until: stop) }
         }
 
         /// Ends the writer once every record read is written.
@@ -47,7 +48,7 @@ struct CampaignControlsTests {
         /// A campaign in `status` that this worker has read, as a sending task does.
         func campaign(_ id: String, _ status: CampaignStatus) async throws {
             let key = CampaignKey(app: "shop", id: id)
-            #expect(try await store.campaigns.record(key, audience: 10, shards: 1, status: status))
+            #expect(try await store.campaigns.record(key, audience: 10, shards: 1, status: status, now: store.clock.wallMillis))
             #expect(try await controls.refresh(key) == status)
         }
 
@@ -155,7 +156,7 @@ struct CampaignControlsTests {
         let fixture = try await Fixture()
         try await fixture.campaign("c", .running)
         // Another worker or the API cancelled it; this worker has not read that record yet.
-        #expect(try await fixture.store.campaigns.control(Self.c, .cancel) == .move(from: .running, to: .cancelled))
+        #expect(try await fixture.store.campaigns.control(Self.c, .cancel, now: fixture.store.clock.wallMillis) == .move(from: .running, to: .cancelled))
         fixture.controls.read(Self.record(.pause))
         await fixture.finish()
         #expect(fixture.controls.current(Self.c) == .cancelled)

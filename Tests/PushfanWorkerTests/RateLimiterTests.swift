@@ -1,25 +1,27 @@
 import Foundation
-import Testing
-@testable import PushfanWorker
 import PushfanCore
+import PushfanTestSupport
+import Testing
+
+@testable import PushfanWorker
 
 @Suite("Rate buckets")
 struct RateLimiterTests {
     @Test("a bucket holds 50 ms of its rate, at least one send")
     func capacityIsFiftyMillisecondsOfTheRate() {
-        #expect(TokenBucket(rate: 1_000).capacity == 50)
-        #expect(TokenBucket(rate: 2_000 / 4).capacity == 25)
-        #expect(TokenBucket(rate: 10).capacity == 1)
-        #expect(TokenBucket(rate: 0.5).capacity == 1)
+        #expect(TokenBucket(rate: 1_000, clock: ManualClock()).capacity == 50)
+        #expect(TokenBucket(rate: 2_000 / 4, clock: ManualClock()).capacity == 25)
+        #expect(TokenBucket(rate: 10, clock: ManualClock()).capacity == 1)
+        #expect(TokenBucket(rate: 0.5, clock: ManualClock()).capacity == 1)
     }
 
     @Test("a full bucket grants up to its capacity at once; exactly-n requests are clamped to it")
     func grantsAreBoundedByCapacity() async throws {
-        let bucket = TokenBucket(rate: 1_000)
+        let bucket = TokenBucket(rate: 1_000, clock: ManualClock())
         #expect(try await bucket.acquire(upTo: 10_000) == 50)
-        let other = TokenBucket(rate: 1_000)
+        let other = TokenBucket(rate: 1_000, clock: ManualClock())
         #expect(try await other.acquire(exactly: 500) == 50)
-        #expect(try await TokenBucket(rate: 1_000).acquire(upTo: 7) == 7)
+        #expect(try await TokenBucket(rate: 1_000, clock: ManualClock()).acquire(upTo: 7) == 7)
     }
 
     @Test("sends never come faster than the rate: after the first 50 at 1,000/s, each further grant waits for time to pass")
@@ -78,7 +80,7 @@ struct RateLimiterTests {
 
     @Test("a lowered rate applies to the next grant and caps the saved tokens")
     func setRateLowersCapacity() async throws {
-        let bucket = TokenBucket(rate: 10_000)
+        let bucket = TokenBucket(rate: 10_000, clock: ManualClock())
         bucket.setRate(100)
         #expect(bucket.capacity == 5)
         #expect(try await bucket.acquire(upTo: 1_000) == 5)
@@ -86,17 +88,18 @@ struct RateLimiterTests {
 
     @Test("a waiting acquire ends with CancellationError when its task is cancelled")
     func waitingAcquireIsCancellable() async throws {
-        let bucket = TokenBucket(rate: 0.01)
+        let clock = ManualClock()
+        let bucket = TokenBucket(rate: 0.01, clock: clock)
         _ = try await bucket.acquire(upTo: 1)
         let waiter = Task { try await bucket.acquire(upTo: 1) }
-        try await Task.sleep(for: .milliseconds(50))
+        await clock.waitForSleepers(1)
         waiter.cancel()
         await #expect(throws: CancellationError.self) { _ = try await waiter.value }
     }
 
     @Test("lanes share one bucket per key, and a key gets the latest rate")
     func lanesShareBuckets() {
-        let lanes = RateLanes()
+        let lanes = RateLanes(clock: ManualClock())
         let first = lanes.bucket(.app("shop", lane: 0), rate: 1_000)
         #expect(lanes.bucket(.app("shop", lane: 0), rate: 1_000) === first)
         #expect(lanes.bucket(.app("shop", lane: 1), rate: 1_000) !== first)

@@ -1,8 +1,10 @@
 import Foundation
-import Testing
-@testable import PushfanWorker
 import PushfanAPNs
 import PushfanCore
+import PushfanTestSupport
+import Testing
+
+@testable import PushfanWorker
 
 /// The lane's circuit breaker, the credentials pause with its limit, and the stop signal:
 /// pure decisions driven with explicit instants.
@@ -87,7 +89,7 @@ import PushfanCore
     @Test("credentials: each campaign hears of a pause once; past the limit devices are given up until the app recovers")
     func credentialsPauseAndGiveUp() {
         let logger = Logger(label: "test", threshold: .error)
-        let patient = AppPauses(logger: logger, giveUpAfter: .seconds(3_600))
+        let patient = AppPauses(logger: logger, giveUpAfter: .seconds(3_600), clock: ManualClock())
         #expect(patient.pause("shop", campaign: CampaignKey(app: "shop", id: "a"), for: .seconds(30), reason: "403") == .init(giveUp: false, announce: true))
         #expect(patient.pause("shop", campaign: CampaignKey(app: "shop", id: "a"), for: .seconds(30), reason: "403") == .init(giveUp: false, announce: false))
         #expect(patient.pause("shop", campaign: CampaignKey(app: "shop", id: "b"), for: .seconds(30), reason: "403") == .init(giveUp: false, announce: true))
@@ -103,7 +105,7 @@ import PushfanCore
         #expect(timed.pause("shop", campaign: CampaignKey(app: "shop", id: "a"), for: .seconds(30), reason: "403") == .init(giveUp: true, announce: true))
         #expect(timed.hasGivenUp("shop"))
 
-        let strict = AppPauses(logger: logger, giveUpAfter: .zero)
+        let strict = AppPauses(logger: logger, giveUpAfter: .zero, clock: ManualClock())
         #expect(strict.pause("shop", campaign: CampaignKey(app: "shop", id: "a"), for: .seconds(30), reason: "403").giveUp)
         #expect(strict.hasGivenUp("shop"))
         strict.recovered("shop")
@@ -112,7 +114,7 @@ import PushfanCore
 
     @Test("a sleep on the stop signal ends when the signal is raised", .timeLimit(.minutes(1)))
     func stopSignalWakesSleepers() async {
-        let signal = StopSignal()
+        let signal = StopSignal(clock: SystemClock())
         async let slept: Void = signal.sleep(for: .seconds(3_600))
         try? await Task.sleep(for: .milliseconds(100))
         signal.raise()

@@ -11,7 +11,7 @@ struct ShardPagesTests {
     static func freshStore() async throws -> DeviceStore {
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("pushfan-pages-\(UUID().uuidString.prefix(8))")
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
-        let store = try await DeviceStore.open("sqlite:" + directory.appendingPathComponent("store.db").path, logger: Logger(label: "test", threshold: .error))
+        let store = try await DeviceStore.open("sqlite:" + directory.appendingPathComponent("store.db").path, logger: Logger(label: "test", threshold: .error), clock: SystemClock())
         _ = try await store.apps.add(AppRegistration(
             app: "big", topic: "com.example.big", credentials: .token(teamID: "TEAM000001", keyID: "KEY0000001", keyFile: "/k.p8"), ratePerSecond: 1_000))
         return store
@@ -38,7 +38,7 @@ struct ShardPagesTests {
         var devices: [ValidatedDevice] = []
         devices.reserveCapacity(count)
         for index in 0..<count {
-            devices.append(try Validation.device(DeviceRegistration(deviceID: "d-\(index)", token: String(format: "%064x", index + 1))))
+            devices.append(try Validation.device(DeviceRegistration(deviceID: "d-\(index)", token: String(format: "%064x", index + 1)), now: epochMillis(Date())))
         }
         for start in stride(from: 0, to: count, by: 50_000) {
             _ = try await store.devices.importDevices(app: "big", Array(devices[start..<start + 50_000]))
@@ -70,7 +70,7 @@ struct ShardPagesTests {
         for index in 0..<1_000 {
             var registration = DeviceRegistration(deviceID: "d-\(index)", token: String(format: "%064x", index + 1))
             registration.tags = index % 3 == 0 ? ["vip"] : []
-            devices.append(try Validation.device(registration))
+            devices.append(try Validation.device(registration, now: epochMillis(Date())))
         }
         _ = try await store.devices.importDevices(app: "big", devices)
         let plan = CampaignPlan(

@@ -159,3 +159,8 @@ import PushfanKafka
         #expect(order == ["t0", "t1", "t2", "t3"])
     }
 }
+
+extension TaskSchedule {
+    /// Entries of a partition this worker owns, from the first unfinished one on.
+    func entries(of partition: TopicPartition) -> [Entry]? { partitions[partition].map { Array($0.live) } }
+}

@@ -14,7 +14,7 @@ enum CampaignRoutes {
             let campaign: Campaign
             do throws(MessageDecodingError) {
                 campaign = try Campaign.decodeRecord(body)
-                try campaign.checkSubmittable(now: Date())
+                try campaign.checkSubmittable(now: store.clock.wall)
             } catch {
                 throw APIError(error.code == "record_too_large" ? 413 : 400, error.code, error.description, field: error.field)
             }

@@ -41,7 +41,7 @@ enum ChannelRoutes {
             do throws(APNsChannelManager.Failure) { id = try await manager.create(bundleID: app.topic, policy: policy) } catch {
                 throw refused(error, doing: "create a channel")
             }
-            let row = BroadcastChannels.Row(app: app.app, id: id, environment: app.environment, policy: policy, createdAt: Int64(Date().timeIntervalSince1970 * 1_000))
+            let row = BroadcastChannels.Row(app: app.app, id: id, environment: app.environment, policy: policy, createdAt: store.clock.wallMillis)
             try await store.channels.add(row)
             return .json(201, json(row), headers: ["Location": "/v1/apps/\(app.app)/channels/\(pathSegment(id))"])
         })

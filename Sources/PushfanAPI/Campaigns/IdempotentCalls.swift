@@ -30,9 +30,10 @@ enum IdempotentCalls {
     private static func once(
         _ store: DeviceStore, app: String, key: String, body: [UInt8], work: () async throws -> HTTPResponse
     ) async throws -> HTTPResponse {
-        let deadline = ContinuousClock.now + IdempotencyKeys.abandonAfter
+        let clock = store.clock
+        let deadline = clock.now + IdempotencyKeys.abandonAfter
         while true {
-            switch try await store.idempotency.claim(app: app, key: key, body: body) {
+            switch try await store.idempotency.claim(app: app, key: key, body: body, now: clock.wallMillis) {
             case .claimed:
                 let response: HTTPResponse
                 do {
@@ -51,10 +52,10 @@ enum IdempotentCalls {
             case .mismatch:
                 throw APIError(409, "idempotency_key_reused", "Idempotency-Key \(key) was used for a different request; use a new key for a new request", field: "Idempotency-Key")
             case .inProgress:
-                guard ContinuousClock.now < deadline else {
+                guard clock.now < deadline else {
                     throw APIError(409, "idempotency_key_in_use", "a request with Idempotency-Key \(key) is still being processed; retry later")
                 }
-                try await Task.sleep(for: .milliseconds(25))
+                try await clock.sleep(for: .milliseconds(25))
             }
         }
     }

@@ -18,7 +18,7 @@ enum MessageRoutes {
     static let devicesPerTask = 500
 
     static func add(to router: inout Router<Route>, store: DeviceStore, writer: ResultsWriter, lanes: Int) {
-        let partitions = PartitionCount(producer: writer.producer, topic: writer.topics.tasks)
+        let partitions = PartitionCount(producer: writer.producer, topic: writer.topics.tasks, clock: store.clock)
         router.add("POST", "/v1/apps/{app}/messages", Route(roles: [.master], campaigns: true) { call in
             let app = call.parameter("app")
             let body = try APIService.requireJSON(call.request)
@@ -26,7 +26,7 @@ enum MessageRoutes {
             let recipients = try MessageRecipients.parse(message.recipients)
             let id = newID()
             // Checked with one id standing in for the devices, so the rest is checked first.
-            var campaign = try checked { () throws(MessageDecodingError) in try message.campaign(id: id, app: app, devices: ["pending"], now: Date()) }
+            var campaign = try checked { () throws(MessageDecodingError) in try message.campaign(id: id, app: app, devices: ["pending"], now: store.clock.wall) }
             if try await store.sdkDevices.any(app: app) {
                 do throws(MessageDecodingError) { try campaign.validatePayloads(notificareApplication: app) } catch {
                     throw APIError(400, error.code, "\(error.description) (with the keys Notificare's SDK needs, which this app's pushes carry)", field: error.field)
@@ -126,16 +126,16 @@ enum MessageRoutes {
                 topic: writer.topics.tasks, key: task.kafkaKey, value: MessageCodec.encode(task),
                 partition: Int32(TaskRecord.partition(app: campaign.app, lane: task.lane, partitions: partitionCount)))
         }
-        guard try await store.campaigns.record(campaign.key, audience: rowKeys.count, shards: chunks.count, definition: definition, status: .running) else {
+        guard try await store.campaigns.record(campaign.key, audience: rowKeys.count, shards: chunks.count, definition: definition, status: .running, now: store.clock.wallMillis) else {
             throw APIError(500, "internal", "message id \(campaign.id) was taken; send the message again")
         }
         do {
             let accepted = try await writer.campaign(CampaignEvent(
-                campaign: campaign.id, app: campaign.app, event: .accepted, audience: rowKeys.count, at: Int64(Date().timeIntervalSince1970 * 1000)))
+                campaign: campaign.id, app: campaign.app, event: .accepted, audience: rowKeys.count, at: store.clock.wallMillis))
             let tasks = try await writer.producer.enqueue(records)
             if let error = await ResultsWriter.firstFailure([tasks, accepted]) { throw error }
         } catch {
-            _ = try? await store.campaigns.transition(campaign.key, from: .running, to: .cancelled)
+            _ = try? await store.campaigns.transition(campaign.key, from: .running, to: .cancelled, now: store.clock.wallMillis)
             throw error
         }
     }
@@ -147,15 +147,16 @@ final class PartitionCount: Sendable {
     private let producer: KafkaProducer
     private let topic: String
     private let known = Locked<(count: Int, at: ContinuousClock.Instant)?>(nil)
+    private let clock: any ServiceClock
 
-    init(producer: KafkaProducer, topic: String) {
-        (self.producer, self.topic) = (producer, topic)
+    init(producer: KafkaProducer, topic: String, clock: any ServiceClock) {
+        (self.producer, self.topic, self.clock) = (producer, topic, clock)
     }
 
     func value() async throws -> Int {
-        if let known = known.withLock({ $0 }), ContinuousClock.now - known.at < .seconds(60) { return known.count }
+        if let known = known.withLock({ $0 }), clock.now - known.at < .seconds(60) { return known.count }
         let count = try await producer.partitionCount(topic: topic)
-        known.withLock { $0 = (count, .now) }
+        known.withLock { [now = clock.now] in $0 = (count, now) }
         return count
     }
 }

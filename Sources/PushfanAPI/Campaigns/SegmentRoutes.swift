@@ -12,7 +12,7 @@ enum SegmentRoutes {
             do { segment = try SegmentParser.parse(expression) } catch {
                 throw APIError(400, "invalid_segment", "segment: \(error)", field: "segment")
             }
-            let count = try await store.audience.count(app: call.parameter("app"), segment: segment)
+            let count = try await store.audience.count(app: call.parameter("app"), segment: segment, now: store.clock.wallMillis)
             return .json(200, ["segment": .string(expression), "count": .int(Int64(count))])
         }
         count.readsOnly = true

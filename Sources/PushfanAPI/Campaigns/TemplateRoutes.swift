@@ -16,7 +16,7 @@ enum TemplateRoutes {
             do throws(MessageDecodingError) { template = try NotificationTemplate.decode(body) } catch {
                 throw APIError(400, error.code, error.description, field: error.field.isEmpty ? nil : error.field)
             }
-            let created = try await store.templates.put(app: call.parameter("app"), name: call.parameter("name"), template)
+            let created = try await store.templates.put(app: call.parameter("app"), name: call.parameter("name"), template, now: store.clock.wallMillis)
             return .json(created ? 201 : 200, json(name: call.parameter("name"), template))
         })
         router.add("GET", "/v1/apps/{app}/templates/{name}", Route(roles: [.master]) { call in

@@ -36,6 +36,8 @@ package final class DashboardFeed: Sendable {
 
     private let consumer: KafkaConsumer
     private let store: DeviceStore
+    /// The store's clock: the API's one time.
+    private var clock: any ServiceClock { store.clock }
     private let topics: TopicNames
     private let settings: Settings
     private let logger: Logger
@@ -101,7 +103,7 @@ package final class DashboardFeed: Sendable {
             let progress = counting.withLock { state in
                 partitions.compactMap { partition in state.partitions.removeValue(forKey: partition).flatMap { Self.unsaved(partition, $0) } }
             }
-            do { try store.dashboard.saveBlocking(progress) } catch {
+            do { try store.dashboard.saveBlocking(progress, now: store.clock.wallMillis) } catch {
                 logger.warning("dashboard.save_failed", ["error": "\(error)"])
             }
         }
@@ -110,7 +112,7 @@ package final class DashboardFeed: Sendable {
         // The one place campaign ids are labels: a bounded set of running campaigns.
         let running: @Sendable () -> [DashboardSnapshot.CampaignRow] = { [weak self] in
             guard let self else { return [] }
-            return Array(self.snapshot(for: .admin, selected: nil).campaigns.filter { ["running", "sending", "paused"].contains($0.status) }.prefix(Self.labelledCampaigns))
+            return Array(self.snapshot(for: .admin, selected: nil, now: self.clock.wallMillis).campaigns.filter { ["running", "sending", "paused"].contains($0.status) }.prefix(Self.labelledCampaigns))
         }
         metrics.collected(
             "pushfan_campaign_done_devices", "Devices with a final outcome, of the \(Self.labelledCampaigns) most recently active running, sending or paused campaigns.",
@@ -152,10 +154,10 @@ package final class DashboardFeed: Sendable {
     package func subscribe(_ viewer: DashboardViewer, selected: String?) -> EventStream {
         let stream = EventStream()
         stream.send(Array("retry: 2000\n\n".utf8))
-        var first = snapshot(for: viewer, selected: selected)
+        var first = snapshot(for: viewer, selected: selected, now: clock.wallMillis)
         stream.send(Self.event(first))
         first.at = 0
-        view.withLock { $0.streams[ObjectIdentifier(stream)] = Subscriber(stream: stream, viewer: viewer, selected: selected, lastShown: first, lastWrite: .now) }
+        view.withLock { $0.streams[ObjectIdentifier(stream)] = Subscriber(stream: stream, viewer: viewer, selected: selected, lastShown: first, lastWrite: clock.now) }
         return stream
     }
 
@@ -163,7 +165,7 @@ package final class DashboardFeed: Sendable {
     package var streams: Int { view.withLock { $0.streams.count } }
 
     /// What `viewer` sees now.
-    package func snapshot(for viewer: DashboardViewer, selected: String?, now: Int64 = Int64(Date().timeIntervalSince1970 * 1000)) -> DashboardSnapshot {
+    package func snapshot(for viewer: DashboardViewer, selected: String?, now: Int64) -> DashboardSnapshot {
         view.withLock { Self.snapshot($0, viewer: viewer, selected: selected, now: now, campaigns: settings.campaigns) }
     }
 
@@ -241,7 +243,7 @@ package final class DashboardFeed: Sendable {
     /// Counts records in order; returns those of partitions that met a campaign whose saved
     /// tally is not in memory, from that record on.
     private func apply(_ read: [(TopicPartition, Int64, Read)]) -> [(TopicPartition, Int64, Read)] {
-        let now = ContinuousClock.now
+        let now = clock.now
         var kinds = (results: 0, deadLetters: 0, erasures: 0, unreadable: 0)
         var waiting: [(TopicPartition, Int64, Read)] = []
         counting.withLock { state in
@@ -364,7 +366,7 @@ package final class DashboardFeed: Sendable {
     }
 
     private func save() async {
-        let idleBefore = ContinuousClock.now - settings.idle
+        let idleBefore = clock.now - settings.idle
         let progress: [(TopicPartition, DashboardTallies.PartitionProgress)] = counting.withLock { state in
             var progress: [(TopicPartition, DashboardTallies.PartitionProgress)] = []
             for (partition, count) in state.partitions {
@@ -384,7 +386,7 @@ package final class DashboardFeed: Sendable {
         }
         guard !progress.isEmpty else { return }
         do {
-            try await store.dashboard.save(progress.map(\.1))
+            try await store.dashboard.save(progress.map(\.1), now: store.clock.wallMillis)
             // The group's offsets follow the saves, for lag tools; counting starts from the
             // saved offsets, never from these.
             try? consumer.storeNextOffsets(Dictionary(progress.map { ($0.0, $0.1.nextOffset) }, uniquingKeysWith: max))
@@ -409,7 +411,7 @@ package final class DashboardFeed: Sendable {
             let changed = recent.filter { known[$0.campaign] != $0.savedAt }
             let merged = changed.isEmpty ? [:] : try await store.dashboard.merged(changed.map(\.campaign))
             let letters = try await store.dashboard.deadLetters(limit: settings.deadLetters)
-            let readLimits = view.withLock { $0.limitsRead.map { ContinuousClock.now - $0 > .seconds(10) } ?? true }
+            let readLimits = view.withLock { $0.limitsRead.map { self.clock.now - $0 > .seconds(10) } ?? true }
             let limits = readLimits ? Dictionary(try await store.apps.list().map { ($0.app, $0.ratePerSecond) }, uniquingKeysWith: { a, _ in a }) : nil
             view.withLock { view in
                 var tallies: [String: (savedAt: Int64, tally: CampaignTally)] = [:]
@@ -420,7 +422,7 @@ package final class DashboardFeed: Sendable {
                 view.deadLetters = letters
                 if let limits {
                     view.limits = limits
-                    view.limitsRead = .now
+                    view.limitsRead = self.clock.now
                 }
             }
         } catch {
@@ -431,8 +433,8 @@ package final class DashboardFeed: Sendable {
     /// Sends each stream its snapshot if it changed, a heartbeat if it has been quiet, and
     /// forgets the streams whose clients have gone.
     private func publish() {
-        let now = ContinuousClock.now
-        let millis = Int64(Date().timeIntervalSince1970 * 1000)
+        let now = clock.now
+        let millis = clock.wallMillis
         view.withLock { view in
             var rendered: [String: (shown: DashboardSnapshot, event: [UInt8])] = [:]
             for (id, var subscriber) in view.streams {

@@ -28,14 +28,14 @@ enum DashboardRoutes {
         let off = APIError(503, "dashboard_off", "this API process does not read the results topic (started with --no-dashboard)")
         router.add("GET", "/dashboard", Route(roles: [], viewer: true) { call in
             guard let feed, let viewer = call.viewer else { throw off }
-            let snapshot = await withEngagement(store, feed.snapshot(for: viewer, selected: call.request.query["campaign"]))
+            let snapshot = await withEngagement(store, feed.snapshot(for: viewer, selected: call.request.query["campaign"], now: store.clock.wallMillis))
             return HTTPResponse(
                 status: 200, headers: pageHeaders,
                 body: DashboardPage.html(snapshot: DashboardFeed.json(snapshot), charts: chartJS != nil))
         })
         router.add("GET", "/dashboard/state", Route(roles: [], viewer: true) { call in
             guard let feed, let viewer = call.viewer else { throw off }
-            let snapshot = await withEngagement(store, feed.snapshot(for: viewer, selected: call.request.query["campaign"]))
+            let snapshot = await withEngagement(store, feed.snapshot(for: viewer, selected: call.request.query["campaign"], now: store.clock.wallMillis))
             return HTTPResponse(status: 200, headers: ["Content-Type": "application/json", "Cache-Control": "no-store"], body: DashboardFeed.json(snapshot))
         })
         router.add("GET", "/dashboard/events", Route(roles: [], viewer: true) { call in

@@ -19,7 +19,7 @@ enum DeviceRoutes {
             let result: RegistrationResult
             do {
                 // Checked first, so that bad input is a 400 whoever holds the token.
-                let validated = try Validation.device(registration)
+                let validated = try Validation.device(registration, now: store.clock.wallMillis)
                 if call.role == .application {
                     let holder = try await store.devices.holder(app: app, environment: registration.environment, token: validated.token)
                     if let holder, holder != registration.deviceID, holder != call.request.query["previous_device_id"] {

@@ -25,21 +25,19 @@ enum PersonalDataRoutes {
             let (app, id) = (call.parameter("app"), call.parameter("user"))
             guard let user = try await store.users.get(app: app, id: id) else { throw APIError.notFound("app \(app) has no user \(id)") }
             // The tombstone first: a failure leaves everything in place for the retry.
-            try await tombstone(ErasureRecord(app: app, user: id, devices: user.devices.map(\.deviceID), at: now()), writer)
+            try await tombstone(ErasureRecord(app: app, user: id, devices: user.devices.map(\.deviceID), at: store.clock.wallMillis), writer)
             guard let erased = try await store.personalData.eraseUser(app: app, id: id) else { throw APIError.notFound("app \(app) has no user \(id)") }
-            try await tombstoneLate(erased, app: app, told: user.devices.map(\.deviceID), writer: writer)
+            try await tombstoneLate(erased, app: app, told: user.devices.map(\.deviceID), at: store.clock.wallMillis, writer: writer)
             return .json(200, ["user_id": .string(id), "erased": true, "devices": .array(erased.devices.map { .string($0) })])
         })
         router.add("POST", "/v1/apps/{app}/devices/{device}/erase", Route(roles: [.master]) { call in
             let (app, id) = (call.parameter("app"), call.parameter("device"))
             guard try await store.devices.get(app: app, deviceID: id) != nil else { throw APIError.notFound("app \(app) has no device \(id)") }
-            try await tombstone(ErasureRecord(app: app, user: nil, devices: [id], at: now()), writer)
+            try await tombstone(ErasureRecord(app: app, user: nil, devices: [id], at: store.clock.wallMillis), writer)
             guard try await store.personalData.eraseDevice(app: app, id: id) != nil else { throw APIError.notFound("app \(app) has no device \(id)") }
             return .json(200, ["device": .string(id), "erased": true])
         })
     }
-
-    private static func now() -> Int64 { Int64(Date().timeIntervalSince1970 * 1000) }
 
     /// The erasure on both topics, waited for: the call answers only once Kafka has it.
     private static func tombstone(_ record: ErasureRecord, _ writer: ResultsWriter) async throws {
@@ -52,9 +50,9 @@ enum PersonalDataRoutes {
     }
 
     /// Devices that joined the user between the read and the erasure get a tombstone too.
-    private static func tombstoneLate(_ erased: PersonalData.Erased, app: String, told: [String], writer: ResultsWriter) async throws {
+    private static func tombstoneLate(_ erased: PersonalData.Erased, app: String, told: [String], at: Int64, writer: ResultsWriter) async throws {
         let late = erased.devices.filter { !told.contains($0) }
-        if !late.isEmpty { try await tombstone(ErasureRecord(app: app, user: erased.user, devices: late, at: now()), writer) }
+        if !late.isEmpty { try await tombstone(ErasureRecord(app: app, user: erased.user, devices: late, at: at), writer) }
     }
 
     private static func json(_ data: PersonalData.DeviceData) -> JSONValue {

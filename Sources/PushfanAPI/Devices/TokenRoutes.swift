@@ -13,7 +13,7 @@ enum TokenRoutes {
         router.add("PUT", path + "/{kind}", Route(roles: [.application, .master]) { call in
             let kind = try Self.kind(call.parameter("kind"))
             let token = try KindToken.read(try APIService.jsonObject(call.request), kind: kind)
-            let created = try await store.tokens.register(app: call.parameter("app"), deviceID: call.parameter("device"), token)
+            let created = try await store.tokens.register(app: call.parameter("app"), deviceID: call.parameter("device"), token, now: store.clock.wallMillis)
             return .json(created ? 201 : 200, ["device": .string(call.parameter("device")), "kind": .string(kind.rawValue), "created": .bool(created)])
         })
         router.add("DELETE", path + "/{kind}", Route(roles: [.application, .master]) { call in
@@ -35,7 +35,7 @@ enum TokenRoutes {
         router.add("POST", "/live-activity", Route(roles: [.application, .master]) { call in
             let body = try APIService.jsonObject(call.request)
             let token = KindToken(kind: .liveActivityUpdate, token: try BodyFields.text(body, "token"), scope: try BodyFields.text(body, "activity"))
-            _ = try await store.tokens.register(app: call.parameter("app"), deviceID: try BodyFields.text(body, "deviceID"), token)
+            _ = try await store.tokens.register(app: call.parameter("app"), deviceID: try BodyFields.text(body, "deviceID"), token, now: store.clock.wallMillis)
             return .json(200, ["message": "live activity registered"])
         })
         // An end for an activity the device never registered is not an error: the SDK does

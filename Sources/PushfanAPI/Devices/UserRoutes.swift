@@ -29,7 +29,7 @@ enum UserRoutes {
                 aliases[name] = text
             }
             do {
-                try await store.users.setAliases(app: app, user: id, aliases, now: Int64(Date().timeIntervalSince1970 * 1000))
+                try await store.users.setAliases(app: app, user: id, aliases, now: store.clock.wallMillis)
             } catch let error as StoreError where error.code == .conflict {
                 let field = error.message.split(separator: ":", maxSplits: 1).first.map(String.init)
                 throw APIError(409, "alias_taken", error.message, field: field)

@@ -22,7 +22,7 @@ enum EventRoutes {
             guard (1...maxBatch).contains(items.count) else {
                 throw APIError(422, "invalid_input", "events: \(items.count) events; a batch has 1 to \(maxBatch)", field: "events")
             }
-            let now = epochMillis()
+            let now = store.clock.wallMillis
             var problems: [(index: Int, field: String, message: String)] = []
             var events: [(index: Int, event: EngagementEvent)] = []
             for (index, item) in items.enumerated() {

@@ -63,10 +63,12 @@ package final class HTTPServer: Sendable {
     /// `timeout`), ends streaming bodies, then closes every connection.
     package func stop(timeout: Duration = .seconds(5)) async {
         loop.post(.stopAccepting)
-        let deadline = ContinuousClock.now + timeout
+        // On the machine's time, like the loop's own deadlines: connections drain in real time.
+        let clock = SystemClock()
+        let deadline = clock.now + timeout
         for stream in loop.streams.withLock({ Array($0.values) }) { stream.close() }
-        while loop.busy && ContinuousClock.now < deadline {
-            try? await Task.sleep(for: .milliseconds(20))
+        while loop.busy && clock.now < deadline {
+            try? await clock.sleep(for: .milliseconds(20))
         }
         loop.post(.exit)
         await withCheckedContinuation { continuation in
@@ -169,11 +171,11 @@ final class ServerLoop: @unchecked Sendable {
         let capacity = 256
         let events = UnsafeMutablePointer<epoll_event>.allocate(capacity: capacity)
         defer { events.deallocate() }
-        now = Self.monotonicMillis()
+        now = SystemClock.monotonicMillis()
         while !exiting {
             let count = epoll_wait(epoll, events, Int32(capacity), Int32(max(1, nextSweep - now)))
             if count < 0 && errno != EINTR { break }
-            now = Self.monotonicMillis()
+            now = SystemClock.monotonicMillis()
             for slot in 0..<max(0, Int(count)) {
                 let event = events[slot]
                 switch event.data.u64 {
@@ -285,11 +287,6 @@ final class ServerLoop: @unchecked Sendable {
         epoll_ctl(epoll, EPOLL_CTL_ADD, fd, &event)
     }
 
-    static func monotonicMillis() -> Int64 {
-        var spec = timespec()
-        clock_gettime(CLOCK_MONOTONIC, &spec)
-        return Int64(spec.tv_sec) * 1000 + Int64(spec.tv_nsec) / 1_000_000
-    }
 }
 
 /// The `Date` header's value, formatted once a second.
@@ -298,7 +295,7 @@ struct HTTPDate {
     private var second = -1
 
     mutating func refresh() {
-        var now = time(nil)
+        var now = SystemClock.machineTime().tv_sec
         guard Int(now) != second else { return }
         second = Int(now)
         var parts = tm()

@@ -73,7 +73,7 @@ enum NotificareEngagementRoutes {
             if kind != .custom || body["notification"] != nil {
                 campaign = try named(try text(body, "notification", required: kind != .custom)!)
             }
-            let event = try engagementEvent(kind: kind, app: app, device: device, campaign: campaign, action: nil, name: name, at: at)
+            let event = try engagementEvent(kind: kind, app: app, device: device, campaign: campaign, action: nil, name: name, at: at, receivedAt: store.clock.wallMillis)
             try await take(event, store: store, writer: writer)
             return .json(202, ["message": "event is being processed"])
         })
@@ -95,7 +95,8 @@ enum NotificareEngagementRoutes {
             guard try definition.campaign(key).notification.actions.contains(where: { $0.id == label }) else {
                 throw APIError(404, "not_found", "label: notification \(notification) has no action \(String(label.prefix(60)).debugDescription)", field: "label")
             }
-            let event = try engagementEvent(kind: .action, app: app, device: device, campaign: campaign, action: label, name: nil, at: epochMillis())
+            let now = store.clock.wallMillis
+            let event = try engagementEvent(kind: .action, app: app, device: device, campaign: campaign, action: label, name: nil, at: now, receivedAt: now)
             try await take(event, store: store, writer: writer)
             return .json(201, ["message": "reply registered"])
         })
@@ -107,14 +108,14 @@ enum NotificareEngagementRoutes {
     /// device, its id derived from its fields (the SDK retries with the same body, which is
     /// then the same event).
     static func engagementEvent(
-        kind: EngagementEvent.Kind, app: String, device: String, campaign: (campaign: String, variant: String?)?, action: String?, name: String?, at: Int64
+        kind: EngagementEvent.Kind, app: String, device: String, campaign: (campaign: String, variant: String?)?, action: String?, name: String?, at: Int64, receivedAt: Int64
     ) throws -> EngagementEvent {
         let sendID = campaign.map { EngagementMarker.sendID(campaign: CampaignKey(app: app, id: $0.campaign), device: device) }
         let id = EngagementEvent.derivedID(
             kind: kind, device: device, sendID: sendID, campaign: campaign?.campaign, at: at, action: action, name: name, value: nil, currency: nil)
         let event = EngagementEvent(
             id: id, app: app, kind: kind, device: device, campaign: campaign?.campaign, variant: campaign?.variant, sendID: sendID, at: at,
-            action: action, name: name, value: nil, currency: nil, receivedAt: epochMillis())
+            action: action, name: name, value: nil, currency: nil, receivedAt: receivedAt)
         do {
             try event.validate()
         } catch {
@@ -134,7 +135,7 @@ enum NotificareEngagementRoutes {
     /// Counts it as the native call would, or refuses it in the SDK's field names: 404 for
     /// a device or campaign the app does not have, 422 for the rest.
     private static func take(_ event: EngagementEvent, store: DeviceStore, writer: ResultsWriter) async throws {
-        let now = epochMillis()
+        let now = store.clock.wallMillis
         if case .failure(let refusal)? = try await store.engagement.resolve([event], app: event.app, now: now).first {
             let field = sdkField(refusal.field)
             if refusal.field == "device_id" || refusal.field == "campaign" {

@@ -148,7 +148,7 @@ enum NotificareRoutes {
             }
         }
         let document = String(decoding: try JSONEncoder().encode(device), as: UTF8.self)
-        try await store.sdkDevices.put(app: app, deviceID: device.deviceID, document: document)
+        try await store.sdkDevices.put(app: app, deviceID: device.deviceID, document: document, now: store.clock.wallMillis)
     }
 
     /// A token the store refuses is the SDK's `deviceID`.

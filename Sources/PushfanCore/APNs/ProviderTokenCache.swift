@@ -150,17 +150,17 @@ package final class ProviderTokenCache: Sendable {
     package typealias Exchange = @Sendable (_ signed: ProviderToken, _ key: ProviderSigningKey) -> ProviderToken
 
     package let configuration: Configuration
-    private let now: @Sendable () -> Date
+    private let clock: any ServiceClock
     private let exchange: Exchange?
     private let entries = Locked<[ProviderSigningKey.Identity: Entry]>([:])
 
-    /// - Parameter now: the wall clock (also the source of `iat`); tests
-    ///   inject a fake one to move time.
+    /// - Parameter clock: its wall time is the source of `iat`; tests move a
+    ///   manual one.
     /// - Parameter exchange: where tokens are shared across processes (the
     ///   workers use the device store); nil keeps them to this process.
-    package init(configuration: Configuration = Configuration(), now: @escaping @Sendable () -> Date = { Date() }, exchange: Exchange? = nil) {
+    package init(configuration: Configuration = Configuration(), clock: any ServiceClock, exchange: Exchange? = nil) {
         self.configuration = configuration
-        self.now = now
+        self.clock = clock
         self.exchange = exchange
     }
 
@@ -169,7 +169,7 @@ package final class ProviderTokenCache: Sendable {
     /// so the next call signs again.
     package func token(for key: ProviderSigningKey) throws(APNsRequestError) -> ProviderToken {
         let configuration = self.configuration
-        let now = self.now()
+        let now = clock.wall
         let result: Result<ProviderToken, APNsRequestError> = entries.withLock { entries in
             let identity = key.identity
             if let entry = entries[identity] {
@@ -203,7 +203,7 @@ package final class ProviderTokenCache: Sendable {
     @discardableResult
     package func adopt(_ token: ProviderToken, for key: ProviderSigningKey) -> Bool {
         let lifetime = RetryPolicy.seconds(max(configuration.refreshAfter, configuration.minimumLifetime))
-        let now = self.now()
+        let now = clock.wall
         let refreshAt = token.createdAt.addingTimeInterval(lifetime)
         guard token.keyID == key.keyID, now < refreshAt, token.createdAt <= now else { return false }
         return entries.withLock { entries in
@@ -218,7 +218,7 @@ package final class ProviderTokenCache: Sendable {
     @discardableResult
     package func invalidate(_ token: ProviderToken, for key: ProviderSigningKey) -> Invalidation {
         let minimumLifetime = RetryPolicy.seconds(configuration.minimumLifetime)
-        let now = self.now()
+        let now = clock.wall
         return entries.withLock { entries in
             let identity = key.identity
             guard var entry = entries[identity], entry.token == token else { return .alreadyReplaced }

@@ -78,8 +78,7 @@ package struct Logger: Sendable {
     }
 
     private static func timestamp() -> String {
-        var now = timespec()
-        clock_gettime(CLOCK_REALTIME, &now)
+        let now = SystemClock.machineTime()
         var seconds = now.tv_sec
         var parts = tm()
         gmtime_r(&seconds, &parts)

@@ -266,15 +266,17 @@ private struct SQLiteRow: SQLRow {
 }
 
 /// One wait for another process's write lock, from SQLite's first call of the busy handler
-/// (`count` 0) to the timeout. Used only on the connection's queue.
+/// (`count` 0) to the timeout. Used only on the connection's queue. It waits on the machine's
+/// time, not a service clock: it sleeps for real, so a manual clock would never end it.
 private final class BusyWait {
     private let timeout: Duration
-    private var deadline = ContinuousClock.now
+    private let clock = SystemClock()
+    private var deadline = SystemClock().now
 
     init(timeout: Duration) { self.timeout = timeout }
 
     func keepWaiting(first: Bool) -> Bool {
-        let now = ContinuousClock.now
+        let now = clock.now
         if first { deadline = now + timeout }
         guard now < deadline else { return false }
         usleep(250)

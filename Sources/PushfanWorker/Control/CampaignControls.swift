@@ -33,14 +33,14 @@ package final class CampaignControls: Sendable {
 
     private let store: DeviceStore
     private let logger: Logger
-    private let clock: any WorkerClock
+    private let clock: any ServiceClock
     private let refreshInterval: Duration
     private let state = Locked(State())
     /// Records read, in order, with when they were read (wall ms), for `runWrites`.
     private let writes: AsyncStream<(record: ControlRecord, readAt: Int64)>
     private let writesInput: AsyncStream<(record: ControlRecord, readAt: Int64)>.Continuation
 
-    package init(store: DeviceStore, logger: Logger, clock: any WorkerClock = SystemClock(), refreshInterval: Duration = .seconds(1)) {
+    package init(store: DeviceStore, logger: Logger, clock: any ServiceClock, refreshInterval: Duration = .seconds(1)) {
         self.store = store
         self.logger = logger
         self.clock = clock
@@ -134,7 +134,7 @@ package final class CampaignControls: Sendable {
         while true {
             let decision: ControlDecision?
             do {
-                decision = try await store.campaigns.control(record.campaignKey, record.action)
+                decision = try await store.campaigns.control(record.campaignKey, record.action, now: clock.wallMillis)
             } catch {
                 // The store is unavailable: obey the record here meanwhile and write it once
                 // the store is back (a record produced straight onto the topic has no other

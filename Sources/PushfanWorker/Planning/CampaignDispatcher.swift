@@ -17,7 +17,7 @@ struct CampaignDispatcher {
 
     let store: DeviceStore
     let planner: CampaignPlanner
-    let clock: any WorkerClock
+    let clock: any ServiceClock
     let logger: Logger
     /// How often the store is asked.
     var interval: Duration = .milliseconds(250)

@@ -18,10 +18,10 @@ package struct CampaignPlanner: Sendable {
     package let writer: ResultsWriter
     package let settings: PushfanConfiguration.Worker
     /// Wall time for schedules: when `send_at` and local times come.
-    package let clock: any WorkerClock
+    package let clock: any ServiceClock
     package let logger: Logger
 
-    package init(store: DeviceStore, writer: ResultsWriter, settings: PushfanConfiguration.Worker, clock: any WorkerClock = SystemClock(), logger: Logger) {
+    package init(store: DeviceStore, writer: ResultsWriter, settings: PushfanConfiguration.Worker, clock: any ServiceClock, logger: Logger) {
         self.store = store
         self.writer = writer
         self.settings = settings
@@ -68,7 +68,7 @@ package struct CampaignPlanner: Sendable {
     /// passed over: retrying a record that can never be written would hold up every
     /// record after it.
     private func deadLetter(_ record: KafkaRecord, _ refusal: Refusal) async throws {
-        var letter = ResultsWriter.deadLetter(for: record, code: refusal.code, reason: refusal.reason)
+        var letter = ResultsWriter.deadLetter(for: record, code: refusal.code, reason: refusal.reason, at: clock.wallMillis)
         var failure = await ResultsWriter.firstFailure([try await writer.deadLetter(letter)])
         if let error = failure, error.isRecordRejected {
             logger.warning("planner.dead_letter_too_large", ["kafka.offset": String(record.offset), "error": error.description])
@@ -87,7 +87,7 @@ package struct CampaignPlanner: Sendable {
         // A readable campaign that cannot run is also reported where its submitter waits.
         if let campaign = refusal.campaign, let app = refusal.app {
             var tickets = [try await writer.campaign(CampaignEvent(
-                campaign: campaign, app: app, event: .failed, error: refusal.reason, submission: Self.submission(of: record), at: epochMillis()))]
+                campaign: campaign, app: app, event: .failed, error: refusal.reason, submission: Self.submission(of: record), at: clock.wallMillis))]
             if let existing = refusal.restate { tickets.append(try await writer.campaign(try await currentState(of: existing, submission: nil))) }
             if let error = await ResultsWriter.firstFailure(tickets) { throw error }
         }
@@ -104,18 +104,18 @@ package struct CampaignPlanner: Sendable {
     private func currentState(of existing: CampaignRegistry.Row, submission: CampaignEvent.Submission?) async throws -> CampaignEvent {
         switch existing.status {
         case .completed:
-            try await CampaignTotals.final(.completed, store, campaign: existing.key, submission: submission)
+            try await CampaignTotals.final(.completed, store, campaign: existing.key, submission: submission, at: clock.wallMillis)
         case .paused:
             try await CampaignTotals.running(
                 .paused, store, campaign: existing.key, audience: existing.audience, error: OperatorCommand.pausedReason,
-                submission: submission)
+                submission: submission, at: clock.wallMillis)
         case .scheduled, .planning, .running, .cancelled:
-            try await CampaignTotals.running(.progress, store, campaign: existing.key, audience: existing.audience, submission: submission)
+            try await CampaignTotals.running(.progress, store, campaign: existing.key, audience: existing.audience, submission: submission, at: clock.wallMillis)
         }
     }
 
     private func plan(_ record: KafkaRecord) async throws -> Outcome {
-        let started = ContinuousClock.now
+        let started = clock.now
         let campaign: Campaign
         do {
             campaign = try Campaign.decodeRecord(record.value)
@@ -162,9 +162,9 @@ package struct CampaignPlanner: Sendable {
         if let sendAt = campaign.options.sendAt, sendAt > clock.wallMillis + CampaignDispatcher.lead.milliseconds {
             let audience = try await resolve(campaign, refuse: refuse)
             _ = try await store.campaigns.record(
-                campaign.key, audience: audience.count, shards: 0, definition: definition, status: .scheduled, sendAt: sendAt)
+                campaign.key, audience: audience.count, shards: 0, definition: definition, status: .scheduled, sendAt: sendAt, now: clock.wallMillis)
             let accepted = try await writer.campaign(CampaignEvent(
-                campaign: campaign.id, app: campaign.app, event: .accepted, audience: audience.count, submission: submission, at: epochMillis()))
+                campaign: campaign.id, app: campaign.app, event: .accepted, audience: audience.count, submission: submission, at: clock.wallMillis))
             if let error = await ResultsWriter.firstFailure([accepted]) { throw error }
             logger.notice("planner.scheduled", ["campaign.id": campaign.id, "app": campaign.app, "audience": String(audience.count), "send_at": String(sendAt)])
             return .scheduled(campaign: campaign.id, sendAt: sendAt)
@@ -172,7 +172,7 @@ package struct CampaignPlanner: Sendable {
         let audience: Int
         let tasks: Int
         var tickets: [DeliveryTicket]
-        var firstTask = ContinuousClock.now
+        var firstTask = clock.now
         if campaign.audience.readsTheAppsDevices {
             let segment = try await segment(of: campaign, refuse: refuse)
             (audience, tasks, tickets, firstTask) = try await planSegment(campaign, segment: segment, definition: definition, submission: submission)
@@ -182,11 +182,11 @@ package struct CampaignPlanner: Sendable {
             (audience, tasks) = (listed.count, ranges.count)
             _ = try await store.campaigns.record(
                 campaign.key, audience: audience, shards: tasks, definition: definition,
-                status: .planning, sendAt: campaign.options.sendAt)
+                status: .planning, sendAt: campaign.options.sendAt, now: clock.wallMillis)
             tickets = [try await writer.campaign(CampaignEvent(
-                campaign: campaign.id, app: campaign.app, event: .accepted, audience: audience, submission: submission, at: epochMillis()))]
+                campaign: campaign.id, app: campaign.app, event: .accepted, audience: audience, submission: submission, at: clock.wallMillis))]
             tickets += try await produceTasks(campaign, ranges, notBefore: campaign.options.sendAt, phase: campaign.winner == nil ? nil : .test)
-            firstTask = .now
+            firstTask = clock.now
         }
         if let error = await ResultsWriter.firstFailure(tickets) { throw error }
         if let winner = campaign.winner {
@@ -194,13 +194,13 @@ package struct CampaignPlanner: Sendable {
             _ = try await store.waves.append(CampaignWaves.Wave(
                 campaign: campaign.key, key: Self.winnerWave, sendAt: clock.wallMillis + Int64(winner.afterSeconds) * 1_000, firstShard: 0, shards: tasks))
         }
-        if try await store.campaigns.transition(campaign.key, from: .planning, to: .running) {
+        if try await store.campaigns.transition(campaign.key, from: .planning, to: .running, now: clock.wallMillis) {
             // Its senders may all have finished before this: then the completion is ours to tell.
             try await CampaignCompletion.completeIfFinished(store: store, writer: writer, logger: logger, campaign: campaign.key)
         }
         logger.notice("planner.planned", [
             "campaign.id": campaign.id, "app": campaign.app, "audience": String(audience), "tasks": String(tasks),
-            "first_task_ms": String((firstTask - started).milliseconds), "elapsed_ms": String((ContinuousClock.now - started).milliseconds),
+            "first_task_ms": String((firstTask - started).milliseconds), "elapsed_ms": String((clock.now - started).milliseconds),
         ])
         return .planned(campaign: campaign.id, audience: audience, tasks: tasks)
     }
@@ -229,12 +229,12 @@ package struct CampaignPlanner: Sendable {
             }
             let audience = try await resolve(campaign) { code, reason in Refusal(code: code, reason: reason, app: campaign.app, campaign: campaign.id) }
             let ranges = try await shardRanges(campaign, audience: audience)
-            try await store.campaigns.planned(campaign.key, audience: audience.count, shards: ranges.count)
-            if row.status == .scheduled { _ = try await store.campaigns.transition(campaign.key, from: .scheduled, to: .planning) }
+            try await store.campaigns.planned(campaign.key, audience: audience.count, shards: ranges.count, now: clock.wallMillis)
+            if row.status == .scheduled { _ = try await store.campaigns.transition(campaign.key, from: .scheduled, to: .planning, now: clock.wallMillis) }
             // A cancelled one's devices end at once, whatever its time was.
             let tickets = try await produceTasks(campaign, ranges, notBefore: row.status == .cancelled ? nil : campaign.options.sendAt)
             if let error = await ResultsWriter.firstFailure(tickets) { throw error }
-            if try await store.campaigns.transition(campaign.key, from: .planning, to: .running) {
+            if try await store.campaigns.transition(campaign.key, from: .planning, to: .running, now: clock.wallMillis) {
                 try await CampaignCompletion.completeIfFinished(store: store, writer: writer, logger: logger, campaign: campaign.key)
             }
             logger.notice("planner.dispatched", [
@@ -242,8 +242,8 @@ package struct CampaignPlanner: Sendable {
                 "send_at": String(row.sendAt ?? 0), "ahead_ms": String((row.sendAt ?? 0) - clock.wallMillis),
             ])
         } catch let refusal as Refusal {
-            for status in [CampaignStatus.scheduled, .planning, .paused] where try await store.campaigns.transition(campaign.key, from: status, to: .cancelled) { break }
-            let failed = try await writer.campaign(CampaignEvent(campaign: campaign.id, app: campaign.app, event: .failed, error: refusal.reason, at: epochMillis()))
+            for status in [CampaignStatus.scheduled, .planning, .paused] where try await store.campaigns.transition(campaign.key, from: status, to: .cancelled, now: clock.wallMillis) { break }
+            let failed = try await writer.campaign(CampaignEvent(campaign: campaign.id, app: campaign.app, event: .failed, error: refusal.reason, at: clock.wallMillis))
             if let error = await ResultsWriter.firstFailure([failed]) { throw error }
             logger.error("planner.dispatch_failed", ["campaign.id": campaign.id, "error": refusal.code, "reason": refusal.reason])
         }

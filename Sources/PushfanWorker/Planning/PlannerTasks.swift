@@ -22,18 +22,18 @@ extension CampaignPlanner {
         _ campaign: Campaign, segment: SegmentExpression?, definition: CampaignDefinition, submission: CampaignEvent.Submission
     ) async throws -> (audience: Int, tasks: Int, tickets: [DeliveryTicket], firstTask: ContinuousClock.Instant) {
         let (store, app) = (store, campaign.app)
-        async let counted = store.audience.count(app: app, segment: segment, tokens: campaign.tokenSelection)
+        async let counted = store.audience.count(app: app, segment: segment, tokens: campaign.tokenSelection, now: clock.wallMillis)
         let full = settings.shardSize * 4 * settings.lanes
         var size = settings.shardSize
         var known: Int?
         if try await !store.audience.hasAtLeast(app: app, devices: full) {
-            let total = try await store.audience.count(app: app, segment: nil)
+            let total = try await store.audience.count(app: app, segment: nil, now: clock.wallMillis)
             size = shardSize(devices: total)
             known = max(1, (total + size - 1) / size)
         }
         _ = try await store.campaigns.record(
             campaign.key, audience: 0, shards: known ?? CampaignRegistry.shardsNotYetKnown, definition: definition, status: .planning,
-            sendAt: campaign.options.sendAt)
+            sendAt: campaign.options.sendAt, now: clock.wallMillis)
         let (found, finder) = AsyncStream.makeStream(of: ShardRange.self)
         async let walked = Task { [size, known] in
             defer { finder.finish() }
@@ -49,16 +49,16 @@ extension CampaignPlanner {
             tickets += try await produceTasks(
                 campaign, [PlannedRange(after: range.after, through: range.through, estimate: size)], first: index, of: known ?? index + 1,
                 notBefore: campaign.options.sendAt, partitions: partitions, phase: campaign.winner == nil ? nil : .test)
-            firstTask = firstTask ?? .now
+            firstTask = firstTask ?? clock.now
             index += 1
         }
         let shards = try await walked.count
-        if known == nil { try await store.campaigns.settleShards(campaign.key, shards: shards) }
+        if known == nil { try await store.campaigns.settleShards(campaign.key, shards: shards, now: clock.wallMillis) }
         let audience = try await counted
-        try await store.campaigns.planned(campaign.key, audience: audience)
+        try await store.campaigns.planned(campaign.key, audience: audience, now: clock.wallMillis)
         tickets.append(try await writer.campaign(CampaignEvent(
-            campaign: campaign.id, app: app, event: .accepted, audience: audience, submission: submission, at: epochMillis())))
-        return (audience, shards, tickets, firstTask ?? .now)
+            campaign: campaign.id, app: app, event: .accepted, audience: audience, submission: submission, at: clock.wallMillis)))
+        return (audience, shards, tickets, firstTask ?? clock.now)
     }
 
     /// Devices per shard for an app of `devices`: at least `4 × lanes` shards when the app
@@ -110,7 +110,7 @@ extension CampaignPlanner {
     func resolve(_ campaign: Campaign, refuse: (String, String) -> Refusal) async throws -> Audience {
         if campaign.audience.readsTheAppsDevices {
             let segment = try await segment(of: campaign, refuse: refuse)
-            return Audience(segment: segment, count: try await store.audience.count(app: campaign.app, segment: segment, tokens: campaign.tokenSelection))
+            return Audience(segment: segment, count: try await store.audience.count(app: campaign.app, segment: segment, tokens: campaign.tokenSelection, now: clock.wallMillis))
         }
         if case .channel = campaign.audience {
             // Checked again here: a scheduled campaign's channel may have gone since it was planned.
@@ -163,7 +163,7 @@ extension CampaignPlanner {
             }
             return ranges
         }
-        let total = try await store.audience.count(app: campaign.app, segment: nil)
+        let total = try await store.audience.count(app: campaign.app, segment: nil, now: clock.wallMillis)
         let size = shardSize(devices: total)
         let shards = try await store.audience.shards(app: campaign.app, size: size)
         // Shards cover all the app's devices; the segment's share is spread evenly.

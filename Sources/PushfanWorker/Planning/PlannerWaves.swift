@@ -19,12 +19,12 @@ extension CampaignPlanner {
         refuse: (String, String) -> Refusal
     ) async throws -> Outcome {
         let audience = try await resolve(campaign, refuse: refuse)
-        let zones = try await store.audience.zones(app: campaign.app, segment: audience.segment)
+        let zones = try await store.audience.zones(app: campaign.app, segment: audience.segment, now: clock.wallMillis)
         let now = clock.wallMillis
         let waves = ZoneWave.plan(
             localTime: localTime, zones: zones.isEmpty ? [""] : zones, defaultZone: app.defaultZone, now: now, late: campaign.options.latePolicy)
         var devices = audience.rowKeys?.count ?? 0
-        if audience.rowKeys == nil { devices = try await store.audience.count(app: campaign.app, segment: nil) }
+        if audience.rowKeys == nil { devices = try await store.audience.count(app: campaign.app, segment: nil, now: clock.wallMillis) }
         let size = shardSize(devices: devices)
         let perWave = max(1, (devices + size - 1) / size)
         let parked = waves.enumerated().map { index, wave in
@@ -38,7 +38,7 @@ extension CampaignPlanner {
             campaign.key, audience: audience.count, shards: parked.count * perWave, definition: definition,
             status: .scheduled, sendAt: first ?? now, parked: false, now: now)
         let accepted = try await writer.campaign(CampaignEvent(
-            campaign: campaign.id, app: campaign.app, event: .accepted, audience: audience.count, submission: submission, at: epochMillis()))
+            campaign: campaign.id, app: campaign.app, event: .accepted, audience: audience.count, submission: submission, at: clock.wallMillis))
         if let error = await ResultsWriter.firstFailure([accepted]) { throw error }
         logger.notice("planner.local_time", [
             "campaign.id": campaign.id, "app": campaign.app, "audience": String(audience.count), "local_time": localTime.description,
@@ -65,13 +65,13 @@ extension CampaignPlanner {
         } else {
             ranges = try await waveRanges(campaign, count: wave.shards)
         }
-        if row.status == .scheduled { _ = try await store.campaigns.transition(campaign.key, from: .scheduled, to: .planning) }
+        if row.status == .scheduled { _ = try await store.campaigns.transition(campaign.key, from: .scheduled, to: .planning, now: clock.wallMillis) }
         let tickets = try await produceTasks(
             campaign, ranges, first: wave.firstShard, of: max(row.shards, wave.firstShard + wave.shards), notBefore: notBefore,
             zones: wave.zones, skip: wave.skip, lane: wave.lane, rows: wave.rowKeys)
         if let error = await ResultsWriter.firstFailure(tickets) { throw error }
         try await store.waves.produced(wave, now: clock.wallMillis)
-        if try await store.campaigns.transition(campaign.key, from: .planning, to: .running) {
+        if try await store.campaigns.transition(campaign.key, from: .planning, to: .running, now: clock.wallMillis) {
             try await CampaignCompletion.completeIfFinished(store: store, writer: writer, logger: logger, campaign: campaign.key)
         }
         logger.info("planner.wave_dispatched", [
@@ -104,7 +104,7 @@ extension CampaignPlanner {
             }
             return ranges
         }
-        let total = try await store.audience.count(app: campaign.app, segment: nil)
+        let total = try await store.audience.count(app: campaign.app, segment: nil, now: clock.wallMillis)
         let size = shardSize(devices: total)
         let estimate = total == 0 ? 0 : min(size, (audience.count + count - 1) / count)
         return try await store.audience.shards(app: campaign.app, size: size, count: count) { _ in }

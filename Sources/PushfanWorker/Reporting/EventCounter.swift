@@ -15,7 +15,7 @@ struct EventCounter {
     let store: DeviceStore
     let writer: ResultsWriter
     let logger: Logger
-    let clock: any WorkerClock
+    let clock: any ServiceClock
     let counted: @Sendable (_ app: String, _ kind: EngagementEvent.Kind) -> Void
 
     private func decode(_ record: KafkaRecord) throws(MessageDecodingError) -> EngagementEvent {
@@ -42,7 +42,7 @@ struct EventCounter {
                 }
                 valid[event.app, default: []].append((record, event))
             } catch {
-                letters.append(ResultsWriter.deadLetter(for: record, code: error.code, reason: error.description))
+                letters.append(ResultsWriter.deadLetter(for: record, code: error.code, reason: error.description, at: clock.wallMillis))
             }
         }
         let now = clock.wallMillis
@@ -53,7 +53,7 @@ struct EventCounter {
                 switch result {
                 case .success(let counted): toCount.append(counted)
                 case .failure(let refusal):
-                    letters.append(ResultsWriter.deadLetter(for: record, code: "invalid_event", reason: "\(refusal.field): \(refusal.reason)"))
+                    letters.append(ResultsWriter.deadLetter(for: record, code: "invalid_event", reason: "\(refusal.field): \(refusal.reason)", at: clock.wallMillis))
                 }
             }
         }

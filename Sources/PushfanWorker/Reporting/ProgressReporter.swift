@@ -12,14 +12,16 @@ package final class ProgressReporter: Sendable {
         var busy: Bool
     }
 
+    private let clock: any ServiceClock
     private let store: DeviceStore
     private let writer: ResultsWriter
     private let interval: Duration
     private let logger: Logger
     private let campaigns = Locked<[CampaignKey: Entry]>([:])
 
-    package init(store: DeviceStore, writer: ResultsWriter, interval: Duration, logger: Logger) {
+    package init(store: DeviceStore, writer: ResultsWriter, interval: Duration, clock: any ServiceClock, logger: Logger) {
         self.store = store
+        self.clock = clock
         self.writer = writer
         self.interval = interval
         self.logger = logger
@@ -27,7 +29,7 @@ package final class ProgressReporter: Sendable {
 
     /// Called after each round of outcomes; emits when the interval has passed.
     package func touch(campaign: CampaignKey) {
-        let now = ContinuousClock.now
+        let now = clock.now
         let due = campaigns.withLock { campaigns -> Bool in
             guard var entry = campaigns[campaign] else {
                 // The first round only starts the clock: `accepted` was just announced.
@@ -52,7 +54,7 @@ package final class ProgressReporter: Sendable {
         defer { campaigns.withLock { $0[campaign]?.busy = false } }
         do {
             // Nil once another worker has ended the campaign.
-            guard let event = try await CampaignTotals.progress(store, campaign: campaign) else { return }
+            guard let event = try await CampaignTotals.progress(store, campaign: campaign, at: clock.wallMillis) else { return }
             _ = try await writer.campaign(event)
         } catch {
             logger.info("progress.skipped", ["campaign.id": campaign.stored, "error": "\(error)"])

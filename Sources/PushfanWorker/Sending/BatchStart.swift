@@ -30,7 +30,7 @@ final class BatchStart: Sendable {
 
     /// Returns once every part has started, or after `limit` (a client that never starts a
     /// request must not stop the lane; its requests fail on their own timeouts).
-    func wait(atMost limit: Duration, clock: any WorkerClock) async {
+    func wait(atMost limit: Duration, clock: any ServiceClock) async {
         if state.withLock({ $0.parts <= 0 }) { return }
         let deadline = clock.now + limit
         let timer = Locked<Task<Void, Never>?>(nil)

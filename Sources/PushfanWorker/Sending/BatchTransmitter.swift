@@ -94,7 +94,7 @@ struct BatchTransmitter {
                         }
                     }
                     if let previous { await previous.wait(atMost: Self.startWait, clock: context.clock) }
-                    let waitStarted = ContinuousClock.now
+                    let waitStarted = context.clock.now
                     if let campaignBucket { granted = try await campaignBucket.acquire(upTo: granted) }
                     granted =
                         if campaignBucket == nil {
@@ -102,7 +102,7 @@ struct BatchTransmitter {
                         } else {
                             try await appBucket.acquire(exactly: granted)
                         }
-                    context.metrics.rateLimitWait.add((ContinuousClock.now - waitStarted).seconds, [task.app])
+                    context.metrics.rateLimitWait.add((context.clock.now - waitStarted).seconds, [task.app])
                     if running >= context.batchesInFlight, let done = await group.next() {
                         running -= 1
                         withdrawn += done.withdrawn

@@ -140,7 +140,7 @@ package final class CampaignCatalog: Sendable {
     /// The campaign's plan. `decided`: the task sends a winner campaign's rest, so the plan
     /// must carry the decision (one cached before it was made is read again).
     package func plan(campaign id: CampaignKey, decided: Bool) async throws -> CampaignPlan {
-        if let cached = plans.withLock({ $0[id] }), ContinuousClock.now - cached.loaded < appRefresh, !decided || cached.plan.campaign.decision != nil {
+        if let cached = plans.withLock({ $0[id] }), store.clock.now - cached.loaded < appRefresh, !decided || cached.plan.campaign.decision != nil {
             return cached.plan
         }
         guard let definition = try await store.campaigns.stored(id) else { throw CatalogError.unknownCampaign(id) }
@@ -174,7 +174,7 @@ package final class CampaignCatalog: Sendable {
         let plan = CampaignPlan(
             campaign: campaign.applyingDefaultCategory(app.defaultCategory), app: app, segment: segment, rowKeys: rowKeys,
             notificare: try await store.sdkDevices.any(app: app.app), channel: channel)
-        plans.withLock { $0[id] = (plan, ContinuousClock.now) }
+        plans.withLock { $0[id] = (plan, store.clock.now) }
         return plan
     }
 
@@ -218,9 +218,9 @@ package final class AppPauses: Sendable {
     private let episodes = Locked<[String: Episode]>([:])
     private let logger: Logger
     private let giveUpAfter: Duration
-    private let clock: any WorkerClock
+    private let clock: any ServiceClock
 
-    package init(logger: Logger, giveUpAfter: Duration = .seconds(900), clock: any WorkerClock = SystemClock()) {
+    package init(logger: Logger, giveUpAfter: Duration = .seconds(900), clock: any ServiceClock) {
         self.logger = logger
         self.giveUpAfter = giveUpAfter
         self.clock = clock

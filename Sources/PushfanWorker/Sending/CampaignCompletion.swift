@@ -14,7 +14,7 @@ struct CampaignCompletion {
     func finish(plan: CampaignPlan) async throws {
         // The store's count, not the task's: the planner may still be finding shards, and
         // quiet-hours holds add shards while the campaign sends.
-        let (finished, shards) = try await context.store.campaigns.finishTask(campaign: task.campaignKey, shard: task.shard)
+        let (finished, shards) = try await context.store.campaigns.finishTask(campaign: task.campaignKey, shard: task.shard, now: context.clock.wallMillis)
         guard finished >= shards else { return }
         try await Self.end(
             store: context.store, writer: context.writer, logger: context.logger, campaign: task.campaignKey,
@@ -40,7 +40,7 @@ struct CampaignCompletion {
         var changed = false
         switch status {
         case .running, .paused:
-            changed = try await store.campaigns.transition(campaign, from: status, to: .completed)
+            changed = try await store.campaigns.transition(campaign, from: status, to: .completed, now: store.clock.wallMillis)
             if !changed {
                 // Another finisher (or a command) moved it first: announce only a completion.
                 guard try await store.campaigns.get(campaign)?.status == .completed else { return }
@@ -54,7 +54,7 @@ struct CampaignCompletion {
         case .scheduled, .planning:
             return
         }
-        let event = try await CampaignTotals.final(ending, store, campaign: campaign)
+        let event = try await CampaignTotals.final(ending, store, campaign: campaign, at: store.clock.wallMillis)
         if let failure = await ResultsWriter.firstFailure([try await writer.campaign(event)]) {
             throw NotDelivered("the \(ending.rawValue) event of \(campaign)", cause: failure)
         }

@@ -16,11 +16,11 @@ package final class TokenBucket: Sendable {
     }
 
     private let state: Locked<State>
-    private let clock: any WorkerClock
+    private let clock: any ServiceClock
 
     /// Starts full. `burst` is how many seconds of `rate` may go out at once: small enough
     /// that every one-second window stays close to `rate`, large enough for useful batches.
-    package init(rate: Double, burst: Duration = .milliseconds(50), clock: any WorkerClock = SystemClock()) {
+    package init(rate: Double, burst: Duration = .milliseconds(50), clock: any ServiceClock) {
         let capacity = Self.capacity(rate: rate, burst: burst)
         self.clock = clock
         state = Locked(State(rate: max(rate, 0.001), capacity: capacity, tokens: capacity, updated: clock.now))
@@ -99,9 +99,9 @@ package final class TokenBucket: Sendable {
 /// `rate / lanes` add up to `rate` at most, however partitions move.
 package final class RateLanes: Sendable {
     private let buckets = Locked<[LaneKey: TokenBucket]>([:])
-    private let clock: any WorkerClock
+    private let clock: any ServiceClock
 
-    package init(clock: any WorkerClock = SystemClock()) {
+    package init(clock: any ServiceClock) {
         self.clock = clock
     }
 

@@ -125,9 +125,9 @@ package final class LaneCircuits: Sendable {
     private let circuits = Locked<[LaneKey: SendCircuit]>([:])
     private let settings: SendCircuit.Settings
     private let logger: Logger
-    private let clock: any WorkerClock
+    private let clock: any ServiceClock
 
-    package init(settings: SendCircuit.Settings = SendCircuit.Settings(), logger: Logger, clock: any WorkerClock = SystemClock()) {
+    package init(settings: SendCircuit.Settings = SendCircuit.Settings(), logger: Logger, clock: any ServiceClock) {
         self.settings = settings
         self.logger = logger
         self.clock = clock

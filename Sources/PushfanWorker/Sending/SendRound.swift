@@ -170,7 +170,7 @@ struct SendRound {
             finals.add(
                 item, state: final.state, status: final.status, reason: final.reason, apnsID: final.apnsID,
                 at: epochMillis(answeredAt))
-            if let hygiene = final.hygiene { finals.marks.append(Self.mark(item.target, hygiene, reason: final.reason ?? "")) }
+            if let hygiene = final.hygiene { finals.marks.append(Self.mark(item.target, hygiene, reason: final.reason ?? "", answeredAt: epochMillis(answeredAt))) }
         case .retry(let after):
             item.notBefore = context.clock.now + after
             state.retries.append(item)
@@ -198,7 +198,7 @@ struct SendRound {
         // Kafka problem only skips it.
         if verdict.announce, let event = try? await CampaignTotals.running(
             .paused, context.store, campaign: task.campaignKey,
-            error: "the app's APNs credentials fail (\(reason)); sends resume by themselves once they work") {
+            error: "the app's APNs credentials fail (\(reason)); sends resume by themselves once they work", at: context.clock.wallMillis) {
             _ = try? await context.writer.campaign(event)
         }
         if verdict.giveUp {
@@ -212,11 +212,11 @@ struct SendRound {
     /// The store's mark for a token APNs called bad: 410 invalidates the device unless it
     /// registered again after APNs' timestamp; a token APNs calls bad or not for the topic is
     /// invalidated in that environment.
-    private static func mark(_ target: DeviceTarget, _ hygiene: DeliveryDecider.TokenHygiene, reason: String) -> TokenMark {
+    private static func mark(_ target: DeviceTarget, _ hygiene: DeliveryDecider.TokenHygiene, reason: String, answeredAt: Int64) -> TokenMark {
         switch hygiene {
         case .unregistered(let timestamp):
             TokenMark(
-                environment: target.environment, token: target.token, kind: .unregistered(at: timestamp.map { epochMillis($0) } ?? epochMillis()), reason: reason,
+                environment: target.environment, token: target.token, kind: .unregistered(at: timestamp.map { epochMillis($0) } ?? answeredAt), reason: reason,
                 tokenKind: target.tokenKind)
         case .invalidate:
             TokenMark(environment: target.environment, token: target.token, kind: .invalid, reason: reason, tokenKind: target.tokenKind)

@@ -83,11 +83,11 @@ struct ShardPages {
         let (store, app, limit, zones, traits, tokens) = (self.store, self.app, pageSize, self.zones, self.traits, self.tokens)
         switch source {
         case .range(let segment, let shard):
-            return Task { try await store.audience.page(app: app, segment: segment, shard: shard, cursor: cursor, limit: limit, zones: zones, traits: traits, tokens: tokens) }
+            return Task { try await store.audience.page(app: app, segment: segment, shard: shard, cursor: cursor, limit: limit, zones: zones, traits: traits, tokens: tokens, now: store.clock.wallMillis) }
         case .listed(let keys):
             let start = keys.startIndex + listedOffset
             let page = Array(keys[start..<min(start + limit, keys.endIndex)])
-            return Task { page.isEmpty ? [] : try await store.audience.devices(app: app, rowKeys: page, zones: zones, traits: traits, tokens: tokens) }
+            return Task { page.isEmpty ? [] : try await store.audience.devices(app: app, rowKeys: page, zones: zones, traits: traits, tokens: tokens, now: store.clock.wallMillis) }
         case .channel(let channel):
             return Task { [channel.target] }
         }

@@ -20,7 +20,7 @@ package struct SenderContext: Sendable {
     package let settings: PushfanConfiguration.Worker
     package let logger: Logger
     /// The one clock of the worker's waits, retries, leases and expirations.
-    package let clock: any WorkerClock
+    package let clock: any ServiceClock
     /// How long an app pauses after a credentials failure.
     package var credentialsPause: Duration { .seconds(settings.credentialsPauseSeconds) }
     /// Turns each APNs answer into what happens to its device.
@@ -34,7 +34,7 @@ package struct SenderContext: Sendable {
     package init(
         workerID: String, store: DeviceStore, writer: ResultsWriter, catalog: CampaignCatalog, rates: RateLanes,
         pauses: AppPauses, circuits: LaneCircuits, controls: CampaignControls, progress: ProgressReporter, settings: PushfanConfiguration.Worker,
-        retryPolicy: RetryPolicy = RetryPolicy(), clock: any WorkerClock = SystemClock(), metrics: WorkerMetrics = WorkerMetrics(), logger: Logger
+        retryPolicy: RetryPolicy = RetryPolicy(), clock: any ServiceClock, metrics: WorkerMetrics = WorkerMetrics(), logger: Logger
     ) {
         self.workerID = workerID
         self.store = store

@@ -54,7 +54,7 @@ struct TaskSchedule<Payload: Sendable>: Sendable {
     /// front are passed by moving `head` and dropped in bulk, so neither the front's
     /// advance nor a lookup by offset (a binary search) walks the whole queue: a worker may
     /// hold thousands of small tasks (transactional messages) in one partition.
-    private struct Owned: Sendable {
+    struct Owned: Sendable {
         var entries: [Entry] = []
         var head = 0
 
@@ -116,7 +116,7 @@ struct TaskSchedule<Payload: Sendable>: Sendable {
         }
     }
 
-    private var partitions: [TopicPartition: Owned] = [:]
+    private(set) var partitions: [TopicPartition: Owned] = [:]
     /// Queued tasks per lane: what `startable` takes from, without looking at the tasks of
     /// lanes that have no room.
     private var waiting: [String: Line] = [:]
@@ -252,7 +252,4 @@ struct TaskSchedule<Payload: Sendable>: Sendable {
             owned.live.filter { $0.phase == .running }.map { Key(partition: partition, offset: $0.offset) }
         }
     }
-
-    /// Entries of a partition this worker owns (tests look at them).
-    func entries(of partition: TopicPartition) -> [Entry]? { partitions[partition].map { Array($0.live) } }
 }

@@ -81,15 +81,16 @@ package final class TaskScheduler: Sendable {
                 let key = TaskSchedule<Payload>.Key(partition: start.partition, offset: start.offset)
                 var sender = makeSender(task)
                 let record = start.payload.record
-                let started = ContinuousClock.now
-                let queuedMillis = record.timestamp.map { Int64(Date().timeIntervalSince1970 * 1000) - $0 }
+                let clock = sender.context.clock
+                let started = clock.now
+                let queuedMillis = record.timestamp.map { clock.wallMillis - $0 }
                 sender.lastPageSent = { [lane = start.lane, logger] in
                     // A message's way to APNs, for who watches its latency: Kafka and the
                     // queue, then the plan, claim and rate wait until its requests are out.
                     if task.transactional {
                         logger.info("message.on_wire", [
                             "campaign.id": task.campaignKey.stored, "queued_ms": queuedMillis.map(String.init) ?? "",
-                            "to_wire_ms": String((ContinuousClock.now - started).milliseconds),
+                            "to_wire_ms": String((clock.now - started).milliseconds),
                         ])
                     }
                     self.drained(key, lane: lane)

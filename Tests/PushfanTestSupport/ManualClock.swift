@@ -1,9 +1,10 @@
 import Foundation
 import PushfanCore
-@testable import PushfanWorker
 
-/// A clock the test moves by hand: sleepers wake when `advance` passes their deadline.
-final class ManualClock: WorkerClock {
+/// The one clock tests move by hand, for every module that takes a `ServiceClock`: the
+/// monotonic and the wall time move together, and sleepers wake when `advance` passes
+/// their deadline. Nothing in a test that uses it waits for real time to pass.
+package final class ManualClock: ServiceClock {
     private struct Sleeper {
         let id: Int
         let deadline: ContinuousClock.Instant
@@ -12,21 +13,26 @@ final class ManualClock: WorkerClock {
 
     private struct State {
         var now = ContinuousClock.now
-        var wall = Date(timeIntervalSince1970: 1_800_000_000)
+        var wall: Date
         var sleepers: [Sleeper] = []
         var nextID = 0
     }
 
-    private let state = Locked(State())
+    private let state: Locked<State>
 
-    var now: ContinuousClock.Instant { state.withLock { $0.now } }
-    /// Moves with `now`, from a fixed start.
-    var wall: Date { state.withLock { $0.wall } }
+    /// `wall`: where the wall time starts (a fixed moment unless a test needs the real one,
+    /// such as a provider token a real simulator checks).
+    package init(wall: Date = Date(timeIntervalSince1970: 1_800_000_000)) {
+        state = Locked(State(wall: wall))
+    }
+
+    package var now: ContinuousClock.Instant { state.withLock { $0.now } }
+    package var wall: Date { state.withLock { $0.wall } }
 
     /// Tasks waiting on this clock now.
-    var sleeping: Int { state.withLock { $0.sleepers.count } }
+    package var sleeping: Int { state.withLock { $0.sleepers.count } }
 
-    func sleep(until deadline: ContinuousClock.Instant) async throws {
+    package func sleep(until deadline: ContinuousClock.Instant) async throws {
         let id = state.withLock { state -> Int in
             state.nextID += 1
             return state.nextID
@@ -51,7 +57,7 @@ final class ManualClock: WorkerClock {
     }
 
     /// Moves time on and wakes everyone whose deadline has come.
-    func advance(by duration: Duration) {
+    package func advance(by duration: Duration) {
         let woken = state.withLock { state -> [Sleeper] in
             state.now += duration
             state.wall += Double(duration.components.seconds) + Double(duration.components.attoseconds) / 1e18
@@ -63,8 +69,11 @@ final class ManualClock: WorkerClock {
         for sleeper in woken { sleeper.continuation.resume() }
     }
 
+    package func advance(seconds: Double) { advance(by: .milliseconds(Int64((seconds * 1000).rounded()))) }
+    package func advance(minutes: Double) { advance(seconds: minutes * 60) }
+
     /// Waits (yielding, never sleeping) until `count` tasks sleep on this clock.
-    func waitForSleepers(_ count: Int) async {
+    package func waitForSleepers(_ count: Int) async {
         while sleeping < count { await Task.yield() }
     }
 }
