@@ -222,7 +222,7 @@ struct APITests {
         #expect(badZone.body.contains(#""field":"tags""#), "\(badZone.body)")
     }
 
-    @Test("ten failed authentications from one address answer 429 with Retry-After until the window has passed")
+    @Test("ten failed authentications from one address answer 429 with Retry-After, also for the right secret")
     func failedAuthenticationIsThrottled() async throws {
         let pipeline = try await Pipeline()
         defer { pipeline.stop() }
@@ -237,9 +237,8 @@ struct APITests {
         #expect(blocked.status == 429 && blocked.body.contains(#""code":"too_many_failures""#), "\(blocked.body)")
         let wait = Int(blocked.headers["retry-after"] ?? "") ?? 0
         #expect((1...8).contains(wait), "Retry-After \(blocked.headers["retry-after"] ?? "missing")")
-        try await Task.sleep(for: .seconds(Double(wait) + 0.5))
-        let lifted = try await server.call("GET", "/v1/apps/shop/devices/d", secret: server.master)
-        #expect(lifted.status == 404, "after the window the right secret works again: \(lifted.status) \(lifted.body)")
+        // That the right secret works again when Retry-After has passed is ThrottleWindowTests',
+        // on a clock it moves instead of waiting here.
     }
 
     @Test("a campaign over HTTP: the master secret submits it, workers deliver it, its status and counts read back; the application secret and bad campaigns are refused")

@@ -69,6 +69,16 @@ package final class ManualClock: ServiceClock {
         for sleeper in woken { sleeper.continuation.resume() }
     }
 
+    /// Moves time on to the earliest deadline a task sleeps until, and wakes it (and any
+    /// other due then); false when nobody sleeps. Time never jumps past a sleeper.
+    @discardableResult
+    package func advanceToNextDeadline() -> Bool {
+        let next = state.withLock { state in state.sleepers.map(\.deadline).min().map { $0 - state.now } }
+        guard let next else { return false }
+        advance(by: max(next, .zero))
+        return true
+    }
+
     package func advance(seconds: Double) { advance(by: .milliseconds(Int64((seconds * 1000).rounded()))) }
     package func advance(minutes: Double) { advance(seconds: minutes * 60) }
 

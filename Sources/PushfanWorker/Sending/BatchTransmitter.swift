@@ -175,7 +175,7 @@ struct BatchTransmitter {
             page?.batchStarted()
             start.partStarted()
         }
-        let (catalog, circuits, app, lane, clock, ahead) = (context.catalog, context.circuits, plan.app, lane, context.clock, task.transactional)
+        let (apns, circuits, app, lane, clock, ahead) = (context.apns, context.circuits, plan.app, lane, context.clock, task.transactional)
         let (controls, campaign) = (context.controls, task.campaignKey)
         // The rule `controlled()` applies before each batch, asked again before each request.
         let withdrawn: @Sendable () -> Bool = { controls.current(campaign).map { !$0.sends } ?? false }
@@ -186,8 +186,8 @@ struct BatchTransmitter {
                 for (environment, members) in groups {
                     sends.addTask {
                         do {
-                            let client = try catalog.client(for: app, environment: environment)
-                            let answers = await client.send(batch: members.map(\.1), started: started, ahead: ahead, withdrawn: withdrawn)
+                            let requests = try apns.requests(for: app, environment: environment)
+                            let answers = await requests.send(batch: members.map(\.1), started: started, ahead: ahead, withdrawn: withdrawn)
                             // The batch's answer time, not the round's end: results' `at` then
                             // follow the sends (a round holds many batches over a second or more).
                             let answeredAt = clock.wall

@@ -11,6 +11,8 @@ package struct SenderContext: Sendable {
     package let store: DeviceStore
     package let writer: ResultsWriter
     package let catalog: CampaignCatalog
+    /// Where requests go: the catalog's APNs clients, or a test's stand-in.
+    package let apns: any APNsConnector
     package let rates: RateLanes
     package let pauses: AppPauses
     package let circuits: LaneCircuits
@@ -32,7 +34,7 @@ package struct SenderContext: Sendable {
     package var batchesInFlight = 64
 
     package init(
-        workerID: String, store: DeviceStore, writer: ResultsWriter, catalog: CampaignCatalog, rates: RateLanes,
+        workerID: String, store: DeviceStore, writer: ResultsWriter, catalog: CampaignCatalog, apns: (any APNsConnector)? = nil, rates: RateLanes,
         pauses: AppPauses, circuits: LaneCircuits, controls: CampaignControls, progress: ProgressReporter, settings: PushfanConfiguration.Worker,
         retryPolicy: RetryPolicy = RetryPolicy(), clock: any ServiceClock, metrics: WorkerMetrics = WorkerMetrics(), logger: Logger
     ) {
@@ -40,6 +42,7 @@ package struct SenderContext: Sendable {
         self.store = store
         self.writer = writer
         self.catalog = catalog
+        self.apns = apns ?? catalog
         self.rates = rates
         self.pauses = pauses
         self.circuits = circuits

@@ -1,0 +1,150 @@
+import Foundation
+import PushfanAPNs
+import PushfanCore
+import PushfanKafka
+import PushfanStore
+import PushfanTestSupport
+import PushfanTopics
+
+@testable import PushfanWorker
+
+/// The sending core (`ShardSender` and the rooms it runs: pages, claims, `SendRound`,
+/// `BatchTransmitter`, `OutcomeRecorder`, `CampaignCompletion`) inside the test's own
+/// process: a SQLite store in a temporary directory, results produced to an in-process Kafka
+/// mock cluster, requests answered by a script instead of APNs, and time on a clock the
+/// harness moves only when every task waits on it. No process is started.
+final class SendingCoreHarness: Sendable {
+    let clock = ManualClock()
+    let store: DeviceStore
+    let apns: ScriptedAPNs
+    let context: SenderContext
+    private let cluster: KafkaDevCluster
+    private let producer: KafkaProducer
+    private let directory: URL
+    static let app = "shop"
+
+    /// An app sending `rate` per second with `devices` devices `d-0`…, tokens 1…, in locale en_US.
+    init(devices: Int, rate: Int = 1_000, retryPolicy: RetryPolicy = RetryPolicy(), answer: @escaping ScriptedAPNs.Script = { _, _ in .accepted }) async throws {
+        let logger = Logger(label: "test", threshold: .error)
+        directory = FileManager.default.temporaryDirectory.appendingPathComponent("pushfan-sending-\(UUID().uuidString.prefix(8))")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        store = try await DeviceStore.open("sqlite:" + directory.appendingPathComponent("store.db").path, logger: logger, clock: clock)
+        _ = try await store.apps.add(AppRegistration(
+            app: Self.app, topic: "com.example.shop", credentials: .token(teamID: "TEAM000001", keyID: "KEY0000001", keyFile: "/k.p8"), ratePerSecond: rate))
+        let now = clock.wallMillis
+        let registrations = try (0..<devices).map { index in
+            var registration = DeviceRegistration(deviceID: "d-\(index)", token: Self.token(index))
+            registration.locale = "en_US"
+            return try Validation.device(registration, now: now)
+        }
+        if !registrations.isEmpty { _ = try await store.devices.importDevices(app: Self.app, registrations) }
+
+        cluster = try KafkaDevCluster(brokers: 1, logger: logger)
+        let topics = TopicNames()
+        for topic in [topics.results, topics.deadletter, topics.control] { try cluster.createTopic(topic, partitions: 1) }
+        producer = try KafkaProducer(configuration: KafkaProducerConfiguration(client: KafkaClientConfiguration(bootstrapServers: cluster.bootstrapServers)), logger: logger)
+        let writer = ResultsWriter(producer: producer, topics: topics)
+        apns = ScriptedAPNs(clock: clock, answer: answer)
+        var settings = PushfanConfiguration.Worker()
+        settings.pageSize = 100
+        context = SenderContext(
+            workerID: "w1", store: store, writer: writer,
+            catalog: CampaignCatalog(store: store, clients: APNsClients(), endpointOverride: nil), apns: apns,
+            rates: RateLanes(clock: clock), pauses: AppPauses(logger: logger, clock: clock), circuits: LaneCircuits(logger: logger, clock: clock),
+            controls: CampaignControls(store: store, logger: logger, clock: clock),
+            progress: ProgressReporter(store: store, writer: writer, interval: .seconds(3_600), clock: clock, logger: logger),
+            settings: settings, retryPolicy: retryPolicy, clock: clock, logger: logger)
+    }
+
+    static func token(_ index: Int) -> String { String(format: "%064x", index + 1) }
+
+    /// Stores a running campaign to every device of the app, as the planner leaves it, and
+    /// returns its one task (one shard, one lane).
+    func campaign(_ id: String, options: String = "{}") async throws -> TaskRecord {
+        let json = #"{"v":1,"id":"\#(id)","app":"\#(Self.app)","audience":{"segment":"locale in (en_US)"},"notification":{"push_type":"alert","content":{"default":{"title":"Sale","body":"20% off"}}},"options":\#(options)}"#
+        let campaign = try Campaign.decodeRecord(Array(json.utf8))
+        let devices = try await store.audience.count(app: Self.app, segment: nil, now: clock.wallMillis)
+        _ = try await store.campaigns.record(
+            campaign.key, audience: devices, shards: 1, definition: CampaignDefinition(record: json), status: .running, now: clock.wallMillis)
+        return TaskRecord(campaign: id, app: Self.app, shard: 0, shards: 1, after: nil, through: nil, estimate: devices, lane: 0, lanes: 1)
+    }
+
+    /// Runs the task to its end. While it runs, time moves to the next deadline whenever
+    /// every task that waits waits on the clock (a rate, a retry's delay, a pause).
+    func run(_ task: TaskRecord) async -> TaskEnd {
+        let sender = Task { await ShardSender(context: context, task: task).run() }
+        let done = Locked(false)
+        let driver = Task {
+            while !done.withLock({ $0 }) {
+                // A real pause lets the store's queues and Kafka's threads finish what they
+                // do before time moves; it never decides what the test sees.
+                try? await Task.sleep(for: .milliseconds(2))
+                if clock.sleeping > 0 { clock.advanceToNextDeadline() }
+            }
+        }
+        let end = await sender.value
+        done.withLock { $0 = true }
+        await driver.value
+        return end
+    }
+
+    /// Final outcomes in the ledger, by state.
+    func outcomes(_ task: TaskRecord) async throws -> [LedgerState: Int] {
+        try await store.ledger.outcomeCounts(campaign: task.campaignKey)
+    }
+
+    func stop() async {
+        await producer.close()
+        cluster.close()
+        try? FileManager.default.removeItem(at: directory)
+    }
+}
+
+/// APNs as a script: each request is answered by `answer(token, attempt)` (attempt 1 for the
+/// token's first request), and kept with the clock's time it came at.
+final class ScriptedAPNs: APNsConnector, APNsRequestSink {
+    typealias Script = @Sendable (_ token: String, _ attempt: Int) -> Answer
+
+    enum Answer: Sendable {
+        case accepted
+        case rejected(Int, APNsReason, timestamp: Date? = nil)
+        case failed(APNsTransportFailure.Cause)
+    }
+
+    struct Request: Sendable {
+        let token: String
+        let at: ContinuousClock.Instant
+    }
+
+    private let clock: ManualClock
+    private let answer: Script
+    private let log = Locked<[Request]>([])
+
+    init(clock: ManualClock, answer: @escaping Script) {
+        (self.clock, self.answer) = (clock, answer)
+    }
+
+    var requests: [Request] { log.withLock { $0 } }
+
+    /// Requests per token.
+    var attempts: [String: Int] { Dictionary(requests.map { ($0.token, 1) }, uniquingKeysWith: +) }
+
+    func requests(for app: AppRecord, environment: APNsEnvironment) throws(CatalogError) -> any APNsRequestSink { self }
+
+    func send(batch: [APNsNotification], started: (@Sendable () -> Void)?, ahead: Bool, withdrawn: (@Sendable () -> Bool)?) async -> [APNsSendResult] {
+        defer { started?() }
+        return batch.map { notification in
+            if withdrawn?() == true { return .failed(APNsTransportFailure(.withdrawn)) }
+            let token = notification.token?.hex ?? ""
+            let attempt = log.withLock { log in
+                log.append(Request(token: token, at: clock.now))
+                return log.filter { $0.token == token }.count
+            }
+            switch answer(token, attempt) {
+            case .accepted: return .response(.accepted(apnsID: UUID().uuidString, uniqueID: nil))
+            case .rejected(let status, let reason, let timestamp): return .response(.rejected(status: status, reason: reason, timestamp: timestamp))
+            case .failed(let cause): return .failed(APNsTransportFailure(cause))
+            }
+        }
+    }
+}

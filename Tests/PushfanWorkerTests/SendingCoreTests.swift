@@ -1,0 +1,102 @@
+import Foundation
+import PushfanCore
+import PushfanStore
+import PushfanTestSupport
+import Testing
+
+@testable import PushfanWorker
+
+/// The sending core's decisions, in the test's own process and on a clock it moves
+/// (`SendingCoreHarness`): what one task sends, retries, records and ends with. The process
+/// suites (EndToEndTests) check the same paths through real workers and the simulator.
+@Suite(.timeLimit(.minutes(2)))
+struct SendingCoreTests {
+    @Test("every device gets one request and one final outcome; the campaign completes")
+    func deliversEachDeviceOnce() async throws {
+        let harness = try await SendingCoreHarness(devices: 250)
+        let task = try await harness.campaign("c1")
+        #expect(await harness.run(task) == .finished)
+        #expect(harness.apns.requests.count == 250)
+        #expect(Set(harness.apns.requests.map(\.token)).count == 250)
+        #expect(try await harness.outcomes(task) == [.delivered: 250])
+        #expect(try await harness.store.campaigns.get(task.campaignKey)?.status == .completed)
+        await harness.stop()
+    }
+
+    @Test("a finished task run again sends nothing: the ledger already holds every outcome")
+    func aRedeliveredTaskSendsNothing() async throws {
+        let harness = try await SendingCoreHarness(devices: 120)
+        let task = try await harness.campaign("c1")
+        #expect(await harness.run(task) == .finished)
+        #expect(await harness.run(task) == .finished)
+        #expect(harness.apns.requests.count == 120, "a device was sent twice")
+        #expect(try await harness.outcomes(task) == [.delivered: 120])
+        await harness.stop()
+    }
+
+    @Test("503 then 200: the device is retried after its backoff and delivered; a 410 invalidates the token and is not retried")
+    func retriesAndTokenHygiene() async throws {
+        let gone = SendingCoreHarness.token(7)
+        var policy = RetryPolicy()
+        (policy.baseDelay, policy.jitter) = (.seconds(2), .none)
+        let harness = try await SendingCoreHarness(devices: 20, retryPolicy: policy) { token, attempt in
+            if token == gone { return .rejected(410, .unregistered) }
+            return token == SendingCoreHarness.token(3) && attempt < 3 ? .rejected(503, .serviceUnavailable) : .accepted
+        }
+        let task = try await harness.campaign("c1")
+        let started = harness.clock.now
+        #expect(await harness.run(task) == .finished)
+        let retried = harness.apns.requests.filter { $0.token == SendingCoreHarness.token(3) }
+        #expect(retried.count == 3)
+        // Backoff without jitter: 2 s, then 4 s.
+        if retried.count == 3 {
+            #expect(retried[1].at - retried[0].at >= .seconds(2))
+            #expect(retried[2].at - retried[1].at >= .seconds(4))
+        }
+        #expect(harness.clock.now - started >= .seconds(6), "the retries' delays passed on the clock")
+        #expect(harness.apns.attempts[gone] == 1, "a 410 is final")
+        #expect(try await harness.outcomes(task) == [.delivered: 19, .invalidToken: 1])
+        #expect(try await harness.store.devices.get(app: SendingCoreHarness.app, deviceID: "d-7")?.status == .invalid)
+        await harness.stop()
+    }
+
+    @Test("never faster than the app's rate: 300 devices at 100/s take at least 2.95 s of the clock (5 at once, then the bucket's refill)")
+    func keepsTheRate() async throws {
+        let harness = try await SendingCoreHarness(devices: 300, rate: 100)
+        let task = try await harness.campaign("c1")
+        let started = harness.clock.now
+        #expect(await harness.run(task) == .finished)
+        #expect(harness.apns.requests.count == 300)
+        // The bucket holds 50 ms of the rate (5 sends) and refills at 100/s: 295 more
+        // sends need 2.95 s. (The clock only moves when every task waits on it, so it
+        // never runs short; a request's own time is when the stand-in ran it, which may
+        // lag its grant, so the bound is on the whole run.)
+        let elapsed = harness.clock.now - started
+        #expect(elapsed >= .milliseconds(2_950), "300 sends in \(elapsed) at 100/s")
+        #expect(try await harness.outcomes(task) == [.delivered: 300])
+        await harness.stop()
+    }
+
+    @Test("a campaign cancelled before its task runs ends every device cancelled without a request")
+    func cancelledBeforeStart() async throws {
+        let harness = try await SendingCoreHarness(devices: 40)
+        let task = try await harness.campaign("c1")
+        _ = try await harness.store.campaigns.control(task.campaignKey, .cancel, now: harness.clock.wallMillis)
+        #expect(await harness.run(task) == .finished)
+        #expect(harness.apns.requests.isEmpty)
+        #expect(try await harness.outcomes(task) == [.cancelled: 40])
+        await harness.stop()
+    }
+
+    @Test("past its apns-expiration nothing starts: every device ends expired")
+    func expiredBeforeStart() async throws {
+        let harness = try await SendingCoreHarness(devices: 30)
+        let expiration = Int64(harness.clock.wall.timeIntervalSince1970) + 60
+        let task = try await harness.campaign("c1", options: #"{"expiration":\#(expiration)}"#)
+        harness.clock.advance(by: .seconds(61))
+        #expect(await harness.run(task) == .finished)
+        #expect(harness.apns.requests.isEmpty)
+        #expect(try await harness.outcomes(task) == [.expired: 30])
+        await harness.stop()
+    }
+}
