@@ -33,6 +33,28 @@ package struct CampaignDefinition: Sendable, Equatable {
 /// shard count, the lifecycle status, and the shards whose every device is final.
 package struct CampaignRegistry: Sendable {
     let executor: StoreExecutor
+    /// New rows, committed together when they come at once (`GroupCommit`): the API stores
+    /// one per transactional message, thousands a second.
+    private let inserts: GroupCommit<Insert, Bool>
+
+    init(executor: StoreExecutor) {
+        self.executor = executor
+        inserts = GroupCommit(executor: executor, largestGroup: 128) { connection, _, rows, _ throws(StoreError) in
+            try rows.map { row throws(StoreError) in try Self.insert(row, connection) }
+        }
+    }
+
+    /// A row `record` adds.
+    private struct Insert: Sendable {
+        let campaign: CampaignKey
+        let audience: Int
+        let shards: Int
+        let definition: CampaignDefinition?
+        let status: CampaignStatus
+        let sendAt: Int64?
+        let dispatched: Int64?
+        let now: Int64
+    }
 
     /// A campaign's row. The table keys it by `CampaignKey.stored` (`<app>/<id>`): ids are
     /// named within their app.
@@ -77,13 +99,17 @@ package struct CampaignRegistry: Sendable {
         sendAt: Int64? = nil, parked: Bool? = nil, now: Int64
     ) async throws(StoreError) -> Bool {
         let dispatched: Int64? = parked ?? (status == .scheduled) ? nil : now
-        return try await executor.run { connection throws(StoreError) in
-            try connection.execute("""
-                INSERT INTO campaigns (id, app, status, audience, shards, definition, template, created_at, updated_at, send_at, dispatched_at)
-                VALUES (\(campaign), \(campaign.app), \(status.rawValue), \(audience), \(shards), \(.optional(definition?.record)), \(.optional(definition?.template)), \(now), \(now),
-                        \(.optional(sendAt)), \(.optional(dispatched))) ON CONFLICT (id) DO NOTHING
-                """) == 1
-        }
+        return try await inserts.submit(Insert(
+            campaign: campaign, audience: audience, shards: shards, definition: definition, status: status, sendAt: sendAt, dispatched: dispatched, now: now))
+    }
+
+    /// True when the row is new.
+    private static func insert(_ row: Insert, _ connection: any SQLConnection) throws(StoreError) -> Bool {
+        try connection.execute("""
+            INSERT INTO campaigns (id, app, status, audience, shards, definition, template, created_at, updated_at, send_at, dispatched_at)
+            VALUES (\(row.campaign), \(row.campaign.app), \(row.status.rawValue), \(row.audience), \(row.shards), \(.optional(row.definition?.record)),
+                    \(.optional(row.definition?.template)), \(row.now), \(row.now), \(.optional(row.sendAt)), \(.optional(row.dispatched))) ON CONFLICT (id) DO NOTHING
+            """) == 1
     }
 
     /// Parked campaigns to dispatch now: due within `lead`, or cancelled (their devices are to

@@ -5,23 +5,23 @@ import PushfanCore
 /// answers call for.
 package struct DeviceDirectory: Sendable {
     let executor: StoreExecutor
-    private let registrations: RegistrationGroups
+    private let registrations: GroupCommit<(app: String, device: ValidatedDevice), RegistrationResult>
 
     init(executor: StoreExecutor) {
         self.executor = executor
-        registrations = RegistrationGroups(executor: executor)
+        registrations = DeviceRegistrations.groups(executor)
     }
 
     /// Registers or updates a device (idempotent). A token registered before under another
     /// device id moves to this one: the old row is removed. Concurrent calls are committed
-    /// together (`RegistrationGroups`).
+    /// together (`DeviceRegistrations`, `GroupCommit`).
     package func register(app: String, _ registration: DeviceRegistration) async throws(StoreError) -> RegistrationResult {
         try await register(app: app, validated: try Validation.device(registration, now: executor.clock.wallMillis))
     }
 
     /// The same, for a registration its caller validated already (`Validation.device`).
     package func register(app: String, validated: ValidatedDevice) async throws(StoreError) -> RegistrationResult {
-        try await registrations.register(app: app, validated)
+        try await registrations.submit((app, validated))
     }
 
     /// Imports a batch; every registration must already be validated (`Validation.device`).

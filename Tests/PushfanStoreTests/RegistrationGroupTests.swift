@@ -4,7 +4,7 @@ import PushfanTestSupport
 import Testing
 @testable import PushfanStore
 
-/// Registrations committed together (`RegistrationGroups`) and secrets answered from the
+/// Registrations committed together (`GroupCommit`) and secrets answered from the
 /// last second's read (`RecentSecrets`), on both backends.
 @Suite(.timeLimit(.minutes(5)))
 struct RegistrationGroupTests {
