@@ -28,7 +28,12 @@ package struct ResultsWriter: Sendable {
 
     /// A campaign lifecycle event, keyed by campaign id.
     package func campaign(_ event: CampaignEvent) async throws(KafkaError) -> DeliveryTicket {
-        try await producer.enqueue([ProducerRecord(topic: topics.results, key: event.kafkaKey, value: MessageCodec.encode(ResultRecord.campaign(event)))])
+        try await producer.enqueue([campaignRecord(event)])
+    }
+
+    /// The record of a campaign lifecycle event, for a caller that produces it with others.
+    package func campaignRecord(_ event: CampaignEvent) -> ProducerRecord {
+        ProducerRecord(topic: topics.results, key: event.kafkaKey, value: MessageCodec.encode(ResultRecord.campaign(event)))
     }
 
     /// Engagement events, keyed `<app>/<device>`; returns once every one is on the topic.

@@ -130,10 +130,11 @@ enum MessageRoutes {
             throw APIError(500, "internal", "message id \(campaign.id) was taken; send the message again")
         }
         do {
-            let accepted = try await writer.campaign(CampaignEvent(
+            // `accepted` first, then the tasks, in one hand-over and one wait for delivery.
+            let accepted = writer.campaignRecord(CampaignEvent(
                 campaign: campaign.id, app: campaign.app, event: .accepted, audience: rowKeys.count, at: store.clock.wallMillis))
-            let tasks = try await writer.producer.enqueue(records)
-            if let error = await ResultsWriter.firstFailure([tasks, accepted]) { throw error }
+            let delivery = try await writer.producer.enqueue([accepted] + records)
+            if let error = await ResultsWriter.firstFailure([delivery]) { throw error }
         } catch {
             _ = try? await store.campaigns.transition(campaign.key, from: .running, to: .cancelled, now: store.clock.wallMillis)
             throw error
