@@ -21,6 +21,8 @@ final class SendingCoreHarness: Sendable {
     private let cluster: KafkaDevCluster
     private let producer: KafkaProducer
     private let directory: URL
+    /// Applies operators' records to the store, as the worker's control role does.
+    private let controlWrites: Task<Void, Never>
     static let app = "shop"
 
     /// An app sending `rate` per second with `devices` devices `d-0`…, tokens 1…, in locale en_US.
@@ -54,6 +56,8 @@ final class SendingCoreHarness: Sendable {
             controls: CampaignControls(store: store, logger: logger, clock: clock),
             progress: ProgressReporter(store: store, writer: writer, interval: .seconds(3_600), clock: clock, logger: logger),
             settings: settings, retryPolicy: retryPolicy, clock: clock, logger: logger)
+        let (controls, stop) = (context.controls, StopSignal(clock: clock))
+        controlWrites = Task { await controls.runWrites(until: stop) }
     }
 
     static func token(_ index: Int) -> String { String(format: "%064x", index + 1) }
@@ -88,12 +92,21 @@ final class SendingCoreHarness: Sendable {
         return end
     }
 
+    /// An operator's pause, resume or cancel as `OperatorCommand` makes it: the store first,
+    /// then the record a worker reads from the control topic.
+    func command(_ action: ControlRecord.Action, _ task: TaskRecord) async throws {
+        _ = try await store.campaigns.control(task.campaignKey, action, now: clock.wallMillis)
+        context.controls.read(ControlRecord(campaign: task.campaignKey, action: action, at: clock.wallMillis))
+    }
+
     /// Final outcomes in the ledger, by state.
     func outcomes(_ task: TaskRecord) async throws -> [LedgerState: Int] {
         try await store.ledger.outcomeCounts(campaign: task.campaignKey)
     }
 
     func stop() async {
+        context.controls.finishReading()
+        await controlWrites.value
         await producer.close()
         cluster.close()
         try? FileManager.default.removeItem(at: directory)

@@ -77,6 +77,28 @@ struct SendingCoreTests {
         await harness.stop()
     }
 
+    @Test("paused mid-task by the operator (the store, then the control record): no request starts while paused; after the resume every device is sent once")
+    func pauseAndResumeMidTask() async throws {
+        let harness = try await SendingCoreHarness(devices: 200, rate: 20)
+        let task = try await harness.campaign("c1")
+        let running = Task { await harness.run(task) }
+        while harness.apns.requests.count < 40 { try await Task.sleep(for: .milliseconds(2)) }
+        try await harness.command(.pause, task)
+        let pausedAt = harness.clock.now
+        // What was already granted may still start; nothing after that.
+        while harness.clock.now - pausedAt < .seconds(1) { try await Task.sleep(for: .milliseconds(2)) }
+        let atPause = harness.apns.requests.count
+        while harness.clock.now - pausedAt < .seconds(30) { try await Task.sleep(for: .milliseconds(2)) }
+        #expect(harness.apns.requests.count == atPause, "\(harness.apns.requests.count - atPause) requests while paused")
+        #expect(atPause < 200)
+        try await harness.command(.resume, task)
+        #expect(await running.value == .finished)
+        #expect(harness.apns.requests.count == 200)
+        #expect(harness.apns.attempts.values.allSatisfy { $0 == 1 }, "a device was sent twice")
+        #expect(try await harness.outcomes(task) == [.delivered: 200])
+        await harness.stop()
+    }
+
     @Test("a campaign cancelled before its task runs ends every device cancelled without a request")
     func cancelledBeforeStart() async throws {
         let harness = try await SendingCoreHarness(devices: 40)
@@ -100,3 +122,4 @@ struct SendingCoreTests {
         await harness.stop()
     }
 }
+
