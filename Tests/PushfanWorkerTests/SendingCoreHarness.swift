@@ -12,7 +12,7 @@ import PushfanTopics
 /// `BatchTransmitter`, `OutcomeRecorder`, `CampaignCompletion`) inside the test's own
 /// process: a SQLite store in a temporary directory, results produced to an in-process Kafka
 /// mock cluster, requests answered by a script instead of APNs, and time on a clock the
-/// harness moves only when every task waits on it. No process is started.
+/// harness moves to the next sleeper's deadline, never past it. No process is started.
 final class SendingCoreHarness: Sendable {
     let clock = ManualClock()
     let store: DeviceStore
@@ -73,8 +73,9 @@ final class SendingCoreHarness: Sendable {
         return TaskRecord(campaign: id, app: Self.app, shard: 0, shards: 1, after: nil, through: nil, estimate: devices, lane: 0, lanes: 1)
     }
 
-    /// Runs the task to its end. While it runs, time moves to the next deadline whenever
-    /// every task that waits waits on the clock (a rate, a retry's delay, a pause).
+    /// Runs the task to its end. While it runs, time moves to the next deadline whenever a
+    /// task sleeps on the clock (a rate, a retry's delay, a pause), after a short real pause
+    /// that lets the store's and Kafka's threads finish what they do.
     func run(_ task: TaskRecord) async -> TaskEnd {
         let sender = Task { await ShardSender(context: context, task: task).run() }
         let done = Locked(false)

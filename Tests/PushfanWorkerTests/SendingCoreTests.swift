@@ -68,7 +68,7 @@ struct SendingCoreTests {
         #expect(await harness.run(task) == .finished)
         #expect(harness.apns.requests.count == 300)
         // The bucket holds 50 ms of the rate (5 sends) and refills at 100/s: 295 more
-        // sends need 2.95 s. (The clock only moves when every task waits on it, so it
+        // sends need 2.95 s. (The clock moves only to a sleeper's deadline, so it
         // never runs short; a request's own time is when the stand-in ran it, which may
         // lag its grant, so the bound is on the whole run.)
         let elapsed = harness.clock.now - started
