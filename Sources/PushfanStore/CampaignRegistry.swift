@@ -39,7 +39,7 @@ package struct CampaignRegistry: Sendable {
 
     init(executor: StoreExecutor) {
         self.executor = executor
-        inserts = GroupCommit(executor: executor, largestGroup: 128) { connection, _, rows, _ throws(StoreError) in
+        inserts = GroupCommit(executor: executor) { connection, _, rows, _ throws(StoreError) in
             try rows.map { row throws(StoreError) in try Self.insert(row, connection) }
         }
     }

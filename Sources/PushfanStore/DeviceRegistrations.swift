@@ -5,11 +5,8 @@ import PushfanCore
 /// 99th percentile near 100 ms while the median was under 10; the waits were writers taking
 /// turns at the lock.
 enum DeviceRegistrations {
-    /// Most registrations per transaction.
-    static let largestGroup = 128
-
     static func groups(_ executor: StoreExecutor) -> GroupCommit<(app: String, device: ValidatedDevice), RegistrationResult> {
-        GroupCommit(executor: executor, largestGroup: largestGroup) { connection, backend, items, now throws(StoreError) in
+        GroupCommit(executor: executor) { connection, backend, items, now throws(StoreError) in
             // Each app once per group, not once per device.
             for app in Set(items.map(\.app)) { try StoreExecutor.requireApp(connection, app) }
             return try items.map { item throws(StoreError) in try register(connection, backend, app: item.app, item.device, now: now) }

@@ -31,8 +31,10 @@ final class GroupCommit<Item: Sendable, Output: Sendable>: Sendable {
     private let write: Write
     private let state = Locked(State())
 
-    /// `largestGroup`: most calls per transaction, which keeps the write lock short for other processes.
-    init(executor: StoreExecutor, largestGroup: Int, write: @escaping Write) {
+    /// Most calls per transaction by default: keeps the write lock short for other processes.
+    static var defaultLargestGroup: Int { 128 }
+
+    init(executor: StoreExecutor, largestGroup: Int = defaultLargestGroup, write: @escaping Write) {
         (self.executor, self.largestGroup, self.write) = (executor, largestGroup, write)
     }
 

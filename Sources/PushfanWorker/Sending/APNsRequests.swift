@@ -22,8 +22,4 @@ package protocol APNsConnector: Sendable {
     func requests(for app: AppRecord, environment: APNsEnvironment) throws(CatalogError) -> any APNsRequestSink
 }
 
-extension CampaignCatalog: APNsConnector {
-    package func requests(for app: AppRecord, environment: APNsEnvironment) throws(CatalogError) -> any APNsRequestSink {
-        try client(for: app, environment: environment)
-    }
-}
+extension CampaignCatalog: APNsConnector {}

@@ -178,8 +178,8 @@ package final class CampaignCatalog: Sendable {
         return plan
     }
 
-    /// The client for an app's devices in one environment.
-    package func client(for app: AppRecord, environment: APNsEnvironment) throws(CatalogError) -> APNsClient {
+    /// The APNs client for an app's devices in one environment (`APNsConnector`).
+    package func requests(for app: AppRecord, environment: APNsEnvironment) throws(CatalogError) -> any APNsRequestSink {
         let loaded: APNsCredentials
         if let known = credentials.withLock({ $0[app.app] }), known.reference == app.credentials {
             loaded = known.loaded
