@@ -41,6 +41,18 @@ package final class ManagedProcess: Sendable {
         self.process = process
         self.input = input
         self.name = label
+        Self.record(pid: process.processIdentifier, label: label, arguments: arguments)
+    }
+
+    /// With `PUSHFAN_TEST_CHILDREN` set to a file, each start appends "pid label arguments" to
+    /// it, so a sanitizer report (named by pid) can be traced to the process that wrote it.
+    private static func record(pid: Int32, label: String, arguments: [String]) {
+        guard let path = ProcessInfo.processInfo.environment["PUSHFAN_TEST_CHILDREN"], !path.isEmpty else { return }
+        let fd = open(path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0o644)
+        guard fd >= 0 else { return }
+        defer { close(fd) }
+        let line = Array("\(pid) \(label) \(arguments.joined(separator: " "))\n".utf8)
+        _ = line.withUnsafeBytes { write(fd, $0.baseAddress, $0.count) }
     }
 
     deinit {
