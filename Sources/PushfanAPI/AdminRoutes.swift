@@ -2,6 +2,7 @@ import Foundation
 import PushfanAPNs
 import PushfanCore
 import PushfanStore
+import PushfanSupport
 
 /// `/v1/admin/apps`: app management for whoever holds the admin token (`Authorization:
 /// Bearer TOKEN`, from `pushfan api --admin-token-file`): create (credentials loaded and

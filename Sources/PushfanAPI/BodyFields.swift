@@ -1,4 +1,5 @@
 import PushfanCore
+import PushfanSupport
 
 /// Reading a JSON body's fields by name, each refusal a 400 naming the field.
 enum BodyFields {

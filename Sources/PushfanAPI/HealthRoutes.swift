@@ -1,5 +1,6 @@
 import PushfanCore
 import PushfanStore
+import PushfanSupport
 import PushfanTopics
 
 /// `GET /healthz` (the process answers) and `GET /readyz` (the store and Kafka answer).

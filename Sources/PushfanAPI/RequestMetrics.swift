@@ -1,4 +1,5 @@
 import PushfanCore
+import PushfanSupport
 
 /// Requests by method, route (the pattern, never the path: a bounded set of labels) and
 /// status, with a duration histogram, in the Prometheus text format at `GET /metrics`.

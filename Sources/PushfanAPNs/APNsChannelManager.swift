@@ -1,6 +1,7 @@
+internal import CCurl
 import Foundation
 import PushfanCore
-internal import CCurl
+import PushfanSupport
 
 /// Broadcast channel management (iOS 18): create, read, list and delete an app's channels
 /// through APNs' channel management requests (Apple's "Sending channel management requests

@@ -1,5 +1,6 @@
 import Foundation
 import PushfanCore
+import PushfanSupport
 
 /// Sends notifications to one APNs endpoint with one credential: the pool of
 /// HTTP/2 connections for an (environment, team key) or an (environment,

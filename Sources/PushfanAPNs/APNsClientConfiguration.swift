@@ -1,4 +1,5 @@
 import PushfanCore
+import PushfanSupport
 
 /// Settings of one connection pool (one endpoint and one credential).
 package struct APNsClientConfiguration: Sendable, Hashable {

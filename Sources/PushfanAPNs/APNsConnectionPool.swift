@@ -1,5 +1,6 @@
 import Foundation
 import PushfanCore
+import PushfanSupport
 
 /// One endpoint and one credential: HTTP/2 connections driven on a dedicated
 /// thread (never the cooperative pool) by a `TransferEngine`.

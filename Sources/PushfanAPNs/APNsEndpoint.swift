@@ -1,5 +1,6 @@
 import Foundation
 import PushfanCore
+import PushfanSupport
 
 /// Where notifications go: Apple's production or sandbox host (port 443 or
 /// 2197), or an override for simulators and staging with an extra CA to trust.

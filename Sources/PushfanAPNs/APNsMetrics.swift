@@ -1,4 +1,5 @@
 import PushfanCore
+import PushfanSupport
 
 /// What the sender's connection pools count, in a process's metrics registry. Counted on
 /// the pools' threads: answer times are gathered per loop turn and added in one lock.

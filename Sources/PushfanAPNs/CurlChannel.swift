@@ -1,8 +1,9 @@
+internal import CCurl
 import Foundation
 import PushfanCore
 import PushfanCrypto
 import PushfanHTTP2
-internal import CCurl
+import PushfanSupport
 
 /// One APNs connection as libcurl makes and carries it: an easy handle in connect-only
 /// mode. libcurl resolves the host (every address, IPv6 and IPv4 raced by happy eyeballs),

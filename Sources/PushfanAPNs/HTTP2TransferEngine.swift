@@ -1,6 +1,7 @@
 import Foundation
 import PushfanCore
 import PushfanHTTP2
+import PushfanSupport
 
 /// The sender's transport: each connection is libcurl's (`CurlChannel`: resolution,
 /// proxy, TLS, client certificates) carrying an nghttp2 client session (`HTTP2Session`),

@@ -1,5 +1,6 @@
 import Foundation
 import PushfanCore
+import PushfanSupport
 
 /// Where one batch's results are gathered. Written only by the pool's thread
 /// once the batch is handed over (the hand-over goes through the pool's mutex,

@@ -1,5 +1,6 @@
 import Foundation
 import PushfanCore
+import PushfanSupport
 
 /// The pool thread's loop and everything both transports share: the queue of
 /// requests not yet on the wire, provider tokens, the resend after

@@ -1,8 +1,9 @@
+internal import CEpoll
 import Foundation
 import PushfanCore
 import PushfanCrypto
+import PushfanSupport
 import Synchronization
-internal import CEpoll
 
 /// How the simulator authenticates providers.
 package enum SimAuthMode: Sendable {

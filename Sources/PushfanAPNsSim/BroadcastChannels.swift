@@ -1,5 +1,6 @@
 import Foundation
 import PushfanCore
+import PushfanSupport
 
 /// The simulator's broadcast channels (iOS 18), per bundle id, shared by every loop: what
 /// channel management requests create, read, list and delete, and what broadcasts are

@@ -1,9 +1,10 @@
+internal import CEpoll
 import Foundation
 import PushfanCore
 import PushfanCrypto
-import Synchronization
-internal import CEpoll
 import PushfanHTTP2
+import PushfanSupport
+import Synchronization
 
 /// One event-loop thread: an epoll instance, the connections it owns, and everything it
 /// needs per request without locks (token cache, fault settings copy, random numbers, log

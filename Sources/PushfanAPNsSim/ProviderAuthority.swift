@@ -1,6 +1,7 @@
 import Foundation
 import PushfanCore
 import PushfanCrypto
+import PushfanSupport
 
 /// A token-auth key the simulator knows: Apple's team id and key id, the public half of the
 /// .p8 key, and the bundle ids it may push to (nil: any).

@@ -3,6 +3,7 @@ import PushfanAPI
 import PushfanCore
 import PushfanKafka
 import PushfanStore
+import PushfanSupport
 import PushfanTopics
 import PushfanWorker
 

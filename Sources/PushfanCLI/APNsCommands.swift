@@ -2,6 +2,7 @@ import Foundation
 import PushfanAPNs
 import PushfanCore
 import PushfanCrypto
+import PushfanSupport
 
 /// Options shared by the commands that talk to APNs: where, and as whom.
 enum APNsOptions {

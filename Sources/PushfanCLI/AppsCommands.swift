@@ -2,6 +2,7 @@ import Foundation
 import PushfanAPNs
 import PushfanCore
 import PushfanStore
+import PushfanSupport
 
 /// `pushfan apps list`: every app with its topic, environment, rate and default zone.
 struct AppsListCommand: Command {

@@ -2,6 +2,7 @@ import Foundation
 import PushfanCore
 import PushfanKafka
 import PushfanStore
+import PushfanSupport
 
 /// `pushfan audit --campaign ID | --all [--sim-log FILE]`: compares the ledger, the results
 /// topic (read from its start by a private consumer group) and optionally the simulator's

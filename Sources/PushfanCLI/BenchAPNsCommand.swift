@@ -2,6 +2,7 @@ import Foundation
 import PushfanAPNs
 import PushfanCore
 import PushfanCrypto
+import PushfanSupport
 
 /// `pushfan bench apns`: as many notifications as fast as the sender goes.
 struct BenchAPNsCommand: Command {

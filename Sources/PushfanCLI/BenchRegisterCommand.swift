@@ -1,6 +1,7 @@
 import Foundation
 import PushfanCore
 import PushfanStore
+import PushfanSupport
 
 /// `pushfan bench register`: the store's own rate of single-device registrations, in
 /// process: the most one API server on the same store could reach (scripts/bench-api).

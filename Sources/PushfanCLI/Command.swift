@@ -1,6 +1,7 @@
 import Foundation
 import PushfanCore
 import PushfanStore
+import PushfanSupport
 
 /// A subcommand of `pushfan`.
 package protocol Command: Sendable {

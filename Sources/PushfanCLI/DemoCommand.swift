@@ -5,7 +5,9 @@ import PushfanAPNsSim
 import PushfanCore
 import PushfanCrypto
 import PushfanKafka
+import PushfanSegments
 import PushfanStore
+import PushfanSupport
 import PushfanTopics
 import PushfanWorker
 

@@ -2,6 +2,7 @@ import Foundation
 import PushfanAPNs
 import PushfanCore
 import PushfanStore
+import PushfanSupport
 
 /// `pushfan devices expand`: streams an audience the way the pipeline does (shards, then
 /// keyset pages), counting devices; a dry run of expansion and the store benchmark's probe.

@@ -1,6 +1,7 @@
 import Foundation
 import PushfanCore
 import PushfanStore
+import PushfanSupport
 
 /// `pushfan devices export --app APP [--out FILE]`: the app's active devices as NDJSON import
 /// lines, with their tokens of every kind, so `pushfan devices import` brings them back as

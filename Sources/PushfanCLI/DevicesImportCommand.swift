@@ -2,6 +2,7 @@ import Foundation
 import PushfanAPNs
 import PushfanCore
 import PushfanStore
+import PushfanSupport
 
 /// `pushfan devices import`: streaming bulk import with per-line errors.
 struct DevicesImportCommand: Command {

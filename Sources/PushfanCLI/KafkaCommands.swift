@@ -1,7 +1,8 @@
 import Foundation
-import Synchronization
 import PushfanCore
 import PushfanKafka
+import PushfanSupport
+import Synchronization
 
 /// Options shared by commands that talk to Kafka.
 enum KafkaOptions {

@@ -1,6 +1,7 @@
 import Foundation
 import PushfanCore
 import PushfanKafka
+import PushfanSupport
 import Synchronization
 
 /// Follows one campaign's lifecycle events on the results topic: a progress bar on a

@@ -1,7 +1,9 @@
 import Foundation
 import PushfanAPNs
 import PushfanCore
+import PushfanSegments
 import PushfanStore
+import PushfanSupport
 
 /// Segment commands share the expression or saved-segment lookup.
 enum SegmentInput {

@@ -2,6 +2,7 @@ import Foundation
 import PushfanAPNs
 import PushfanCore
 import PushfanStore
+import PushfanSupport
 
 /// Options shared by commands that use the device store.
 enum StoreOptions {

@@ -1,6 +1,7 @@
 import Foundation
 import PushfanCore
 import PushfanStore
+import PushfanSupport
 
 /// `pushfan templates set --app KEY --name NAME FILE`: saves a stored notification template.
 struct TemplatesSetCommand: Command {

@@ -1,6 +1,7 @@
 import Foundation
 import PushfanCore
 import PushfanKafka
+import PushfanSupport
 
 /// What `topics plan` and `topics create` share: the deployment facts the plan comes from.
 enum TopicPlanOptions {

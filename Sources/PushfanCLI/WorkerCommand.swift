@@ -4,6 +4,7 @@ import PushfanAPNs
 import PushfanCore
 import PushfanKafka
 import PushfanStore
+import PushfanSupport
 import PushfanWorker
 
 /// `pushfan worker`: the planner and sender roles, until SIGTERM.

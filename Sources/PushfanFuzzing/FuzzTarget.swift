@@ -2,7 +2,9 @@ import Foundation
 import PushfanAPI
 import PushfanAPNsSim
 import PushfanCore
+import PushfanSegments
 import PushfanStore
+import PushfanTemplates
 
 /// What the fuzzers feed: every parser that reads bytes from outside. Each target runs one
 /// input and checks what must hold whatever the input (a value that parses prints and

@@ -1,6 +1,7 @@
+internal import CRdkafka
 import Foundation
 import PushfanCore
-internal import CRdkafka
+import PushfanSupport
 
 /// Kafka's admin API, through librdkafka: creating the topics of a `TopicPlan`.
 package enum KafkaAdmin {

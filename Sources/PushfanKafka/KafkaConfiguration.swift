@@ -1,6 +1,6 @@
-import Foundation
-import PushfanCore
 internal import CRdkafka
+import Foundation
+import PushfanSupport
 
 /// Settings common to producers and consumers. Typed fields cover what Pushfan relies on;
 /// `properties` passes any librdkafka property through unchanged and wins over the typed

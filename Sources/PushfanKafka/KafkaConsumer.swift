@@ -1,7 +1,7 @@
-import Foundation
-import PushfanCore
-import Synchronization
 internal import CRdkafka
+import Foundation
+import PushfanSupport
+import Synchronization
 
 /// A member of a Kafka consumer group.
 ///

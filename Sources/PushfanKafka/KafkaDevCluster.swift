@@ -1,7 +1,7 @@
-import Foundation
-import PushfanCore
-import Synchronization
 internal import CRdkafka
+import Foundation
+import PushfanSupport
+import Synchronization
 
 /// A development Kafka cluster inside this process: librdkafka's mock cluster, which
 /// speaks the real Kafka protocol on loopback, so any client (Pushfan, kcat, Python)

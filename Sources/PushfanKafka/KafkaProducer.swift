@@ -1,7 +1,7 @@
-import Foundation
-import PushfanCore
-import Synchronization
 internal import CRdkafka
+import Foundation
+import PushfanSupport
+import Synchronization
 
 /// A record to produce. A nil partition lets librdkafka's partitioner pick one by key.
 package struct ProducerRecord: Sendable {

@@ -1,7 +1,7 @@
-import Foundation
-import Synchronization
-import PushfanCore
 internal import CRdkafka
+import Foundation
+import PushfanSupport
+import Synchronization
 
 /// An `rd_kafka_t *`. librdkafka handles are thread-safe, so sharing the pointer is sound;
 /// the owner (producer, consumer, dev cluster) destroys it exactly once in `close`.

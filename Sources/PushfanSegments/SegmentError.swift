@@ -64,8 +64,8 @@ package struct SegmentError: Error, CustomStringConvertible, Equatable, Sendable
 /// Bounds on what the parser accepts, so that hostile input costs little and
 /// compiled SQL stays within what the databases accept.
 package struct SegmentLimits: Sendable, Equatable {
-    /// Longest expression, in UTF-8 bytes; the same bound a campaign record
-    /// places on `audience.segment`.
+    /// Longest expression, in UTF-8 bytes; a campaign record's `audience.segment`
+    /// has the same bound (`Campaign.maxSegmentBytes`).
     package var maxBytes: Int
     /// Deepest nesting of parentheses and `not`s, counted together. SQLite's
     /// parser has a fixed stack of 100 entries (YYSTACKDEPTH) and each level of
@@ -80,7 +80,7 @@ package struct SegmentLimits: Sendable, Equatable {
     package var maxListValues: Int
 
     package init(
-        maxBytes: Int = Campaign.maxSegmentBytes, maxDepth: Int = 16, maxTerms: Int = 200, maxListValues: Int = 500
+        maxBytes: Int = 4_096, maxDepth: Int = 16, maxTerms: Int = 200, maxListValues: Int = 500
     ) {
         self.maxBytes = maxBytes
         self.maxDepth = maxDepth

@@ -1,3 +1,5 @@
+import PushfanSupport
+
 /// The fields of one device that a segment can look at, in memory.
 ///
 /// Mirrors the store's device row (docs/segments.md, "Columns"); a nil field is

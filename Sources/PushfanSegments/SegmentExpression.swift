@@ -1,3 +1,5 @@
+import PushfanSupport
+
 /// A parsed segment: which of an app's devices a campaign goes to.
 ///
 /// Produced by ``SegmentParser``, turned into SQL by the store (`SegmentSQL`) and

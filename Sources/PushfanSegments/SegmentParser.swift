@@ -1,3 +1,5 @@
+import PushfanSupport
+
 /// Reads segment expressions (docs/segments.md) into ``SegmentExpression``s.
 ///
 /// A recursive-descent parser over the grammar

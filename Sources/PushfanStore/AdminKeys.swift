@@ -1,6 +1,7 @@
 import Foundation
 import PushfanCore
 import PushfanCrypto
+import PushfanSupport
 
 /// What a scoped key may do.
 package enum KeyRole: Sendable, Equatable, Hashable {

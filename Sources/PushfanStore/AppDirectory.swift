@@ -1,5 +1,6 @@
 import PushfanCore
 import PushfanCrypto
+import PushfanSupport
 
 /// Apps and their credentials: the app key, APNs topic, credentials reference, send rate
 /// and the app's secret (stored only as a salted hash).

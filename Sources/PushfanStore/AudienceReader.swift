@@ -1,4 +1,6 @@
 import PushfanCore
+import PushfanSegments
+import PushfanSupport
 
 /// Who a campaign reaches: saved segments, counts, the shards of an app's devices and the
 /// pages of one shard, and the row keys of an explicit device list.

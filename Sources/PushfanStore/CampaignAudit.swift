@@ -1,3 +1,5 @@
+import PushfanCore
+
 /// The check `pushfan audit` makes of one campaign, from three independent records of it:
 /// the ledger (the store's one row per device), the results topic (read from its start, the
 /// last record per key winning) and, optionally, the APNs side (requests the simulator

@@ -1,5 +1,6 @@
 import Foundation
 import PushfanCore
+import PushfanSupport
 
 /// What a campaign was planned from: its record as accepted (the JSON a resend is compared
 /// with) and, when it names a stored template, that template's JSON as it was at planning.

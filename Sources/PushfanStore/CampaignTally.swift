@@ -1,3 +1,5 @@
+import PushfanCore
+
 /// What the dashboard counts of one campaign from results-topic records: device results by
 /// outcome and reason, sends per second, and the latest lifecycle event.
 ///

@@ -1,4 +1,5 @@
 import PushfanCore
+import PushfanSupport
 
 /// Tasks parked in the store until their time, in waves: a local-time campaign's zone waves
 /// (planned with the campaign, each its own shards) and the devices quiet hours held back

@@ -1,3 +1,6 @@
+import PushfanCore
+import PushfanSupport
+
 /// What the live dashboard shows at one moment, built from the campaigns' tallies: a pure
 /// function of its inputs, so the page, its event stream and the tests see the same thing.
 package struct DashboardSnapshot: Codable, Sendable, Equatable {

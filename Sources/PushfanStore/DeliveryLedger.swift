@@ -1,4 +1,5 @@
 import PushfanCore
+import PushfanSupport
 
 /// The delivery ledger: one row per (campaign, device). A row is either claimed (leased to
 /// the worker sending it) or final with its outcome, and a final row is never overwritten,

@@ -1,5 +1,6 @@
 import Foundation
 import PushfanCore
+import PushfanSupport
 
 /// Devices: registration, bulk import, unregistering, lookups, and the token hygiene APNs'
 /// answers call for.

@@ -1,4 +1,5 @@
 import PushfanCore
+import PushfanSupport
 
 /// An app's devices as import lines: what `pushfan devices export` writes, and what
 /// `pushfan devices import` reads back into the same devices (another store, a restore, a

@@ -1,5 +1,6 @@
 import Foundation
 import PushfanCore
+import PushfanSupport
 
 /// Reads one NDJSON import line straight from its bytes into a `DeviceRegistration`.
 ///

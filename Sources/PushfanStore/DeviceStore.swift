@@ -1,5 +1,6 @@
 import Foundation
 import PushfanCore
+import PushfanSupport
 
 /// The device store, on SQLite (embedded default) or PostgreSQL (at scale), with the same
 /// behaviour on both. It opens the database, applies migrations and hands out one type per

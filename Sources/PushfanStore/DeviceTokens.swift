@@ -1,4 +1,5 @@
 import PushfanCore
+import PushfanSupport
 
 /// A device's tokens of kinds other than alert (VoIP, Live Activity, widgets…), each with its
 /// environment, times and state. The alert token stays the device row's own (`devices.token`):

@@ -1,4 +1,5 @@
 import PushfanCore
+import PushfanSupport
 
 /// The one write path for devices, used by registration (one device) and bulk import: a
 /// token follows the device that registers it last, re-registration revives a device, tags

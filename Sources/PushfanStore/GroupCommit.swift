@@ -1,4 +1,5 @@
 import PushfanCore
+import PushfanSupport
 
 /// Group commit for single-row writes that arrive one call at a time (a device's
 /// registration, a transactional message's campaign row). Calls that arrive while a group is

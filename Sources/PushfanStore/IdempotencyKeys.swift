@@ -1,6 +1,7 @@
 import Foundation
 import PushfanCore
 import PushfanCrypto
+import PushfanSupport
 
 /// Idempotency keys of API requests (`Idempotency-Key`), per app: the first request with a
 /// key claims it, does its work and stores its answer; a retry with the same key and body gets

@@ -1,5 +1,7 @@
 import Foundation
 import PushfanCore
+import PushfanSupport
+import PushfanTemplates
 
 extension APNsEnvironment {
     package init(parsing text: String) throws(StoreError) {

@@ -1,5 +1,6 @@
 import Foundation
 import PushfanCore
+import PushfanSupport
 
 /// One operator call as the log keeps it: who (the credential's kind and name, never a
 /// secret), from where, what (method and route pattern, and the ids it named) and how it ended.

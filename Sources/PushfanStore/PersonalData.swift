@@ -1,5 +1,6 @@
 import Foundation
 import PushfanCore
+import PushfanSupport
 
 /// What the store keeps about a person, for data-protection requests: read whole for an
 /// export, or erased. An erasure removes everything about a user's devices (or one device)

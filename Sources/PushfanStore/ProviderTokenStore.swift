@@ -1,5 +1,6 @@
 import Foundation
 import PushfanCore
+import PushfanSupport
 
 /// APNs provider tokens shared between the processes that sign with one key: APNs answers
 /// TooManyProviderTokenUpdates when a key's token changes more often than every 20

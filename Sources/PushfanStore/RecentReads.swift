@@ -1,4 +1,5 @@
 import PushfanCore
+import PushfanSupport
 
 /// What the store answered lately per app, so that a busy API does not read the same row on
 /// every request. An answer counts for its `lifetime` (which may depend on the answer); a

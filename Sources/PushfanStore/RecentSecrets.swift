@@ -1,5 +1,6 @@
 import PushfanCore
 import PushfanCrypto
+import PushfanSupport
 
 /// An app's secret hashes as stored: each secret, and the predecessor a rotation left with
 /// the moment it stops counting.

@@ -1,4 +1,5 @@
 import PushfanCore
+import PushfanSegments
 
 /// A value bound to a statement parameter.
 package enum SQLValue: Sendable, Equatable {

@@ -1,4 +1,5 @@
 import PushfanCore
+import PushfanSegments
 
 /// A segment as a boolean SQL condition over the device table aliased `d`, with
 /// the values for its placeholders in placeholder order.

@@ -1,5 +1,6 @@
 import Dispatch
 import PushfanCore
+import PushfanSupport
 import Synchronization
 
 /// The store's connections and the backend that speaks their dialect. A few connections,

@@ -1,5 +1,7 @@
 import Foundation
 import PushfanCore
+import PushfanSegments
+import PushfanSupport
 
 /// A registration that passed validation, normalised and ready to write.
 package struct ValidatedDevice: Sendable, Equatable {

@@ -1,3 +1,5 @@
+import PushfanSupport
+
 /// A text with placeholders over the device it goes to: `Hi {{ attr.first_name | default: "there" }}`.
 ///
 /// The language is small on purpose, because campaign texts come from outside: a

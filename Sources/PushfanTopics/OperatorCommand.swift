@@ -1,6 +1,7 @@
 import PushfanCore
 import PushfanKafka
 import PushfanStore
+import PushfanSupport
 
 /// An operator's cancel, pause or resume, as `pushfan campaigns` gives it (and the API will):
 /// the store's campaign row moves first (the durable truth a worker that starts later reads),

@@ -3,6 +3,7 @@ import PushfanCore
 import PushfanCrypto
 import PushfanKafka
 import PushfanStore
+import PushfanSupport
 
 /// Writes to the results and deadletter topics. Producing is asynchronous; callers keep
 /// the returned tickets and wait for them before storing the offset of the record whose

@@ -1,4 +1,5 @@
 import PushfanCore
+import PushfanSupport
 import Synchronization
 
 /// The worker's "stop now" flag, and sleeps that end early when it is raised, so a wait

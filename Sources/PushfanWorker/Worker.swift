@@ -3,6 +3,7 @@ import PushfanAPNs
 import PushfanCore
 import PushfanKafka
 import PushfanStore
+import PushfanSupport
 import PushfanTopics
 import Synchronization
 

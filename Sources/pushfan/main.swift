@@ -1,4 +1,5 @@
-import Foundation
+// `stdout` and `stderr` are C globals; flushing them at the very end is safe.
+@preconcurrency import Glibc
 import PushfanCLI
 
 // The executable only dispatches; every command lives in PushfanCLI.

@@ -1,6 +1,7 @@
 import Foundation
 import PushfanCore
 import PushfanKafka
+import PushfanSupport
 import PushfanTestSupport
 import Testing
 

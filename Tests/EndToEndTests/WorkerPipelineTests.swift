@@ -1,5 +1,6 @@
 import Foundation
 import PushfanCore
+import PushfanSupport
 import PushfanTestSupport
 import Testing
 

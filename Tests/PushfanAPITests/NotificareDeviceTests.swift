@@ -1,5 +1,6 @@
 import PushfanCore
 import PushfanStore
+import PushfanSupport
 import Testing
 
 @testable import PushfanAPI

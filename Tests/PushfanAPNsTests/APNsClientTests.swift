@@ -2,6 +2,7 @@ import Foundation
 import PushfanAPNs
 import PushfanCore
 import PushfanCrypto
+import PushfanSupport
 import PushfanTestSupport
 import Testing
 

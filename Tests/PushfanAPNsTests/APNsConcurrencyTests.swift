@@ -1,7 +1,8 @@
 import Foundation
 import PushfanCore
-import Synchronization
+import PushfanSupport
 import PushfanTestSupport
+import Synchronization
 import Testing
 
 @testable import PushfanAPNs

@@ -2,6 +2,7 @@ import Foundation
 import PushfanAPNs
 import PushfanCore
 import PushfanCrypto
+import PushfanSupport
 import Testing
 
 /// Endpoints, credentials and pool settings: mistakes fail at startup with a

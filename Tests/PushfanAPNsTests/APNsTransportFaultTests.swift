@@ -1,6 +1,7 @@
 import Foundation
 import PushfanAPNs
 import PushfanCore
+import PushfanSupport
 import PushfanTestSupport
 import Testing
 

@@ -1,6 +1,7 @@
 import Foundation
 import PushfanAPNs
 import PushfanCore
+import PushfanSupport
 import Testing
 
 /// Broadcast channels (iOS 18) through the real client against `pushfan apns-sim`: the

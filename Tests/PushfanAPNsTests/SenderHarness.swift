@@ -2,6 +2,7 @@ import Foundation
 import PushfanAPNs
 import PushfanCore
 import PushfanCrypto
+import PushfanSupport
 import PushfanTestSupport
 
 /// A simulator with one registered signing key, and clients for it.

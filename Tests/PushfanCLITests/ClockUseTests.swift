@@ -6,8 +6,8 @@ import Testing
 /// one place that asks the machine; and no call takes a defaulted `now:`, which would read
 /// the machine's clock behind the caller's back.
 @Suite struct ClockUseTests {
-    static let modules = ["PushfanCore", "PushfanStore", "PushfanTopics", "PushfanWorker", "PushfanAPI"]
-    static let clockFile = "PushfanCore/Support/ServiceClock.swift"
+    static let modules = ["PushfanSupport", "PushfanSegments", "PushfanTemplates", "PushfanCore", "PushfanStore", "PushfanTopics", "PushfanWorker", "PushfanAPI"]
+    static let clockFile = "PushfanSupport/ServiceClock.swift"
 
     /// Swift files of `modules`, by path under Sources/, comment lines left out.
     static func sources() throws -> [(path: String, lines: [Substring])] {

@@ -3,6 +3,7 @@ import PushfanTestSupport
 import Testing
 
 @testable import PushfanCore
+@testable import PushfanSupport
 
 /// A signer that records what it signed and returns 64 distinct bytes.
 final class APNsRecordingSigner: Sendable {

@@ -2,6 +2,7 @@ import Foundation
 import Testing
 
 @testable import PushfanCore
+@testable import PushfanSupport
 
 @Suite("APNs retry policy")
 struct APNsRetryPolicyTests {

@@ -2,6 +2,7 @@ import Foundation
 import Testing
 
 @testable import PushfanCore
+@testable import PushfanSupport
 
 /// Broadcast channels in the model: ids as APNs makes them, the campaigns that may address
 /// one, the broadcast request, and the one result that stands for the channel.

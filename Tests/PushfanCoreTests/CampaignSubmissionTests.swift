@@ -2,6 +2,7 @@ import Foundation
 import Testing
 
 @testable import PushfanCore
+@testable import PushfanSupport
 
 /// The rules a campaign record meets on its way in, and the records that answer it: a size
 /// limit checked before parsing, an expiration still ahead, resubmission told from reuse,

@@ -2,6 +2,8 @@ import Foundation
 import Testing
 
 @testable import PushfanCore
+@testable import PushfanSupport
+@testable import PushfanTemplates
 
 /// A/B variants: who gets which, what each sends, and every way a campaign's variants are refused.
 @Suite struct CampaignVariantTests {

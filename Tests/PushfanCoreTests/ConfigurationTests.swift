@@ -1,6 +1,7 @@
 import Foundation
-import Testing
 @testable import PushfanCore
+@testable import PushfanSupport
+import Testing
 
 @Suite struct ConfigurationTests {
     let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()

@@ -1,6 +1,7 @@
 import Testing
 
 @testable import PushfanCore
+@testable import PushfanSupport
 
 @Suite("JSONShapeCheck")
 struct JSONShapeCheckTests {

@@ -2,6 +2,7 @@ import Foundation
 import Testing
 
 @testable import PushfanCore
+@testable import PushfanSupport
 
 /// Recipient local time and quiet hours, as pure rules: a local reading turned into each
 /// zone's instant across clock changes, zones grouped into waves with each late policy, a

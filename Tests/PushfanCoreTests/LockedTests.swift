@@ -2,6 +2,7 @@ import Dispatch
 import Testing
 
 @testable import PushfanCore
+@testable import PushfanSupport
 
 @Suite struct LockedTests {
     @Test("increments from many threads at once are all counted")

@@ -2,6 +2,7 @@ import Foundation
 import Testing
 
 @testable import PushfanCore
+@testable import PushfanSupport
 
 /// A transactional message's body, read once: the recipients as given, the notification and
 /// options by the campaign's decoding, what is not a message's noted for the API to refuse.

@@ -3,6 +3,7 @@ import PushfanTestSupport
 import Testing
 
 @testable import PushfanCore
+@testable import PushfanSupport
 
 @Suite("MessageCodec")
 struct MessageCodecTests {

@@ -2,6 +2,7 @@ import Foundation
 import Testing
 
 @testable import PushfanCore
+@testable import PushfanSupport
 
 /// A payload that must be refused, with the error a user has to see.
 struct RejectCase: Sendable, CustomTestStringConvertible {

@@ -1,4 +1,5 @@
 import PushfanCore
+import PushfanSupport
 import Testing
 
 /// The Prometheus text format as the registry writes it.

@@ -2,6 +2,7 @@ import Foundation
 import Testing
 
 @testable import PushfanCore
+@testable import PushfanSupport
 
 /// Stored templates: what a template document sets, how a campaign overrides it, and every
 /// way a template (or a campaign with one) is refused.

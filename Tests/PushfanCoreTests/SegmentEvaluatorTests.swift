@@ -2,6 +2,8 @@ import SegmentTestSupport
 import Testing
 
 @testable import PushfanCore
+@testable import PushfanSupport
+@testable import PushfanSegments
 
 /// The reference meaning of the language, on hand-made devices. The SQLite
 /// suite then holds the compiled SQL to the same answers.

@@ -4,6 +4,8 @@ import SegmentTestSupport
 import Testing
 
 @testable import PushfanCore
+@testable import PushfanSupport
+@testable import PushfanSegments
 
 /// An expression that must be refused, with what the user sees.
 struct SegmentRejectCase: Sendable, CustomTestStringConvertible {

@@ -1,6 +1,7 @@
 import Testing
 
 @testable import PushfanCore
+@testable import PushfanSegments
 
 @Suite("VersionKey")
 struct SegmentVersionKeyTests {

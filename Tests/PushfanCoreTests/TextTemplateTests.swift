@@ -2,6 +2,8 @@ import Foundation
 import Testing
 
 @testable import PushfanCore
+@testable import PushfanSupport
+@testable import PushfanTemplates
 
 /// Personalised texts: the placeholder language, what it renders for a device, and every
 /// way a campaign's placeholders are refused.

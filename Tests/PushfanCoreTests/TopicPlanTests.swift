@@ -1,4 +1,5 @@
 import PushfanCore
+import PushfanSupport
 import Testing
 
 /// The topics a real cluster needs, from the deployment's facts.

@@ -1,8 +1,9 @@
 import Foundation
 import PushfanCore
+@testable import PushfanKafka
+import PushfanSupport
 import PushfanTestSupport
 import Testing
-@testable import PushfanKafka
 
 /// Producer and consumer against a real `pushfan kafka-dev` process.
 @Suite(.timeLimit(.minutes(3)), .serialized)

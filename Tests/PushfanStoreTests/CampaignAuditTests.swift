@@ -1,6 +1,7 @@
 import Testing
 
 @testable import PushfanCore
+@testable import PushfanStore
 
 /// `pushfan audit`'s rules: a clean campaign passes with its duplicates counted, and each
 /// kind of violation is found and named.

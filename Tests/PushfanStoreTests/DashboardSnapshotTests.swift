@@ -2,6 +2,7 @@ import Foundation
 import Testing
 
 @testable import PushfanCore
+@testable import PushfanStore
 
 /// The dashboard's counting and what it shows, as pure functions of the records.
 @Suite struct DashboardSnapshotTests {

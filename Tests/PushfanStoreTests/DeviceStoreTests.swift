@@ -1,8 +1,10 @@
 import Foundation
 import PushfanCore
+import PushfanSegments
+@testable import PushfanStore
+import PushfanSupport
 import PushfanTestSupport
 import Testing
-@testable import PushfanStore
 
 /// A campaign of app shop-ios, as the store names it.
 private func shop(_ id: String) -> CampaignKey { CampaignKey(app: "shop-ios", id: id) }

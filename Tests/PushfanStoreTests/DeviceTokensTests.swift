@@ -1,5 +1,6 @@
 import Foundation
 import PushfanCore
+import PushfanSupport
 import Testing
 
 @testable import PushfanStore

@@ -1,7 +1,8 @@
 import Foundation
 import PushfanCore
-import Testing
 @testable import PushfanStore
+import PushfanSupport
+import Testing
 
 /// Rules at the store's doors: one rule for device ids (the one the results topic's readers
 /// hold them to), a database file only its owner can read, and import lines as spreadsheets

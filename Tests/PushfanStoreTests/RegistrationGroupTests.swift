@@ -1,8 +1,9 @@
 import Foundation
 import PushfanCore
+@testable import PushfanStore
+import PushfanSupport
 import PushfanTestSupport
 import Testing
-@testable import PushfanStore
 
 /// Registrations committed together (`GroupCommit`) and secrets answered from the
 /// last second's read (`RecentSecrets`), on both backends.

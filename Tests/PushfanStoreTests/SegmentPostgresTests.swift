@@ -2,6 +2,8 @@ import Foundation
 import Testing
 
 import PushfanCore
+import PushfanSupport
+import PushfanSegments
 import SegmentTestSupport
 
 @testable import PushfanStore

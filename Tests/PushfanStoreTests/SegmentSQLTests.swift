@@ -2,6 +2,7 @@ import Foundation
 import Testing
 
 import PushfanCore
+import PushfanSegments
 import SegmentTestSupport
 
 @testable import PushfanStore

@@ -1,5 +1,7 @@
 import Foundation
 import PushfanCore
+import PushfanSegments
+import PushfanSupport
 import PushfanTestSupport
 import SegmentTestSupport
 

@@ -1,8 +1,10 @@
 import Foundation
 import PushfanCore
+import PushfanSegments
+@testable import PushfanStore
+import PushfanSupport
 import PushfanTestSupport
 import Testing
-@testable import PushfanStore
 
 /// The backends every store test runs on. PostgreSQL needs a server: scripts/test starts a
 /// private one (scripts/with-postgres) and sets PUSHFAN_TEST_POSTGRES. When the test script

@@ -1,5 +1,5 @@
 import Foundation
-import PushfanCore
+import PushfanSupport
 
 /// The one clock tests move by hand, for every module that takes a `ServiceClock`: the
 /// monotonic and the wall time move together, and sleepers wake when `advance` passes

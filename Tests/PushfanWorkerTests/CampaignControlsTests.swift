@@ -1,6 +1,7 @@
 import Foundation
 import PushfanCore
 import PushfanStore
+import PushfanSupport
 import PushfanTestSupport
 import PushfanWorker
 import Testing

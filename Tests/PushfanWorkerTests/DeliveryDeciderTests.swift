@@ -1,9 +1,10 @@
 import Foundation
-import Testing
-@testable import PushfanWorker
 import PushfanAPNs
 import PushfanCore
 import PushfanStore
+import PushfanSupport
+@testable import PushfanWorker
+import Testing
 
 /// The sender's one decision, as tables: every APNs reason Pushfan knows, the transport
 /// failures, attempt counts and deadlines.

@@ -1,8 +1,10 @@
 import Foundation
-import Testing
-@testable import PushfanWorker
 import PushfanCore
+import PushfanSegments
 import PushfanStore
+import PushfanSupport
+@testable import PushfanWorker
+import Testing
 
 /// The sender's pages of a shard, against a real SQLite store: an explicit audience is read
 /// by row key, so its cost is the list's size, not the app's.

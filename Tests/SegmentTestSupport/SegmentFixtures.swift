@@ -1,5 +1,6 @@
 import Foundation
-import PushfanCore
+import PushfanSegments
+import PushfanSupport
 import PushfanTestSupport
 
 /// Short constructors for expected ASTs.

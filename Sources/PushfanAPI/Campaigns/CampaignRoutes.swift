@@ -2,6 +2,7 @@ import Foundation
 import PushfanCore
 import PushfanKafka
 import PushfanStore
+import PushfanSupport
 import PushfanTopics
 
 /// `/v1/apps/{app}/campaigns`: submit (produced to the campaigns topic once Kafka has it),

@@ -2,6 +2,7 @@ import Foundation
 import PushfanAPNs
 import PushfanCore
 import PushfanStore
+import PushfanSupport
 
 /// `/v1/apps/{app}/channels`: an app's iOS 18 broadcast channels (master secret or a
 /// campaigns key). Creating and deleting one is a channel management request to APNs with

@@ -1,6 +1,7 @@
 import Foundation
 import PushfanCore
 import PushfanStore
+import PushfanSupport
 
 /// `Idempotency-Key` on the calls that start sends (campaigns, messages): the first request
 /// with a key does the work; a retry with the same key and body gets the first answer.

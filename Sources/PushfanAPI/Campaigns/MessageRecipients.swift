@@ -1,5 +1,6 @@
 import PushfanCore
 import PushfanStore
+import PushfanSupport
 
 /// The recipients of a transactional message as the caller named them, and the pure
 /// decisions on them: the request's shape checked, then, once the store has resolved them

@@ -2,6 +2,7 @@ import Foundation
 import PushfanCore
 import PushfanKafka
 import PushfanStore
+import PushfanSupport
 import PushfanTopics
 
 /// `/v1/apps/{app}/messages`: transactional messages, sent now to users, aliases and devices.

@@ -1,6 +1,8 @@
 import Foundation
 import PushfanCore
+import PushfanSegments
 import PushfanStore
+import PushfanSupport
 
 /// `/v1/apps/{app}/segments`: preview an audience's size, save segments by name and read
 /// them back (master secret). The expression language is docs/segments.md.

@@ -1,6 +1,7 @@
 import Foundation
 import PushfanCore
 import PushfanStore
+import PushfanSupport
 
 /// `/v1/apps/{app}/templates`: an app's stored notification templates (master secret), the
 /// `NotificationTemplate` documents campaigns name in `notification.template`.

@@ -2,6 +2,7 @@ import Foundation
 import PushfanCore
 import PushfanKafka
 import PushfanStore
+import PushfanSupport
 import Synchronization
 
 /// Who looks at the dashboard: the admin sees everything; an app's master secret shows that

@@ -1,6 +1,7 @@
 import Foundation
 import PushfanCore
 import PushfanStore
+import PushfanSupport
 
 /// The live dashboard (docs/metrics.md): the page with the current snapshot inside it, the
 /// snapshot as JSON, and its Server-Sent Events; the page's script and Chart.js (served from

@@ -1,5 +1,6 @@
 import PushfanCore
 import PushfanStore
+import PushfanSupport
 
 /// `/v1/apps/{app}/devices/{device}`: register or update (the application or the master
 /// secret), unregister (either), read (master). The application secret ships in every copy

@@ -2,6 +2,7 @@ import Foundation
 import PushfanCore
 import PushfanKafka
 import PushfanStore
+import PushfanSupport
 import PushfanTopics
 
 /// Data-protection requests about a person, with the master secret, each in the operator

@@ -1,5 +1,6 @@
 import PushfanCore
 import PushfanStore
+import PushfanSupport
 
 /// `/v1/apps/{app}/devices/{device}/tokens/{kind}`: a device's tokens of other kinds than
 /// alert (VoIP, Live Activity push-to-start and update, widgets…), registered and removed with

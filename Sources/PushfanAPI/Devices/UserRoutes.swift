@@ -1,6 +1,7 @@
 import Foundation
 import PushfanCore
 import PushfanStore
+import PushfanSupport
 
 /// `/v1/apps/{app}/users/{user}`: an app's users (`Users`). Reading a user and setting its
 /// aliases take the master secret. Linking a device to a user, or unlinking it, takes the

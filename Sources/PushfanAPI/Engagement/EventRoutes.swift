@@ -1,5 +1,6 @@
 import PushfanCore
 import PushfanStore
+import PushfanSupport
 import PushfanTopics
 
 /// `POST /v1/apps/{app}/events`: what devices did with pushes, in batches of up to 1,000,

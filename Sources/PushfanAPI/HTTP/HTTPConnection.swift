@@ -1,6 +1,7 @@
+internal import CEpoll
 import Foundation
 import PushfanCore
-internal import CEpoll
+import PushfanSupport
 
 /// One client connection on the server's loop: the bytes read and not yet used, the phase
 /// of the request being served and when that phase began (its deadline), the answer being

@@ -1,5 +1,6 @@
 import Foundation
 import PushfanCore
+import PushfanSupport
 
 /// A request as a handler sees it: read whole (within the body limit) before the handler
 /// runs (an admission sees it without its body). Header names are lower-cased; the path is

@@ -1,7 +1,8 @@
+internal import CEpoll
 import Foundation
 import PushfanCore
+import PushfanSupport
 import Synchronization
-internal import CEpoll
 
 /// What the server does with a request once its head is in, decided before its body is
 /// read: refused (a failed authentication, no such route) costs the client no upload and

@@ -1,6 +1,7 @@
 import Foundation
 import PushfanCore
 import PushfanStore
+import PushfanSupport
 
 /// A device as Notificare's SDK describes it (its field names), kept whole so the SDK's reads
 /// answer in its terms, and the device row campaigns reach derived from it. A pure value:

@@ -1,6 +1,8 @@
 import Foundation
 import PushfanCore
 import PushfanStore
+import PushfanSupport
+import PushfanTemplates
 import PushfanTopics
 
 /// What Notificare's iOS SDK asks about pushes, at its paths and in its terms (HTTP Basic

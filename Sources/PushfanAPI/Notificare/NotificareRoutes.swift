@@ -1,6 +1,7 @@
 import Foundation
 import PushfanCore
 import PushfanStore
+import PushfanSupport
 
 /// The calls Notificare's iOS SDK (NotificarePushLib 2.x, and its 3.x successor) makes about
 /// devices, at its own paths, with its field names and its auth (HTTP Basic with the app's

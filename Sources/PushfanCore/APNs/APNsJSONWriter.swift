@@ -1,3 +1,5 @@
+import PushfanSupport
+
 /// A compact JSON writer for APNs payloads and JWT parts.
 ///
 /// Why not `JSONSerialization`: it escapes `/` as `\/` and its key order is not

@@ -1,4 +1,5 @@
 import Foundation
+import PushfanSupport
 
 /// What APNs answered to one request. A rejection is a result, not an error:
 /// it is stored, counted and acted on (`disposition`).

@@ -1,4 +1,5 @@
 import Foundation
+import PushfanSupport
 
 /// The JSON body of an APNs request: the `aps` dictionary Apple defines, and
 /// custom keys beside it for the app.

@@ -1,4 +1,5 @@
 import Foundation
+import PushfanSupport
 import Synchronization
 
 /// A token-auth signing key: Apple's team id and key id, and a function that

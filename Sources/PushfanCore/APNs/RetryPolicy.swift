@@ -1,4 +1,5 @@
 import Foundation
+import PushfanSupport
 
 /// When to send a notification again, as a pure function of what happened.
 ///

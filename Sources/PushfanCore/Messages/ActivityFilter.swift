@@ -1,3 +1,5 @@
+import PushfanSupport
+
 /// Which running Live Activities an update reaches when it names no single activity: every
 /// activity of one attributes type whose registered attributes include each given pair, e.g.
 /// every `MatchActivity` with `match` = `1234`. In JSON

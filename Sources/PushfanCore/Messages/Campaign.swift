@@ -1,4 +1,6 @@
 import Foundation
+import PushfanSegments
+import PushfanSupport
 
 /// A campaign: one message for one app's audience. Topic `campaigns`, Kafka key
 /// = `id`.
@@ -12,8 +14,8 @@ package struct Campaign: VersionedMessage, Hashable {
     /// a segment. Also keeps a campaign record well under Kafka's default 1 MB
     /// message limit.
     package static let maxExplicitDevices = 10_000
-    /// Longest segment expression, in UTF-8 bytes.
-    package static let maxSegmentBytes = 4_096
+    /// Longest segment expression, in UTF-8 bytes: the segment language's own bound.
+    package static let maxSegmentBytes = SegmentLimits.standard.maxBytes
     /// How far ahead `options.send_at` may be: 30 days, in milliseconds. A campaign parked
     /// longer would outlive most tokens' freshness and most marketing plans.
     package static let maxScheduleAhead: Int64 = 30 * 86_400_000

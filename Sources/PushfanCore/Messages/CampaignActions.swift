@@ -1,3 +1,5 @@
+import PushfanSupport
+
 /// Interactive notifications: the actions of a notification's category, each with the
 /// parameters the app's action handler gets. The app registers the category and its action
 /// identifiers (`UNNotificationCategory`); the campaign names the category (`aps.category`)

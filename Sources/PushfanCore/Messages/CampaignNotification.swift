@@ -1,4 +1,5 @@
 import Foundation
+import PushfanSupport
 
 // MARK: - Notification
 

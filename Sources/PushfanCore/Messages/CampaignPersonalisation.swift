@@ -1,3 +1,6 @@
+import PushfanSupport
+import PushfanTemplates
+
 /// Personalised texts: a notification's title, subtitle, body and data strings may hold
 /// placeholders over the device (`TextTemplate`). Each is parsed when the campaign is
 /// accepted, so an unknown variable or filter is refused with its field's path; a sender

@@ -1,4 +1,5 @@
 import Foundation
+import PushfanSupport
 
 /// One line of a campaign's engagement counts: per variant (`holdout` for the holdout, empty
 /// for a campaign without variants), kind and detail (the action's id, the custom event's

@@ -1,4 +1,5 @@
 import Foundation
+import PushfanSupport
 
 /// The rules a campaign record meets on its way in (`pushfan submit`, the planner, the API):
 /// a bounded size, checked before parsing, and, at submission, an expiration still ahead.

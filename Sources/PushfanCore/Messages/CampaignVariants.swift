@@ -1,3 +1,5 @@
+import PushfanSupport
+
 /// A/B variants: a campaign may split its audience among up to `maxVariants` variants, each
 /// overriding the notification's content, `aps` keys or data, plus a holdout that receives
 /// nothing. A device's share is a function of the campaign id and the device id only, so it

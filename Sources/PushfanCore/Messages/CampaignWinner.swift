@@ -1,3 +1,5 @@
+import PushfanSupport
+
 /// A/B with a winner: the variants go to a test group of `test_percent` % of the audience
 /// first; `after_s` seconds later the variant with the best open (or conversion) rate is
 /// picked from the counted events, the decision is written into the campaign's stored

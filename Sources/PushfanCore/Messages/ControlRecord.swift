@@ -1,3 +1,5 @@
+import PushfanSupport
+
 /// An operator's command for a running campaign. Topic `control`, Kafka key =
 /// `<app>/<campaign>`, so the latest record per campaign is its wanted state. Every
 /// worker reads the whole topic.

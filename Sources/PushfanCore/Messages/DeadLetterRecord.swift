@@ -1,4 +1,5 @@
 import Foundation
+import PushfanSupport
 
 /// A record Pushfan could not process, kept with the reason and its original
 /// bytes so nothing is lost and it can be fixed and sent again. Topic

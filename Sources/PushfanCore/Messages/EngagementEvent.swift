@@ -1,3 +1,5 @@
+import PushfanSupport
+
 /// What a device did with a push, or after it: topic `events`, Kafka key `<app>/<device>`.
 /// The API writes them (`POST /v1/apps/{app}/events`, Notificare's `POST /event`); anyone
 /// may also produce them directly. A worker counts each event id once per app

@@ -1,3 +1,5 @@
+import PushfanSupport
+
 /// What every campaign push carries beside `aps`, so the app can report back what became of
 /// it (docs/messages.md, "The engagement marker"):
 /// `"pushfan": {"campaign": "<id>", "send_id": "<16 hex>", "variant": "<id>"}`, `variant`

@@ -1,3 +1,5 @@
+import PushfanSupport
+
 /// A tombstone: a user's devices (or one device) of an app were erased on request
 /// (`DELETE /v1/apps/{app}/users/{user}`, `POST …/devices/{device}/erase`). Written to the
 /// results and events topics, Kafka key `<app>/erasure`, so that whoever keeps those

@@ -1,13 +1,5 @@
 import Foundation
-
-/// Quoting of user-supplied text in error messages: escaped, and clipped so a
-/// hostile payload cannot blow up a log line or a dead-letter record.
-enum Quote {
-    static func clip(_ text: String, max: Int) -> String {
-        if text.count <= max { return text.debugDescription }
-        return String(text.prefix(max)).debugDescription + "…"
-    }
-}
+import PushfanSupport
 
 /// Shared field rules.
 package enum Rules {

@@ -1,3 +1,5 @@
+import PushfanSupport
+
 /// Checks a JSON text's shape before a decoder reads it: every object names each key once,
 /// and nothing nests deeper than `JSONValue.maxDecodingDepth`.
 ///

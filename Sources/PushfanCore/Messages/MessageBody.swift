@@ -1,4 +1,5 @@
 import Foundation
+import PushfanSupport
 
 /// The body of `POST /v1/apps/{app}/messages`, read in one pass: the recipients as given
 /// (the API's `MessageRecipients` reads them), and the notification and options by the

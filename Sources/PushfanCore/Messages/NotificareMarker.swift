@@ -1,3 +1,5 @@
+import PushfanSupport
+
 /// What Notificare's iOS SDK needs in a push to take it as its own, for apps whose devices
 /// run that SDK (they registered through the Notificare-compatible calls): `x-sender:
 /// notificare`, the application's id as `/application/info` gives it (`x-application`), and

@@ -1,4 +1,5 @@
 import Foundation
+import PushfanSupport
 
 /// A rich-push template an app keeps by name (Notificare's Rich Push Templates): the parts
 /// of a notification that stay the same across campaigns, its category, rich media, thread,

@@ -1,4 +1,5 @@
 import Foundation
+import PushfanSupport
 
 /// A record of topic `results`: the final outcome for one device, or a
 /// campaign lifecycle event. In JSON the field `type` (`"device"` or

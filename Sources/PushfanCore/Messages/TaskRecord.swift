@@ -1,3 +1,5 @@
+import PushfanSupport
+
 /// One shard of a campaign's audience: the devices whose row key lies in
 /// `(after, through]`. Topic `tasks`, Kafka key = `kafkaKey` (`<app>#<lane>`).
 ///

@@ -1,3 +1,5 @@
+import PushfanSupport
+
 /// The topics a real Kafka cluster needs for Pushfan, with partitions and settings, from a
 /// few facts about the deployment. Pure: `pushfan topics plan` prints it, `pushfan topics
 /// create` applies it through Kafka's admin API.

@@ -1,4 +1,5 @@
 import Foundation
+import PushfanSupport
 
 /// A wall-clock date and time with no zone (`2026-03-08T09:00`): `options.local_time`, sent at
 /// that reading of each device's own clock. Turned into an instant per zone with one rule for

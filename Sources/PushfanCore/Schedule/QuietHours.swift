@@ -1,4 +1,5 @@
 import Foundation
+import PushfanSupport
 
 /// A device's do-not-disturb window in its own local time, `start` up to (not including)
 /// `end`, in minutes after midnight; a window may span midnight (22:00 to 07:00). Alert

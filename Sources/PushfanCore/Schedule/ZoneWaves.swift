@@ -1,4 +1,5 @@
 import Foundation
+import PushfanSupport
 
 /// What happens to devices whose `options.local_time` has already passed when the campaign
 /// is planned (`options.late`).

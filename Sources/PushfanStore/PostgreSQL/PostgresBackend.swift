@@ -1,4 +1,5 @@
 import PushfanCore
+import PushfanSupport
 
 /// PostgreSQL's side of every dialect difference: whole columns travel as one array
 /// parameter each (`unnest($1::bigint[], …)`, `= ANY($1::text[])`), which the server

@@ -1,6 +1,7 @@
+internal import CLibpq
 import Foundation
 import PushfanCore
-internal import CLibpq
+import PushfanSupport
 
 /// One libpq connection. A dropped connection is re-established with backoff on the next
 /// statement; while the server stays unreachable, calls fail with "store unavailable" so

@@ -1,4 +1,5 @@
 import PushfanCore
+import PushfanSupport
 
 /// PostgreSQL's half of `DeviceWriter`: the batch goes to a temporary staging table by COPY,
 /// then a few set-based statements merge it. Measured against one multi-row upsert per 400

@@ -1,6 +1,7 @@
+internal import CSQLite
 import Foundation
 import PushfanCore
-internal import CSQLite
+import PushfanSupport
 
 /// One SQLite connection in WAL mode, so several worker processes on one machine can read
 /// while one writes. Not thread-safe by itself: the store calls it from one serial queue.

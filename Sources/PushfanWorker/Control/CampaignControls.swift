@@ -1,5 +1,6 @@
 import PushfanCore
 import PushfanStore
+import PushfanSupport
 
 /// What this worker knows of operators' commands, per campaign: the status a control
 /// record or the store last said. Senders ask it before every batch (`statusStopping`), so a cancel

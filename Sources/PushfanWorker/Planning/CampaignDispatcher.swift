@@ -1,5 +1,6 @@
 import PushfanCore
 import PushfanStore
+import PushfanSupport
 
 /// Starts parked campaigns on time. Every planner-role worker runs one: it looks in the
 /// store for campaigns due within `lead`, takes each with a conditional update (one worker

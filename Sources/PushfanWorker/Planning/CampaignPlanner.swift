@@ -2,6 +2,7 @@ import Foundation
 import PushfanCore
 import PushfanKafka
 import PushfanStore
+import PushfanSupport
 import PushfanTopics
 
 /// The planner role: turns a campaign record into tasks (audience shards) on the tasks

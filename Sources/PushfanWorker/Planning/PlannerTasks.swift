@@ -1,7 +1,9 @@
 import Foundation
 import PushfanCore
 import PushfanKafka
+import PushfanSegments
 import PushfanStore
+import PushfanSupport
 import PushfanTopics
 
 /// How the planner lays a campaign out as tasks: its audience resolved and counted, its

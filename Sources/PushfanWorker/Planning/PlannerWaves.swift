@@ -2,6 +2,7 @@ import Foundation
 import PushfanCore
 import PushfanKafka
 import PushfanStore
+import PushfanSupport
 import PushfanTopics
 
 /// How the planner lays out a local-time campaign (one zone wave per moment its local time

@@ -1,6 +1,7 @@
 import Foundation
 import PushfanCore
 import PushfanStore
+import PushfanSupport
 import PushfanTopics
 
 /// A winner campaign's second phase: its planner sent the variants to the test group and

@@ -2,6 +2,7 @@ import Foundation
 import PushfanCore
 import PushfanKafka
 import PushfanStore
+import PushfanSupport
 import PushfanTopics
 
 /// The events role: reads the events topic in its own group (`<group>-events`) and counts

@@ -1,6 +1,7 @@
 import Foundation
 import PushfanCore
 import PushfanStore
+import PushfanSupport
 import PushfanTopics
 
 /// Produces a campaign's `progress` events while this worker sends for it: at most one per

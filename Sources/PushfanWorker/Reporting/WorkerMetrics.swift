@@ -1,5 +1,6 @@
 import PushfanAPNs
 import PushfanCore
+import PushfanSupport
 
 /// What a worker counts for Prometheus (`pushfan worker --metrics-port`): final outcomes by
 /// app, outcome and reason (counted per recorded page, not per device), retries by cause,

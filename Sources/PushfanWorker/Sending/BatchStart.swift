@@ -1,4 +1,5 @@
 import PushfanCore
+import PushfanSupport
 
 /// Whether a batch handed to the client is wholly on streams (each of its environments'
 /// parts). The transmitter takes the next batch's tokens only once the previous batch has

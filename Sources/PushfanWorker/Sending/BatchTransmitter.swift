@@ -1,6 +1,7 @@
 import Foundation
 import PushfanAPNs
 import PushfanCore
+import PushfanSupport
 
 /// Hands one round's requests to APNs in rate-sized batches, several in flight, while the
 /// operator's controls, the lane's circuit, the app's credentials and the campaign's

@@ -1,7 +1,9 @@
 import Foundation
 import PushfanAPNs
 import PushfanCore
+import PushfanSegments
 import PushfanStore
+import PushfanSupport
 
 /// What a sender needs to know about a task's campaign and app, read from the store once
 /// and kept: the campaign as accepted, its parsed audience, the app row and the APNs client

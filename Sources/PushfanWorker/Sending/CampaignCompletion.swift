@@ -1,5 +1,6 @@
 import PushfanCore
 import PushfanStore
+import PushfanSupport
 import PushfanTopics
 
 /// What happens when a task's shard is done: the task is marked finished, and the worker

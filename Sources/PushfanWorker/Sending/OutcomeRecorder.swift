@@ -1,6 +1,7 @@
-import PushfanKafka
 import PushfanCore
+import PushfanKafka
 import PushfanStore
+import PushfanSupport
 
 /// Writes a round's final outcomes: the ledger first (the answers are what a resend would
 /// cost), then the token marks they imply, then the results on the results topic. Store

@@ -1,4 +1,5 @@
 import PushfanCore
+import PushfanSupport
 
 /// The pages of one task that are claimed but not yet wholly on the wire to APNs. The task reads
 /// and claims its next page while fewer than a few are on the way (`ShardSender.pagesAhead`),

@@ -1,5 +1,6 @@
 import Foundation
 import PushfanCore
+import PushfanSupport
 
 /// A token bucket: `rate` sends per second on average, at most `capacity` at once.
 ///

@@ -1,6 +1,7 @@
 import Foundation
 import PushfanAPNs
 import PushfanCore
+import PushfanSupport
 
 /// A circuit breaker for one rate lane: when most recent answers are server failures (5xx,
 /// connections lost or refused), sending at the full rate only burns the devices' retries

@@ -2,6 +2,7 @@ import Foundation
 import PushfanAPNs
 import PushfanCore
 import PushfanStore
+import PushfanSupport
 import PushfanTopics
 
 /// One round of a task: devices this worker owns now, each decided once. A device ends

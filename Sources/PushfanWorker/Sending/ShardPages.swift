@@ -1,5 +1,7 @@
 import PushfanCore
+import PushfanSegments
 import PushfanStore
+import PushfanSupport
 
 /// The pages of one task's shard, in row-key order, each read while the one before it is
 /// being sent. A segment audience pages through the shard's row-key range with the segment

@@ -2,6 +2,7 @@ import Dispatch
 import Foundation
 import PushfanCore
 import PushfanKafka
+import PushfanSupport
 
 /// Runs the tasks of the partitions this worker owns and stores their offsets in order.
 ///

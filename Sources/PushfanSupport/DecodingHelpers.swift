@@ -4,8 +4,8 @@ import Foundation
 /// a value is read, with an internal error type that carries no coding path:
 /// numbers it cannot represent as the requested type (1e400, 1.5 as an Int)
 /// and strings whose text is invalid (raw newline, bad escape, lone surrogate).
-enum ParserFailure {
-    static func classify(_ error: any Error, at path: [any CodingKey], expected: Any.Type? = nil) -> MessageDecodingError {
+package enum ParserFailure {
+    package static func classify(_ error: any Error, at path: [any CodingKey], expected: Any.Type? = nil) -> MessageDecodingError {
         let name = String(describing: error)
         if name.contains("number") || name.contains("Number") {
             if let expected, JSONPath.describe(expected) == "an integer" {
@@ -29,29 +29,38 @@ enum ParserFailure {
     }
 }
 
+/// Quoting of user-supplied text in error messages: escaped, and clipped so a
+/// hostile payload cannot blow up a log line or a dead-letter record.
+package enum Quote {
+    package static func clip(_ text: String, max: Int) -> String {
+        if text.count <= max { return text.debugDescription }
+        return String(text.prefix(max)).debugDescription + "…"
+    }
+}
+
 // MARK: - Decoding helpers
 
 /// A coding key for objects whose keys are data (`aps`, `data`, locale tables).
-struct AnyCodingKey: CodingKey {
-    let stringValue: String
-    let intValue: Int?
+package struct AnyCodingKey: CodingKey {
+    package let stringValue: String
+    package let intValue: Int?
 
-    init(stringValue: String) {
+    package init(stringValue: String) {
         self.stringValue = stringValue
         self.intValue = nil
     }
 
-    init(intValue: Int) {
+    package init(intValue: Int) {
         self.stringValue = String(intValue)
         self.intValue = intValue
     }
 }
 
 /// Rendering of coding paths and decoding errors in the `field: reason` form.
-enum JSONPath {
+package enum JSONPath {
     /// `notification.content.locales.de.title`, `audience.devices[3]`; keys that
     /// are not plain words are quoted: `notification.data["a.b"]`.
-    static func render(_ path: [any CodingKey]) -> String {
+    package static func render(_ path: [any CodingKey]) -> String {
         var out = ""
         for key in path {
             if let index = key.intValue, key.stringValue == "Index \(index)" {
@@ -65,7 +74,7 @@ enum JSONPath {
         return out
     }
 
-    static func join(_ base: String, _ key: String) -> String {
+    package static func join(_ base: String, _ key: String) -> String {
         if !isPlain(key) { return "\(base)[\(Quote.clip(key, max: 40))]" }
         return base.isEmpty ? key : "\(base).\(key)"
     }
@@ -78,7 +87,7 @@ enum JSONPath {
     }
 
     /// `DecodingError` as a `wrong_schema` error naming the field.
-    static func translate(_ error: DecodingError) -> MessageDecodingError {
+    package static func translate(_ error: DecodingError) -> MessageDecodingError {
         switch error {
         case .typeMismatch(let type, let context):
             return .wrongSchema(at: context.codingPath, "expected \(describe(type))\(found(context.debugDescription))")
@@ -94,7 +103,7 @@ enum JSONPath {
     }
 
     /// ", found an array" for a failed container request; empty if unknown.
-    static func found(in error: any Error) -> String {
+    package static func found(in error: any Error) -> String {
         guard case .typeMismatch(_, let context)? = error as? DecodingError else { return "" }
         return found(context.debugDescription)
     }
@@ -117,7 +126,7 @@ enum JSONPath {
         }
     }
 
-    static func describe(_ type: Any.Type) -> String {
+    package static func describe(_ type: Any.Type) -> String {
         switch type {
         case is String.Type: return "a string"
         case is Bool.Type: return "true or false"
@@ -137,7 +146,7 @@ enum JSONPath {
 extension KeyedDecodingContainerProtocol {
     /// `decode` that names the field when the parser raises its own, pathless
     /// error (see `ParserFailure`).
-    func field<T: Decodable>(_ key: Key, as type: T.Type = T.self) throws -> T {
+    package func field<T: Decodable>(_ key: Key, as type: T.Type = T.self) throws -> T {
         do {
             return try decode(T.self, forKey: key)
         } catch let error as DecodingError {
@@ -151,7 +160,7 @@ extension KeyedDecodingContainerProtocol {
 
     /// `decodeIfPresent` (absent or null gives nil) that names the field when
     /// the parser raises its own, pathless error (see `ParserFailure`).
-    func optionalField<T: Decodable>(_ key: Key, as type: T.Type = T.self) throws -> T? {
+    package func optionalField<T: Decodable>(_ key: Key, as type: T.Type = T.self) throws -> T? {
         do {
             return try decodeIfPresent(T.self, forKey: key)
         } catch let error as DecodingError {
@@ -165,8 +174,8 @@ extension KeyedDecodingContainerProtocol {
 }
 
 /// Decoding of the string-valued enums, with the allowed values in the error.
-enum StringEnum {
-    static func decode<E: RawRepresentable & CaseIterable>(
+package enum StringEnum {
+    package static func decode<E: RawRepresentable & CaseIterable>(
         _ type: E.Type, from decoder: any Decoder, what: String
     ) throws -> E where E.RawValue == String {
         let raw: String
