@@ -25,58 +25,61 @@ let package = Package(
         .target(name: "PushfanSegments", dependencies: ["PushfanSupport"]),
         // Personalised texts' placeholder language.
         .target(name: "PushfanTemplates", dependencies: ["PushfanSupport"]),
-        // Pure domain: the topic messages and the campaign they carry, the APNs model, local
-        // time and caps as rules. No C, no I/O beyond stderr.
-        .target(name: "PushfanCore", dependencies: ["PushfanSupport", "PushfanSegments", "PushfanTemplates"]),
+        // The APNs model: tokens, payloads, requests and their rules, reasons and outcomes,
+        // retry policy, provider tokens. What the sender and the simulator share.
+        .target(name: "PushfanAPNsModel", dependencies: ["PushfanSupport"]),
+        // Pure domain: the topic messages and the campaign they carry, local time and caps as
+        // rules. No C, no I/O beyond stderr.
+        .target(name: "PushfanCore", dependencies: ["PushfanSupport", "PushfanSegments", "PushfanTemplates", "PushfanAPNsModel"]),
         // Kafka producer, consumer group and development cluster over librdkafka.
         .target(name: "PushfanKafka", dependencies: ["PushfanSupport", "PushfanCore", "CRdkafka"]),
         // Hashing, randomness, ES256 keys and signatures (and TLS for the simulator) over OpenSSL.
         .target(name: "PushfanCrypto", dependencies: ["COpenSSL"]),
         // Device store: SQLite and PostgreSQL behind one interface, segments, expansion, ledger.
-        .target(name: "PushfanStore", dependencies: ["PushfanSupport", "PushfanSegments", "PushfanTemplates", "PushfanCore", "PushfanCrypto", "CSQLite", "CLibpq"]),
+        .target(name: "PushfanStore", dependencies: ["PushfanSupport", "PushfanSegments", "PushfanTemplates", "PushfanCore", "PushfanAPNsModel", "PushfanCrypto", "CSQLite", "CLibpq"]),
         // HTTP/2 sessions over nghttp2, client or server, over any byte channel: the only
         // importer of CNghttp2, shared by the sender and the simulator.
         .target(name: "PushfanHTTP2", dependencies: ["CNghttp2"]),
         // APNs sender: connections made and carried by libcurl (connect-only), HTTP/2 from
         // PushfanHTTP2; token and certificate auth.
-        .target(name: "PushfanAPNs", dependencies: ["PushfanSupport", "PushfanCore", "PushfanCrypto", "PushfanHTTP2", "CCurl"]),
+        .target(name: "PushfanAPNs", dependencies: ["PushfanSupport", "PushfanAPNsModel", "PushfanCrypto", "PushfanHTTP2", "CCurl"]),
         // The APNs simulator: an HTTP/2 server (PushfanHTTP2, TLS from PushfanCrypto) that behaves like APNs.
-        .target(name: "PushfanAPNsSim", dependencies: ["PushfanSupport", "PushfanCore", "PushfanCrypto", "PushfanHTTP2", "CEpoll"]),
+        .target(name: "PushfanAPNsSim", dependencies: ["PushfanSupport", "PushfanAPNsModel", "PushfanCrypto", "PushfanHTTP2", "CEpoll"]),
         // What a worker and the API both produce: results, campaign events with the store's
         // counts, dead letters, engagement events, operators' commands.
         .target(name: "PushfanTopics", dependencies: ["PushfanSupport", "PushfanCore", "PushfanKafka", "PushfanStore", "PushfanCrypto"]),
         // The pipeline: planner, sender and events roles of `pushfan worker`.
-        .target(name: "PushfanWorker", dependencies: ["PushfanSupport", "PushfanSegments", "PushfanCore", "PushfanKafka", "PushfanStore", "PushfanTopics", "PushfanAPNs", "PushfanCrypto"]),
+        .target(name: "PushfanWorker", dependencies: ["PushfanSupport", "PushfanSegments", "PushfanCore", "PushfanAPNsModel", "PushfanKafka", "PushfanStore", "PushfanTopics", "PushfanAPNs", "PushfanCrypto"]),
         // `pushfan api`: the HTTP API (its HTTP/1.1 server on epoll, router, routes), with
         // docs/openapi.json built in (`OpenAPIDocument.json`).
         .target(
-            name: "PushfanAPI", dependencies: ["PushfanSupport", "PushfanSegments", "PushfanTemplates", "PushfanCore", "PushfanKafka", "PushfanStore", "PushfanTopics", "PushfanAPNs", "CEpoll"],
+            name: "PushfanAPI", dependencies: ["PushfanSupport", "PushfanSegments", "PushfanTemplates", "PushfanCore", "PushfanAPNsModel", "PushfanKafka", "PushfanStore", "PushfanTopics", "PushfanAPNs", "CEpoll"],
             plugins: ["EmbedOpenAPIDocument"]),
         // A text file as a Swift string literal, at build time (the OpenAPI document's way into the binary).
         .executableTarget(name: "EmbedText"),
         .plugin(name: "EmbedOpenAPIDocument", capability: .buildTool(), dependencies: ["EmbedText"]),
         // Subcommands and argument parsing; the executable only dispatches into it.
-        .target(name: "PushfanCLI", dependencies: ["PushfanSupport", "PushfanSegments", "PushfanCore", "PushfanKafka", "PushfanStore", "PushfanAPNs", "PushfanAPNsSim", "PushfanCrypto", "PushfanTopics", "PushfanWorker", "PushfanAPI"]),
+        .target(name: "PushfanCLI", dependencies: ["PushfanSupport", "PushfanSegments", "PushfanCore", "PushfanAPNsModel", "PushfanKafka", "PushfanStore", "PushfanAPNs", "PushfanAPNsSim", "PushfanCrypto", "PushfanTopics", "PushfanWorker", "PushfanAPI"]),
         .executableTarget(name: "pushfan", dependencies: ["PushfanCLI"]),
         // Fuzz targets for every parser of outside bytes (`FuzzTarget`), and the executable
         // scripts/fuzz builds with libFuzzer (`-sanitize=fuzzer,address -DFUZZING`).
-        .target(name: "PushfanFuzzing", dependencies: ["PushfanSegments", "PushfanTemplates", "PushfanCore", "PushfanStore", "PushfanAPNsSim", "PushfanAPI"]),
+        .target(name: "PushfanFuzzing", dependencies: ["PushfanSegments", "PushfanTemplates", "PushfanCore", "PushfanAPNsModel", "PushfanStore", "PushfanAPNsSim", "PushfanAPI"]),
         .executableTarget(name: "pushfan-fuzz", dependencies: ["PushfanFuzzing"]),
 
         // Starting and stopping real processes (kafka-dev, simulators) for the suites below.
         .target(name: "PushfanTestSupport", dependencies: ["PushfanSupport"], path: "Tests/PushfanTestSupport"),
         .target(name: "SegmentTestSupport", dependencies: ["PushfanSupport", "PushfanSegments", "PushfanTestSupport"], path: "Tests/SegmentTestSupport"),
-        .testTarget(name: "PushfanCoreTests", dependencies: ["PushfanSupport", "PushfanSegments", "PushfanTemplates", "PushfanCore", "PushfanTestSupport", "SegmentTestSupport"]),
+        .testTarget(name: "PushfanCoreTests", dependencies: ["PushfanSupport", "PushfanSegments", "PushfanTemplates", "PushfanCore", "PushfanAPNsModel", "PushfanTestSupport", "SegmentTestSupport"]),
         .testTarget(name: "PushfanKafkaTests", dependencies: ["PushfanKafka", "PushfanSupport", "PushfanCore", "PushfanTestSupport"]),
         .testTarget(name: "PushfanCLITests", dependencies: ["PushfanCLI", "PushfanCore", "PushfanStore"]),
         .testTarget(name: "PushfanAPITests", dependencies: ["PushfanAPI", "PushfanSupport", "PushfanCore", "PushfanStore", "PushfanKafka", "PushfanTopics", "PushfanTestSupport"]),
         .testTarget(name: "PushfanCryptoTests", dependencies: ["PushfanCrypto", "PushfanTestSupport"]),
-        .testTarget(name: "PushfanAPNsTests", dependencies: ["PushfanAPNs", "PushfanSupport", "PushfanCore", "PushfanCrypto", "PushfanTestSupport"]),
+        .testTarget(name: "PushfanAPNsTests", dependencies: ["PushfanAPNs", "PushfanSupport", "PushfanCore", "PushfanAPNsModel", "PushfanCrypto", "PushfanTestSupport"]),
         .testTarget(name: "PushfanStoreTests", dependencies: ["PushfanStore", "PushfanSupport", "PushfanSegments", "PushfanCore", "PushfanTestSupport", "SegmentTestSupport"]),
-        .testTarget(name: "PushfanAPNsSimTests", dependencies: ["PushfanAPNsSim", "PushfanCore", "PushfanCrypto", "PushfanTestSupport"]),
-        .testTarget(name: "PushfanWorkerTests", dependencies: ["PushfanWorker", "PushfanTopics", "PushfanAPNs", "PushfanSupport", "PushfanSegments", "PushfanCore", "PushfanStore", "PushfanKafka", "PushfanTestSupport"]),
+        .testTarget(name: "PushfanAPNsSimTests", dependencies: ["PushfanAPNsSim", "PushfanCore", "PushfanAPNsModel", "PushfanCrypto", "PushfanTestSupport"]),
+        .testTarget(name: "PushfanWorkerTests", dependencies: ["PushfanWorker", "PushfanTopics", "PushfanAPNs", "PushfanSupport", "PushfanSegments", "PushfanCore", "PushfanAPNsModel", "PushfanStore", "PushfanKafka", "PushfanTestSupport"]),
         .testTarget(name: "PushfanFuzzingTests", dependencies: ["PushfanFuzzing"]),
-        .testTarget(name: "EndToEndTests", dependencies: ["PushfanSupport", "PushfanCore", "PushfanKafka", "PushfanTestSupport"]),
+        .testTarget(name: "EndToEndTests", dependencies: ["PushfanSupport", "PushfanCore", "PushfanAPNsModel", "PushfanKafka", "PushfanTestSupport"]),
     ],
     swiftLanguageModes: [.v6]
 )

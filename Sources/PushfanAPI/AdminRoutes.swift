@@ -1,5 +1,6 @@
 import Foundation
 import PushfanAPNs
+import PushfanAPNsModel
 import PushfanCore
 import PushfanStore
 import PushfanSupport

@@ -1,6 +1,6 @@
 internal import CCurl
 import Foundation
-import PushfanCore
+import PushfanAPNsModel
 import PushfanSupport
 
 /// Broadcast channel management (iOS 18): create, read, list and delete an app's channels

@@ -1,5 +1,5 @@
 import Foundation
-import PushfanCore
+import PushfanAPNsModel
 import PushfanSupport
 
 /// Sends notifications to one APNs endpoint with one credential: the pool of

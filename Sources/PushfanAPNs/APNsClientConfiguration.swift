@@ -1,4 +1,3 @@
-import PushfanCore
 import PushfanSupport
 
 /// Settings of one connection pool (one endpoint and one credential).

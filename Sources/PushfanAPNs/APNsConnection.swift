@@ -1,5 +1,5 @@
 import Foundation
-import PushfanCore
+import PushfanAPNsModel
 import PushfanHTTP2
 
 /// One APNs connection: libcurl's connection (`CurlChannel`) carrying an nghttp2 client

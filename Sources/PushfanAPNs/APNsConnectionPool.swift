@@ -1,5 +1,5 @@
 import Foundation
-import PushfanCore
+import PushfanAPNsModel
 import PushfanSupport
 
 /// One endpoint and one credential: HTTP/2 connections driven on a dedicated

@@ -1,5 +1,5 @@
 import Foundation
-import PushfanCore
+import PushfanAPNsModel
 import PushfanCrypto
 
 /// How a connection authenticates to APNs, loaded and checked.

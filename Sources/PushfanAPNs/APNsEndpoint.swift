@@ -1,5 +1,5 @@
 import Foundation
-import PushfanCore
+import PushfanAPNsModel
 import PushfanSupport
 
 /// Where notifications go: Apple's production or sandbox host (port 443 or

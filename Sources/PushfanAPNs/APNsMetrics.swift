@@ -1,4 +1,3 @@
-import PushfanCore
 import PushfanSupport
 
 /// What the sender's connection pools count, in a process's metrics registry. Counted on

@@ -1,4 +1,3 @@
-import PushfanCore
 
 /// Why the sender could not be set up: configuration and credentials problems,
 /// reported at startup rather than as a rejection of every notification.

@@ -1,6 +1,5 @@
 internal import CCurl
 import Foundation
-import PushfanCore
 import PushfanCrypto
 import PushfanHTTP2
 import PushfanSupport

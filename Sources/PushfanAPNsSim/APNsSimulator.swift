@@ -1,6 +1,5 @@
 internal import CEpoll
 import Foundation
-import PushfanCore
 import PushfanCrypto
 import PushfanSupport
 import Synchronization

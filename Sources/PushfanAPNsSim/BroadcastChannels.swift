@@ -1,5 +1,5 @@
 import Foundation
-import PushfanCore
+import PushfanAPNsModel
 import PushfanSupport
 
 /// The simulator's broadcast channels (iOS 18), per bundle id, shared by every loop: what

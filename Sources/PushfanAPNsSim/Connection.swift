@@ -1,5 +1,4 @@
 import Foundation
-import PushfanCore
 import PushfanCrypto
 import PushfanHTTP2
 internal import CEpoll

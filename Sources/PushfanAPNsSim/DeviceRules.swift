@@ -1,5 +1,5 @@
 import Foundation
-import PushfanCore
+import PushfanAPNsModel
 
 /// How device tokens decide their outcome, from a rules file (JSON, see docs/apns-sim.md):
 ///

@@ -1,5 +1,4 @@
 import Foundation
-import PushfanCore
 
 /// Response latency: none, fixed, uniform in a range, exponential with a mean, or `apns`,
 /// the profile of Apple's servers as a provider in a data centre sees them (below).

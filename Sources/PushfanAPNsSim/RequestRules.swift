@@ -1,5 +1,5 @@
 import Foundation
-import PushfanCore
+import PushfanAPNsModel
 
 /// The parts of an HTTP/2 request the simulator judges, as received.
 ///
@@ -71,7 +71,7 @@ package struct CheckedRequest: Sendable, Equatable {
     package let topic: String
     /// The topic without its push type's suffix: the app's bundle id, what keys allow.
     package let bundleID: String
-    package let pushType: Campaign.PushType
+    package let pushType: APNsPushType
     package let priority: Int
     package let collapseID: String?
     /// `apns-id` as sent, lowercased; nil when the client sent none (the simulator makes one).
@@ -132,9 +132,9 @@ package enum RequestRules {
         guard let topic = request.topic, !topic.isEmpty else { return .failure(SimRejection(.missingTopic)) }
         for byte in topic.utf8 where byte < 0x21 || byte > 0x7E { return .failure(SimRejection(.badTopic)) }
 
-        let pushType: Campaign.PushType
+        let pushType: APNsPushType
         if let text = request.pushType {
-            guard let known = Campaign.PushType(rawValue: text) else { return .failure(SimRejection(.invalidPushType)) }
+            guard let known = APNsPushType(rawValue: text) else { return .failure(SimRejection(.invalidPushType)) }
             pushType = known
         } else {
             pushType = .alert
@@ -152,15 +152,16 @@ package enum RequestRules {
             bundleID = String(decoding: topic.utf8.dropLast(suffix.utf8.count), as: UTF8.self)
         }
 
+        // The push type's priority rules are the APNs model's, as the sender applies them.
         let priority: Int
         switch request.priority {
-        case nil: priority = pushType == .background ? 5 : 10
+        case nil: priority = pushType.defaultPriority
         case "10": priority = 10
         case "5": priority = 5
         case "1": priority = 1
         default: return .failure(SimRejection(.badPriority))
         }
-        if pushType == .background, priority != 5 { return .failure(SimRejection(.badPriority)) }
+        if let required = pushType.requiredPriority, priority != required { return .failure(SimRejection(.badPriority)) }
 
         if let expiration = request.expiration {
             guard !expiration.isEmpty, expiration.utf8.count <= 12, expiration.utf8.allSatisfy({ (0x30...0x39).contains($0) }) else {
@@ -186,7 +187,7 @@ package enum RequestRules {
             collapseID: request.collapseID, apnsID: apnsID))
     }
 
-    private static let suffixedTypes: [String] = Campaign.PushType.allCases.map(\.topicSuffix).filter { !$0.isEmpty }
+    private static let suffixedTypes: [String] = APNsPushType.allCases.map(\.topicSuffix).filter { !$0.isEmpty }
 
     /// Byte-wise suffix test (String.hasSuffix compares characters, which is slower and not
     /// what a header needs).

@@ -1,5 +1,5 @@
 import Foundation
-import PushfanCore
+import PushfanAPNsModel
 
 /// Counters of one event-loop thread. Each thread updates its own (behind an uncontended
 /// lock); `GET /_sim/stats` merges all of them.
@@ -10,7 +10,7 @@ package struct ThreadStats: Sendable {
     package var reasons: [String: Int] = [:]
     /// Accepted notifications per topic (as sent) and per push type (by case index).
     package var topics: [String: Int] = [:]
-    package var pushTypeCounts = [Int](repeating: 0, count: Campaign.PushType.allCases.count)
+    package var pushTypeCounts = [Int](repeating: 0, count: APNsPushType.allCases.count)
     /// Tokens with at least one accepted notification.
     package var acceptedTokens: Set<String> = []
     /// Acceptances per (token, collapse id), for requests with a collapse id.
@@ -34,10 +34,10 @@ package struct ThreadStats: Sendable {
     }
 
     package var pushTypes: [String: Int] {
-        Dictionary(uniqueKeysWithValues: zip(Campaign.PushType.allCases, pushTypeCounts).filter { $0.1 > 0 }.map { ($0.0.rawValue, $0.1) })
+        Dictionary(uniqueKeysWithValues: zip(APNsPushType.allCases, pushTypeCounts).filter { $0.1 > 0 }.map { ($0.0.rawValue, $0.1) })
     }
 
-    package mutating func recordAccepted(token: String, topic: String, pushType: Campaign.PushType, collapseID: String?) {
+    package mutating func recordAccepted(token: String, topic: String, pushType: APNsPushType, collapseID: String?) {
         requests += 1
         statusCounts[200] += 1
         topics[topic, default: 0] += 1
@@ -61,8 +61,8 @@ package struct ThreadStats: Sendable {
         channelRequests[method, default: 0] += 1
     }
 
-    private static let pushTypeIndex: [Campaign.PushType: Int] =
-        Dictionary(uniqueKeysWithValues: Campaign.PushType.allCases.enumerated().map { ($0.element, $0.offset) })
+    private static let pushTypeIndex: [APNsPushType: Int] =
+        Dictionary(uniqueKeysWithValues: APNsPushType.allCases.enumerated().map { ($0.element, $0.offset) })
 
     package mutating func recordRejected(_ rejection: SimRejection) {
         requests += 1

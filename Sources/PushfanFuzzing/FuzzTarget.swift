@@ -1,5 +1,6 @@
 import Foundation
 import PushfanAPI
+import PushfanAPNsModel
 import PushfanAPNsSim
 import PushfanCore
 import PushfanSegments

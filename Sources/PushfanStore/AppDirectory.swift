@@ -1,3 +1,4 @@
+import PushfanAPNsModel
 import PushfanCore
 import PushfanCrypto
 import PushfanSupport

@@ -1,3 +1,4 @@
+import PushfanAPNsModel
 import PushfanCore
 
 /// Apps' broadcast channels (iOS 18), as APNs made them: kept so that the API can list

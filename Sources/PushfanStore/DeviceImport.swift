@@ -1,4 +1,5 @@
 import Foundation
+import PushfanAPNsModel
 import PushfanCore
 
 /// Parses bulk-import lines (NDJSON or CSV) into validated devices. A bad line yields an

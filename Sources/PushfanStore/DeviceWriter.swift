@@ -1,3 +1,4 @@
+import PushfanAPNsModel
 import PushfanCore
 import PushfanSupport
 

@@ -1,4 +1,5 @@
 import Foundation
+import PushfanAPNsModel
 import PushfanAPNsSim
 import PushfanCore
 import PushfanCrypto

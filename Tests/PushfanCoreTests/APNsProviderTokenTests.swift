@@ -1,4 +1,5 @@
 import Foundation
+@testable import PushfanAPNsModel
 import PushfanTestSupport
 import Testing
 

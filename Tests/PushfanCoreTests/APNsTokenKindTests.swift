@@ -1,5 +1,6 @@
 import Testing
 
+@testable import PushfanAPNsModel
 @testable import PushfanCore
 
 /// Which token each push type is addressed to: the remote-notification token only for

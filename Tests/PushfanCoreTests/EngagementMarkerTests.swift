@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 
+@testable import PushfanAPNsModel
 @testable import PushfanCore
 @testable import PushfanSupport
 

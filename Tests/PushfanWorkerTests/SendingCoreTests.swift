@@ -1,4 +1,5 @@
 import Foundation
+import PushfanAPNsModel
 import PushfanCore
 import PushfanStore
 import PushfanSupport

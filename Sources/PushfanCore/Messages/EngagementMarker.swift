@@ -1,3 +1,4 @@
+import PushfanAPNsModel
 import PushfanSupport
 
 /// What every campaign push carries beside `aps`, so the app can report back what became of

@@ -1,4 +1,5 @@
 import Foundation
+import PushfanAPNsModel
 import PushfanSupport
 
 /// A record of topic `results`: the final outcome for one device, or a
@@ -185,7 +186,7 @@ package struct DeviceResult: Codable, Sendable, Hashable {
         var out: [UInt8] = []
         out.reserveCapacity(170 + app.utf8.count + campaign.utf8.count + device.utf8.count)
         func text(_ value: String?) {
-            if let value { APNsJSONWriter.writeString(value, into: &out) } else { out.append(contentsOf: "null".utf8) }
+            if let value { JSONWriter.writeString(value, into: &out) } else { out.append(contentsOf: "null".utf8) }
         }
         func number(_ value: Int64?) {
             if let value { out.append(contentsOf: String(value).utf8) } else { out.append(contentsOf: "null".utf8) }

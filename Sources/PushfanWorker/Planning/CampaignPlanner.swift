@@ -1,4 +1,5 @@
 import Foundation
+import PushfanAPNsModel
 import PushfanCore
 import PushfanKafka
 import PushfanStore

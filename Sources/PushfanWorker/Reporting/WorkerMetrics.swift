@@ -1,4 +1,5 @@
 import PushfanAPNs
+import PushfanAPNsModel
 import PushfanCore
 import PushfanSupport
 

@@ -91,13 +91,13 @@ package struct APNsRequestError: Error, CustomStringConvertible, Equatable, Send
     }
 
     /// `field` is the header or payload key the rule is about.
-    package static func pushTypeRule(_ pushType: Campaign.PushType, _ reason: String, field: String) -> APNsRequestError {
+    package static func pushTypeRule(_ pushType: APNsPushType, _ reason: String, field: String) -> APNsRequestError {
         let article = ["alert", "mdm"].contains(pushType.rawValue) ? "an" : "a"
         return APNsRequestError(.pushTypeRule, "\(article) \(pushType.rawValue) push \(reason)", field: field)
     }
 
     package static func payloadTooLarge(
-        bytes: Int, limit: Int, pushType: Campaign.PushType
+        bytes: Int, limit: Int, pushType: APNsPushType
     ) -> APNsRequestError {
         APNsRequestError(
             .payloadTooLarge,

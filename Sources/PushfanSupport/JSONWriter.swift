@@ -1,6 +1,4 @@
-import PushfanSupport
-
-/// A compact JSON writer for APNs payloads and JWT parts.
+/// A compact JSON writer: APNs payloads, JWT parts, result records, stored attributes.
 ///
 /// Why not `JSONSerialization`: it escapes `/` as `\/` and its key order is not
 /// fixed, and every byte counts against the 4 KB payload limit. This writer
@@ -8,15 +6,15 @@ import PushfanSupport
 /// bytes, and tests can compare them), writes non-ASCII text as UTF-8 rather
 /// than `\u` escapes, and escapes only what JSON requires. Non-finite numbers,
 /// which JSON cannot express, are written as `null` (as `JSONValue` does).
-enum APNsJSONWriter {
-    static func bytes(_ value: JSONValue) -> [UInt8] {
+package enum JSONWriter {
+    package static func bytes(_ value: JSONValue) -> [UInt8] {
         var output: [UInt8] = []
         output.reserveCapacity(256)
         write(value, into: &output)
         return output
     }
 
-    static func write(_ value: JSONValue, into output: inout [UInt8]) {
+    package static func write(_ value: JSONValue, into output: inout [UInt8]) {
         switch value {
         case .null:
             output.append(contentsOf: "null".utf8)
@@ -40,7 +38,7 @@ enum APNsJSONWriter {
         }
     }
 
-    static func writeObject(_ members: [String: JSONValue], into output: inout [UInt8]) {
+    package static func writeObject(_ members: [String: JSONValue], into output: inout [UInt8]) {
         output.append(UInt8(ascii: "{"))
         for (index, key) in members.keys.sorted().enumerated() {
             if index > 0 { output.append(UInt8(ascii: ",")) }
@@ -54,7 +52,7 @@ enum APNsJSONWriter {
 
     /// Swift's shortest round-trip form (`0.5`, `1.0`, `1e-05`, `1e+20`) is
     /// valid JSON for every finite value.
-    static func writeNumber(_ number: Double, into output: inout [UInt8]) {
+    package static func writeNumber(_ number: Double, into output: inout [UInt8]) {
         guard number.isFinite else {
             output.append(contentsOf: "null".utf8)
             return
@@ -62,7 +60,7 @@ enum APNsJSONWriter {
         output.append(contentsOf: String(number).utf8)
     }
 
-    static func writeString(_ text: String, into output: inout [UInt8]) {
+    package static func writeString(_ text: String, into output: inout [UInt8]) {
         output.append(UInt8(ascii: "\""))
         // Most strings need no escape: copy them whole.
         if text.utf8.allSatisfy({ $0 >= 0x20 && $0 != UInt8(ascii: "\"") && $0 != UInt8(ascii: "\\") }) {
@@ -90,10 +88,10 @@ enum APNsJSONWriter {
     }
 }
 
-extension APNsJSONWriter {
+extension JSONWriter {
     /// An object with its members in the given order (JWT header and claims
     /// read best in the conventional `alg, kid` / `iss, iat` order).
-    static func writeKeyedObject(_ members: [(String, JSONValue)], into output: inout [UInt8]) {
+    package static func writeKeyedObject(_ members: [(String, JSONValue)], into output: inout [UInt8]) {
         output.append(UInt8(ascii: "{"))
         for (index, (key, value)) in members.enumerated() {
             if index > 0 { output.append(UInt8(ascii: ",")) }
@@ -108,13 +106,13 @@ extension APNsJSONWriter {
 extension JSONValue {
     /// Compact JSON text with sorted keys (the same writer as APNs payloads), e.g. for
     /// storing device attributes.
-    package var compactJSON: String { String(decoding: APNsJSONWriter.bytes(self), as: UTF8.self) }
+    package var compactJSON: String { String(decoding: JSONWriter.bytes(self), as: UTF8.self) }
 
     /// A compact JSON object with its members in the given order, for output
     /// people read (command results, benchmark lines).
     package static func orderedObjectJSON(_ members: [(String, JSONValue)]) -> String {
         var output: [UInt8] = []
-        APNsJSONWriter.writeKeyedObject(members, into: &output)
+        JSONWriter.writeKeyedObject(members, into: &output)
         return String(decoding: output, as: UTF8.self)
     }
 }

@@ -1,4 +1,5 @@
 import Foundation
+import PushfanSupport
 
 /// One APNs request, checked against the provider API's header and payload
 /// rules when it is made: a value of this type is something APNs can accept,
@@ -77,7 +78,7 @@ package struct APNsNotification: Sendable, Hashable {
     /// `apns-topic` as sent: the bundle id with the push type's suffix.
     package let topic: String
     /// `apns-push-type`.
-    package let pushType: Campaign.PushType
+    package let pushType: APNsPushType
     package let priority: Priority
     package let expiration: Expiration
     /// `apns-collapse-id`: notifications with the same id replace each other
@@ -111,7 +112,7 @@ package struct APNsNotification: Sendable, Hashable {
     package init(
         token: DeviceToken,
         topic: String,
-        pushType: Campaign.PushType = .alert,
+        pushType: APNsPushType = .alert,
         payload: APNsPayload,
         priority: Priority? = nil,
         expiration: Expiration = .unspecified,
@@ -143,25 +144,6 @@ package struct APNsNotification: Sendable, Hashable {
         self.collapseID = collapseID
         self.apnsID = apnsID
         self.payload = prepared.bytes
-    }
-
-    /// The request a campaign sends to one device: its push type, its payload
-    /// for the device's locale, `effectivePriority`, `options.expiration` and
-    /// `effectiveCollapseID`.
-    package init(
-        campaign: Campaign, token: DeviceToken, topic: String, locale: String?, apnsID: UUID = APNsNotification.randomID()
-    ) throws(APNsRequestError) {
-        try self.init(campaign: campaign, token: token, topic: topic, prepared: APNsPreparedPayload(campaign: campaign, locale: locale, marker: nil), apnsID: apnsID)
-    }
-
-    /// The same with the payload for the device's locale already prepared, for senders
-    /// that send one campaign to many devices (a payload per locale, not per device).
-    package init(
-        campaign: Campaign, token: DeviceToken, topic: String, prepared: APNsPreparedPayload, apnsID: UUID = APNsNotification.randomID()
-    ) throws(APNsRequestError) {
-        try self.init(
-            token: token, topic: topic, prepared: prepared, expiration: Expiration(epochSeconds: campaign.options.expiration),
-            collapseID: campaign.effectiveCollapseID, apnsID: apnsID)
     }
 
     /// A broadcast of a Live Activity update or end to every subscriber of `channel`
@@ -269,12 +251,12 @@ private struct CollectedHeaders: APNsHeaderSink {
 
 extension APNsNotification {
     /// Suffixes of all push types, to notice a topic meant for another one.
-    private static let knownSuffixes: [(suffix: String, pushType: Campaign.PushType)] =
-        Campaign.PushType.allCases.filter { !$0.topicSuffix.isEmpty }.map { ($0.topicSuffix, $0) }
+    private static let knownSuffixes: [(suffix: String, pushType: APNsPushType)] =
+        APNsPushType.allCases.filter { !$0.topicSuffix.isEmpty }.map { ($0.topicSuffix, $0) }
 
     /// The topic as sent: `base` checked, with `pushType`'s suffix appended
     /// unless already there.
-    package static func requestTopic(_ base: String, pushType: Campaign.PushType) throws(APNsRequestError) -> String {
+    package static func requestTopic(_ base: String, pushType: APNsPushType) throws(APNsRequestError) -> String {
         guard !base.isEmpty else { throw .invalidTopic("is empty; give the app's bundle id") }
         if !base.utf8.allSatisfy({ (0x21...0x7E).contains($0) }) {
             for (offset, character) in base.enumerated() {
@@ -299,22 +281,21 @@ extension APNsNotification {
 
     /// The push type's payload and priority rules; returns the priority to send.
     fileprivate static func checkRules(
-        pushType: Campaign.PushType, payload: APNsPayload, priority: Priority?
+        pushType: APNsPushType, payload: APNsPayload, priority: Priority?
     ) throws(APNsRequestError) -> Priority {
         let aps = payload.aps
         try aps.validate()
+        if let required = pushType.requiredPriority, let priority, priority.rawValue != required {
+            throw .pushTypeRule(pushType, "must have apns-priority \(required) (APNs refuses \(priority.rawValue)); found \(priority.rawValue)", field: "apns-priority")
+        }
         switch pushType {
         case .background:
-            if let priority, priority != .powerConsiderate {
-                throw .pushTypeRule(.background, "must have apns-priority 5 (APNs refuses \(priority.rawValue)); found \(priority.rawValue)", field: "apns-priority")
-            }
             for (key, present) in [("alert", aps.alert != nil), ("sound", aps.sound != nil), ("badge", aps.badge != nil)] where present {
                 throw .pushTypeRule(.background, "cannot have aps.\(key); remove it or send an alert push", field: "aps.\(key)")
             }
             guard aps.contentAvailable else {
                 throw .pushTypeRule(.background, "needs aps.content-available: 1", field: "aps.content-available")
             }
-            return .powerConsiderate
         case .liveactivity:
             guard let event = aps.event else {
                 throw .pushTypeRule(.liveactivity, "needs aps.event (start, update or end)", field: "aps.event")
@@ -343,7 +324,7 @@ extension APNsNotification {
         case .alert, .voip, .complication, .fileprovider, .location, .pushtotalk, .widgets, .controls:
             break
         }
-        return priority ?? .immediate
+        return priority ?? Priority(rawValue: pushType.defaultPriority) ?? .immediate
     }
 
     /// `apns-expiration`'s rule: epoch seconds, 0 meaning try once.
@@ -381,7 +362,7 @@ extension APNsNotification {
 /// Activity, MDM, priority, size) and serialised once. Only this initializer
 /// makes one, so a prepared payload is always one APNs can accept.
 package struct APNsPreparedPayload: Sendable, Hashable {
-    package let pushType: Campaign.PushType
+    package let pushType: APNsPushType
     /// The `apns-priority` to send: as given, or 5 for background and 10
     /// otherwise.
     package let priority: APNsNotification.Priority
@@ -391,33 +372,23 @@ package struct APNsPreparedPayload: Sendable, Hashable {
     /// without a marker.
     private(set) var sendIDRange: Range<Int>?
 
-    /// A campaign's payload for a device locale, with its push type and
-    /// `effectivePriority`, and `marker` beside `aps` (its send id a placeholder until
-    /// `stamped(sendID:)`, and Notificare's keys when it has them) unless the push type has
-    /// no room for one.
-    package init(campaign: Campaign, locale: String?, marker: EngagementMarker?) throws(APNsRequestError) {
-        guard let priority = APNsNotification.Priority(rawValue: campaign.effectivePriority) else {
-            throw .invalidPriority("must be 10, 5 or 1; found \(campaign.effectivePriority)")
-        }
-        let pushType = campaign.notification.pushType
-        var payload = try APNsPayload(notification: campaign.notification, locale: locale)
-        guard let marker, EngagementMarker.carried(by: pushType) else {
-            try self.init(payload, pushType: pushType, priority: priority)
-            return
-        }
-        if let notificare = marker.notificare {
-            for (key, value) in notificare.keys(mediaURL: payload.custom[NotificationTemplate.mediaURLKey]?.stringValue) {
-                try payload.setCustom(value, forKey: key)
-            }
-        }
-        try payload.setCustom(marker.jsonValue(sendIDFill: "0"), forKey: EngagementMarker.key)
+    /// `payload` with a per-device stamp: the custom value under `key` holds a stamp of
+    /// `length` characters, written here as a placeholder; `stamped(sendID:)` writes each
+    /// device's own into the serialised bytes, so the payload is checked and encoded once.
+    /// `value(fill)` is that custom value with the stamp written as `length` copies of `fill`.
+    package init(
+        _ payload: APNsPayload, pushType: APNsPushType, priority: APNsNotification.Priority?,
+        stampUnder key: String, length: Int, value: (Character) -> JSONValue
+    ) throws(APNsRequestError) {
+        var payload = payload
+        try payload.setCustom(value("0"), forKey: key)
         try self.init(payload, pushType: pushType, priority: priority)
-        // The send id's place: where the same payload with another fill differs.
-        try payload.setCustom(marker.jsonValue(sendIDFill: "f"), forKey: EngagementMarker.key)
+        // The stamp's place: where the same payload with another fill differs.
+        try payload.setCustom(value("f"), forKey: key)
         let other = payload.encoded(for: pushType)
         guard other.count == bytes.count, let start = zip(bytes, other).enumerated().first(where: { $0.element.0 != $0.element.1 })?.offset
-        else { preconditionFailure("the marker's send id is not where the writer put it") }
-        sendIDRange = start..<start + EngagementMarker.sendIDLength
+        else { preconditionFailure("the stamp is not where the writer put it") }
+        sendIDRange = start..<start + length
     }
 
     /// The payload for one device: its send id written into the marker.
@@ -430,7 +401,7 @@ package struct APNsPreparedPayload: Sendable, Hashable {
     }
 
     package init(
-        _ payload: APNsPayload, pushType: Campaign.PushType, priority: APNsNotification.Priority? = nil
+        _ payload: APNsPayload, pushType: APNsPushType, priority: APNsNotification.Priority? = nil
     ) throws(APNsRequestError) {
         self.priority = try APNsNotification.checkRules(pushType: pushType, payload: payload, priority: priority)
         let bytes = payload.encoded(for: pushType)

@@ -58,28 +58,21 @@ package struct APNsPayload: Sendable, Hashable {
         try self.init(json: members)
     }
 
-    /// The payload a campaign sends to a device with this locale: the campaign's
-    /// pass-through `aps` with the locale's texts merged in
-    /// (`Campaign.Notification.aps(forLocale:)`) and its custom `data` beside it.
-    package init(notification: Campaign.Notification, locale: String?) throws(APNsRequestError) {
-        try self.init(aps: APS(json: notification.aps(forLocale: locale)), custom: notification.custom)
-    }
-
     /// The payload as a JSON value, always with an `aps` dictionary (APNs
     /// expects one, even empty, in every push but MDM's).
     package var jsonValue: JSONValue { jsonValue(for: nil) }
 
     /// As sent for `pushType`: MDM's `{"mdm": ...}` has no `aps` at all.
-    package func jsonValue(for pushType: Campaign.PushType?) -> JSONValue {
+    package func jsonValue(for pushType: APNsPushType?) -> JSONValue {
         var members = custom
         let apsObject = aps.jsonObject
         if !apsObject.isEmpty || pushType != .mdm { members["aps"] = .object(apsObject) }
         return .object(members)
     }
 
-    /// The exact bytes sent: compact, keys sorted, UTF-8 (see `APNsJSONWriter`).
-    package func encoded(for pushType: Campaign.PushType? = nil) -> Data {
-        Data(APNsJSONWriter.bytes(jsonValue(for: pushType)))
+    /// The exact bytes sent: compact, keys sorted, UTF-8 (see `JSONWriter`).
+    package func encoded(for pushType: APNsPushType? = nil) -> Data {
+        Data(JSONWriter.bytes(jsonValue(for: pushType)))
     }
 
     private static let customAPSError = APNsRequestError.invalidPayload(

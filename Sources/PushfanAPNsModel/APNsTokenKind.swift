@@ -30,7 +30,7 @@ package enum APNsTokenKind: String, Sendable, CaseIterable, Codable {
 
     /// The kind a push of `pushType` is sent to. A Live Activity push is for a running
     /// activity unless it starts one (`event: start`).
-    package init(pushType: Campaign.PushType, startsActivity: Bool = false) {
+    package init(pushType: APNsPushType, startsActivity: Bool = false) {
         switch pushType {
         case .alert, .background, .mdm: self = .alert
         case .voip: self = .voip
@@ -47,12 +47,4 @@ package enum APNsTokenKind: String, Sendable, CaseIterable, Codable {
     /// The outcome reason of a device that has no token of the kind a push needs: it is
     /// skipped without a request.
     package static let missingTokenReason = "no_token_for_push_type"
-}
-
-extension Campaign.Notification {
-    /// The kind of token this notification goes to: a Live Activity push with
-    /// `aps.event: start` goes to push-to-start tokens, any other to running activities'.
-    package var tokenKind: APNsTokenKind {
-        APNsTokenKind(pushType: pushType, startsActivity: aps?["event"]?.stringValue == "start")
-    }
 }

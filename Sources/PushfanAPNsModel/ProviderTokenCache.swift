@@ -237,9 +237,9 @@ package final class ProviderTokenCache: Sendable {
     ) throws(APNsRequestError) -> ProviderToken {
         let iat = Int64((now.timeIntervalSince1970 - RetryPolicy.seconds(backdate)).rounded(.down))
         var header: [UInt8] = []
-        APNsJSONWriter.writeKeyedObject([("alg", .string("ES256")), ("kid", .string(key.keyID))], into: &header)
+        JSONWriter.writeKeyedObject([("alg", .string("ES256")), ("kid", .string(key.keyID))], into: &header)
         var claims: [UInt8] = []
-        APNsJSONWriter.writeKeyedObject([("iss", .string(key.teamID)), ("iat", .int(iat))], into: &claims)
+        JSONWriter.writeKeyedObject([("iss", .string(key.teamID)), ("iat", .int(iat))], into: &claims)
         let signingInput = Base64URL.encode(header) + "." + Base64URL.encode(claims)
         let signature: Data
         do {
