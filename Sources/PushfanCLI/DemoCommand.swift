@@ -208,10 +208,9 @@ struct DemoCommand: Command {
 
     private static func expectedAudience(_ campaign: Campaign, store: DeviceStore) async throws -> Int {
         switch campaign.audience {
-        case .segment(let text): return try await store.audience.count(app: campaign.app, segment: try SegmentParser.parse(text), now: store.clock.wallMillis)
-        case .named(let name):
-            guard let text = try await store.audience.savedSegment(app: campaign.app, name: name) else { throw UsageError("no saved segment \(name)") }
-            return try await store.audience.count(app: campaign.app, segment: try SegmentParser.parse(text), now: store.clock.wallMillis)
+        case .segment, .named:
+            let segment = try await store.segment(of: campaign, definition: nil)
+            return try await store.audience.count(app: campaign.app, segment: segment, now: store.clock.wallMillis)
         case .devices(let ids): return try await store.audience.rowKeys(app: campaign.app, deviceIDs: ids).count
         case .activity, .activities: return try await store.audience.count(app: campaign.app, segment: nil, tokens: campaign.tokenSelection, now: store.clock.wallMillis)
         case .channel: return 1  // one broadcast, one result

@@ -1,4 +1,5 @@
 import PushfanCore
+import PushfanSegments
 
 /// What a campaign names that must already exist for it to reach anyone: its broadcast
 /// channel, the Live Activity attributes type it starts or updates. A record can be valid and
@@ -39,15 +40,22 @@ extension DeviceStore {
 }
 
 extension DeviceStore {
-    /// What the store keeps of an accepted campaign: its record, and the stored template it
-    /// names as it is now, checked under the campaign (the campaign's actions need a
-    /// category, its payloads must fit). Senders use this copy, so a template changed later
-    /// reaches only campaigns accepted after the change. Throws `MissingReference` for a
-    /// template the app does not have (`unknown_template`) or one the campaign cannot use
-    /// (the template's own error code).
+    /// What the store keeps of an accepted campaign: its record, the stored template it names
+    /// as it is now, checked under the campaign (the campaign's actions need a category, its
+    /// payloads must fit), and the saved segment it names as it is now. Senders use these
+    /// copies, so a template or segment changed later reaches only campaigns accepted after
+    /// the change. Throws `MissingReference` for a template or saved segment the app does not
+    /// have (`unknown_template`, `unknown_segment`), a saved segment that no longer parses
+    /// (`invalid_segment`), or a template the campaign cannot use (the template's own code).
     package func definition(of campaign: Campaign) async throws -> CampaignDefinition {
         let record = String(decoding: MessageCodec.encode(campaign), as: UTF8.self)
-        guard let name = campaign.notification.template else { return CampaignDefinition(record: record) }
+        var segment: String?
+        if case .named(let name) = campaign.audience {
+            let text = try await savedSegment(app: campaign.app, name: name)
+            _ = try Self.parse(text, field: "audience.named", origin: "saved segment \(name)")
+            segment = text
+        }
+        guard let name = campaign.notification.template else { return CampaignDefinition(record: record, segment: segment) }
         guard let template = try await templates.get(app: campaign.app, name: name) else {
             throw MissingReference(
                 code: "unknown_template", field: "notification.template",
@@ -56,6 +64,39 @@ extension DeviceStore {
         do { _ = try campaign.resolved(with: template) } catch {
             throw MissingReference(code: error.code, field: error.field.isEmpty ? "notification.template" : error.field, reason: "with template \(name): \(error.description)")
         }
-        return CampaignDefinition(record: record, template: NotificationTemplates.document(template))
+        return CampaignDefinition(record: record, template: NotificationTemplates.document(template), segment: segment)
+    }
+
+    /// The segment a campaign's devices are read with, decided in this one place for the
+    /// planner, the senders and the demo: its own expression (`audience.segment`), or its
+    /// saved segment's as `definition` froze it (`audience.named`; a campaign stored before
+    /// segments were frozen reads the saved one as it is now); nil for every other audience.
+    /// Throws `MissingReference` (`unknown_segment`, `invalid_segment`).
+    package func segment(of campaign: Campaign, definition: CampaignDefinition?) async throws -> SegmentExpression? {
+        switch campaign.audience {
+        case .segment(let text):
+            return try Self.parse(text, field: "audience.segment", origin: nil)
+        case .named(let name):
+            let text: String
+            if let frozen = definition?.segment { text = frozen } else { text = try await savedSegment(app: campaign.app, name: name) }
+            return try Self.parse(text, field: "audience.named", origin: "saved segment \(name)")
+        case .devices, .activity, .activities, .channel:
+            return nil
+        }
+    }
+
+    private func savedSegment(app: String, name: String) async throws -> String {
+        guard let text = try await audience.savedSegment(app: app, name: name) else {
+            throw MissingReference(
+                code: "unknown_segment", field: "audience.named", reason: "app \(app) has no saved segment \(name.debugDescription)")
+        }
+        return text
+    }
+
+    /// `origin` names a saved segment in the reason (the field names the campaign's own).
+    private static func parse(_ text: String, field: String, origin: String?) throws(MissingReference) -> SegmentExpression {
+        do { return try SegmentParser.parse(text) } catch {
+            throw MissingReference(code: "invalid_segment", field: field, reason: origin.map { "\($0): \(error)" } ?? "\(error)")
+        }
     }
 }

@@ -3,12 +3,19 @@ import PushfanCore
 import PushfanSupport
 
 /// What a campaign was planned from: its record as accepted (the JSON a resend is compared
-/// with) and, when it names a stored template, that template's JSON as it was at planning.
+/// with) and, when it names a stored template or a saved segment, that template's JSON and
+/// that segment's expression as they were at planning. Senders read these copies, so an edit
+/// made later reaches only campaigns accepted after it.
 package struct CampaignDefinition: Sendable, Equatable {
     package let record: String
     package let template: String?
+    /// The saved segment's expression (`audience.named`); nil for other audiences, and for
+    /// campaigns accepted before segments were kept with them.
+    package let segment: String?
 
-    package init(record: String, template: String? = nil) { (self.record, self.template) = (record, template) }
+    package init(record: String, template: String? = nil, segment: String? = nil) {
+        (self.record, self.template, self.segment) = (record, template, segment)
+    }
 
     /// The campaign as it was planned: the record decoded, and the template it names, as it
     /// was then, laid under it. `id` names it in what went wrong.
@@ -107,9 +114,10 @@ package struct CampaignRegistry: Sendable {
     /// True when the row is new.
     private static func insert(_ row: Insert, _ connection: any SQLConnection) throws(StoreError) -> Bool {
         try connection.execute("""
-            INSERT INTO campaigns (id, app, status, audience, shards, definition, template, created_at, updated_at, send_at, dispatched_at)
+            INSERT INTO campaigns (id, app, status, audience, shards, definition, template, segment, created_at, updated_at, send_at, dispatched_at)
             VALUES (\(row.campaign), \(row.campaign.app), \(row.status.rawValue), \(row.audience), \(row.shards), \(.optional(row.definition?.record)),
-                    \(.optional(row.definition?.template)), \(row.now), \(row.now), \(.optional(row.sendAt)), \(.optional(row.dispatched))) ON CONFLICT (id) DO NOTHING
+                    \(.optional(row.definition?.template)), \(.optional(row.definition?.segment)), \(row.now), \(row.now), \(.optional(row.sendAt)),
+                    \(.optional(row.dispatched))) ON CONFLICT (id) DO NOTHING
             """) == 1
     }
 
@@ -166,11 +174,11 @@ package struct CampaignRegistry: Sendable {
         }
     }
 
-    /// The campaign as accepted and the template it was planned with.
+    /// The campaign as accepted and the template and saved segment it was planned with.
     package func stored(_ id: CampaignKey) async throws(StoreError) -> CampaignDefinition? {
         try await executor.run { connection throws(StoreError) in
-            try connection.queryOne("SELECT definition, template FROM campaigns WHERE id = \(id)") { row in
-                row.text(0).map { CampaignDefinition(record: $0, template: row.text(1)) }
+            try connection.queryOne("SELECT definition, template, segment FROM campaigns WHERE id = \(id)") { row in
+                row.text(0).map { CampaignDefinition(record: $0, template: row.text(1), segment: row.text(2)) }
             }.flatMap { $0 }
         }
     }

@@ -314,6 +314,9 @@ enum Schema {
         Migration(
             version: 24, summary: "frequency caps counted per user: each admitted push names its device's user",
             sqlite: userCounts, postgres: userCounts),
+        Migration(
+            version: 25, summary: "the saved segment's expression a campaign was accepted with, frozen like its template",
+            sqlite: "ALTER TABLE campaigns ADD COLUMN segment TEXT;", postgres: "ALTER TABLE campaigns ADD COLUMN segment TEXT;"),
     ]
 
     /// Migration 24, the same on both databases: `<app>/<user>` of the device when the push

@@ -64,14 +64,15 @@ final class SendingCoreHarness: Sendable {
 
     static func token(_ index: Int) -> String { String(format: "%064x", index + 1) }
 
-    /// Stores a running campaign to every device of the app, as the planner leaves it, and
-    /// returns its one task (one shard, one lane).
-    func campaign(_ id: String, options: String = "{}") async throws -> TaskRecord {
-        let json = #"{"v":1,"id":"\#(id)","app":"\#(Self.app)","audience":{"segment":"locale in (en_US)"},"notification":{"push_type":"alert","content":{"default":{"title":"Sale","body":"20% off"}}},"options":\#(options)}"#
+    /// Stores a running campaign to every device of the app (by default), as the planner
+    /// leaves it (its definition made by `DeviceStore.definition(of:)`), and returns its one
+    /// task (one shard, one lane).
+    func campaign(_ id: String, audience: String = #"{"segment":"locale in (en_US)"}"#, options: String = "{}") async throws -> TaskRecord {
+        let json = #"{"v":1,"id":"\#(id)","app":"\#(Self.app)","audience":\#(audience),"notification":{"push_type":"alert","content":{"default":{"title":"Sale","body":"20% off"}}},"options":\#(options)}"#
         let campaign = try Campaign.decodeRecord(Array(json.utf8))
         let devices = try await store.audience.count(app: Self.app, segment: nil, now: clock.wallMillis)
         _ = try await store.campaigns.record(
-            campaign.key, audience: devices, shards: 1, definition: CampaignDefinition(record: json), status: .running, now: clock.wallMillis)
+            campaign.key, audience: devices, shards: 1, definition: try await store.definition(of: campaign), status: .running, now: clock.wallMillis)
         return TaskRecord(campaign: id, app: Self.app, shard: 0, shards: 1, after: nil, through: nil, estimate: devices, lane: 0, lanes: 1)
     }
 

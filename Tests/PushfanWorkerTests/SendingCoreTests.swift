@@ -25,6 +25,18 @@ struct SendingCoreTests {
         await harness.stop()
     }
 
+    @Test("a saved segment edited after the campaign was accepted: the sender reads the copy the campaign was planned with")
+    func savedSegmentAsPlanned() async throws {
+        let harness = try await SendingCoreHarness(devices: 40)
+        try await harness.store.audience.saveSegment(app: SendingCoreHarness.app, name: "shoppers", expression: "locale in (en_US)")
+        let task = try await harness.campaign("c1", audience: #"{"named":"shoppers"}"#)
+        try await harness.store.audience.saveSegment(app: SendingCoreHarness.app, name: "shoppers", expression: "locale in (xx_XX)")
+        #expect(await harness.run(task) == .finished)
+        #expect(harness.apns.requests.count == 40, "the sender read the saved segment as it is now")
+        #expect(try await harness.outcomes(task) == [.delivered: 40])
+        await harness.stop()
+    }
+
     @Test("a finished task run again sends nothing: the ledger already holds every outcome")
     func aRedeliveredTaskSendsNothing() async throws {
         let harness = try await SendingCoreHarness(devices: 120)

@@ -162,7 +162,7 @@ package struct CampaignPlanner: Sendable {
             return try await planLocalTime(campaign, localTime, app: app, definition: definition, submission: submission, refuse: refuse)
         }
         if let sendAt = campaign.options.sendAt, sendAt > clock.wallMillis + CampaignDispatcher.lead.milliseconds {
-            let audience = try await resolve(campaign, refuse: refuse)
+            let audience = try await resolve(campaign, definition: definition, refuse: refuse)
             _ = try await store.campaigns.record(
                 campaign.key, audience: audience.count, shards: 0, definition: definition, status: .scheduled, sendAt: sendAt, now: clock.wallMillis)
             let accepted = try await writer.campaign(CampaignEvent(
@@ -176,10 +176,10 @@ package struct CampaignPlanner: Sendable {
         var tickets: [DeliveryTicket]
         var firstTask = clock.now
         if campaign.audience.readsTheAppsDevices {
-            let segment = try await segment(of: campaign, refuse: refuse)
+            let segment = try await segment(of: campaign, definition: definition, refuse: refuse)
             (audience, tasks, tickets, firstTask) = try await planSegment(campaign, segment: segment, definition: definition, submission: submission)
         } else {
-            let listed = try await resolve(campaign, refuse: refuse)
+            let listed = try await resolve(campaign, definition: definition, refuse: refuse)
             let ranges = try await shardRanges(campaign, audience: listed)
             (audience, tasks) = (listed.count, ranges.count)
             _ = try await store.campaigns.record(
@@ -221,15 +221,17 @@ package struct CampaignPlanner: Sendable {
     /// wait, or end every device `cancelled`). What can no longer run (its app or saved
     /// segment is gone) ends with a `failed` event, its row `cancelled`.
     package func dispatch(_ row: CampaignRegistry.Row) async throws {
-        guard let definition = try await store.campaigns.definition(row.key),
-              let campaign = try? MessageCodec.decode(Campaign.self, from: Data(definition.utf8)) else {
+        guard let definition = try await store.campaigns.stored(row.key),
+              let campaign = try? MessageCodec.decode(Campaign.self, from: Data(definition.record.utf8)) else {
             throw NotDelivered("the stored definition of scheduled campaign \(row.id)")
         }
         do {
             guard try await store.apps.get(campaign.app) != nil else {
                 throw Refusal(code: "unknown_app", reason: "app \(campaign.app) is not registered any more", app: campaign.app, campaign: campaign.id)
             }
-            let audience = try await resolve(campaign) { code, reason in Refusal(code: code, reason: reason, app: campaign.app, campaign: campaign.id) }
+            let audience = try await resolve(campaign, definition: definition) { code, reason in
+                Refusal(code: code, reason: reason, app: campaign.app, campaign: campaign.id)
+            }
             let ranges = try await shardRanges(campaign, audience: audience)
             try await store.campaigns.planned(campaign.key, audience: audience.count, shards: ranges.count, now: clock.wallMillis)
             if row.status == .scheduled { _ = try await store.campaigns.transition(campaign.key, from: .scheduled, to: .planning, now: clock.wallMillis) }

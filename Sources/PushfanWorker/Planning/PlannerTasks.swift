@@ -109,9 +109,9 @@ extension CampaignPlanner {
         var count: Int
     }
 
-    func resolve(_ campaign: Campaign, refuse: (String, String) -> Refusal) async throws -> Audience {
+    func resolve(_ campaign: Campaign, definition: CampaignDefinition?, refuse: (String, String) -> Refusal) async throws -> Audience {
         if campaign.audience.readsTheAppsDevices {
-            let segment = try await segment(of: campaign, refuse: refuse)
+            let segment = try await segment(of: campaign, definition: definition, refuse: refuse)
             return Audience(segment: segment, count: try await store.audience.count(app: campaign.app, segment: segment, tokens: campaign.tokenSelection, now: clock.wallMillis))
         }
         if case .channel = campaign.audience {
@@ -125,22 +125,11 @@ extension CampaignPlanner {
         return Audience(rowKeys: keys, count: keys.count)
     }
 
-    /// A segment or saved segment's expression; nil for an explicit list.
-    func segment(of campaign: Campaign, refuse: (String, String) -> Refusal) async throws -> SegmentExpression? {
-        switch campaign.audience {
-        case .segment(let text):
-            do { return try SegmentParser.parse(text) } catch {
-                throw refuse("invalid_segment", "audience.segment: \(error)")
-            }
-        case .named(let name):
-            guard let text = try await store.audience.savedSegment(app: campaign.app, name: name) else {
-                throw refuse("unknown_segment", "audience.named: app \(campaign.app) has no saved segment \(name.debugDescription)")
-            }
-            do { return try SegmentParser.parse(text) } catch {
-                throw refuse("invalid_segment", "saved segment \(name): \(error)")
-            }
-        case .devices, .activity, .activities, .channel:
-            return nil
+    /// A segment or saved segment's expression (as `definition` froze it); nil for an
+    /// explicit list. `DeviceStore.segment(of:definition:)` decides; its refusal is the planner's.
+    func segment(of campaign: Campaign, definition: CampaignDefinition?, refuse: (String, String) -> Refusal) async throws -> SegmentExpression? {
+        do { return try await store.segment(of: campaign, definition: definition) } catch let missing as MissingReference {
+            throw refuse(missing.code, missing.description)
         }
     }
 

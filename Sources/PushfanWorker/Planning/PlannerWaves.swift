@@ -19,7 +19,7 @@ extension CampaignPlanner {
         _ campaign: Campaign, _ localTime: LocalTime, app: AppRecord, definition: CampaignDefinition, submission: CampaignEvent.Submission,
         refuse: (String, String) -> Refusal
     ) async throws -> Outcome {
-        let audience = try await resolve(campaign, refuse: refuse)
+        let audience = try await resolve(campaign, definition: definition, refuse: refuse)
         let zones = try await store.audience.zones(app: campaign.app, segment: audience.segment, now: clock.wallMillis)
         let now = clock.wallMillis
         let waves = ZoneWave.plan(
@@ -53,18 +53,18 @@ extension CampaignPlanner {
     /// `not_before` = its time (none for a cancelled campaign: its devices end at once), and
     /// a campaign still `scheduled` moved on to `running`.
     func dispatch(_ wave: CampaignWaves.Wave) async throws {
-        guard let row = try await store.campaigns.get(wave.campaign), let definition = try await store.campaigns.definition(wave.campaign),
-              let campaign = try? MessageCodec.decode(Campaign.self, from: Data(definition.utf8))
+        guard let row = try await store.campaigns.get(wave.campaign), let definition = try await store.campaigns.stored(wave.campaign),
+              let campaign = try? MessageCodec.decode(Campaign.self, from: Data(definition.record.utf8))
         else {
             throw NotDelivered("the stored definition of campaign \(wave.campaign), for its wave \(wave.key)")
         }
-        if wave.key == Self.winnerWave { return try await dispatchRest(wave, campaign: campaign) }
+        if wave.key == Self.winnerWave { return try await dispatchRest(wave, campaign: campaign, definition: definition) }
         let notBefore = row.status == .cancelled ? nil : wave.sendAt
         let ranges: [PlannedRange]
         if let rows = wave.rowKeys {
             ranges = [PlannedRange(after: nil, through: nil, estimate: rows.count)]
         } else {
-            ranges = try await waveRanges(campaign, count: wave.shards)
+            ranges = try await waveRanges(campaign, definition: definition, count: wave.shards)
         }
         if row.status == .scheduled { _ = try await store.campaigns.transition(campaign.key, from: .scheduled, to: .planning, now: clock.wallMillis) }
         let tickets = try await produceTasks(
@@ -84,8 +84,10 @@ extension CampaignPlanner {
     /// Exactly `count` ranges over the campaign's audience as it is now: the app's row keys
     /// for a segment, the listed devices' keys for an explicit audience; the last range is
     /// open-ended, and ranges past the end are empty.
-    func waveRanges(_ campaign: Campaign, count: Int) async throws -> [PlannedRange] {
-        let audience = try await resolve(campaign) { code, reason in Refusal(code: code, reason: reason, app: campaign.app, campaign: campaign.id) }
+    func waveRanges(_ campaign: Campaign, definition: CampaignDefinition, count: Int) async throws -> [PlannedRange] {
+        let audience = try await resolve(campaign, definition: definition) { code, reason in
+            Refusal(code: code, reason: reason, app: campaign.app, campaign: campaign.id)
+        }
         if let keys = audience.rowKeys {
             let size = max(1, (keys.count + count - 1) / count)
             var ranges: [PlannedRange] = []

@@ -16,7 +16,7 @@ extension CampaignPlanner {
     /// The rest's wave key.
     static let winnerWave = "winner"
 
-    func dispatchRest(_ wave: CampaignWaves.Wave, campaign stored: Campaign) async throws {
+    func dispatchRest(_ wave: CampaignWaves.Wave, campaign stored: Campaign, definition: CampaignDefinition) async throws {
         var campaign = stored
         if campaign.decision == nil {
             let stats = try await store.campaignStats(campaign.key)
@@ -36,7 +36,7 @@ extension CampaignPlanner {
             ])
         }
         // Exactly the shards the rest was counted with when the test was planned.
-        let ranges = try await waveRanges(campaign, count: wave.shards)
+        let ranges = try await waveRanges(campaign, definition: definition, count: wave.shards)
         let tickets = try await produceTasks(campaign, ranges, first: wave.firstShard, of: wave.firstShard + wave.shards, notBefore: nil, phase: .rest)
         if let error = await ResultsWriter.firstFailure(tickets) { throw error }
         try await store.waves.produced(wave, now: clock.wallMillis)

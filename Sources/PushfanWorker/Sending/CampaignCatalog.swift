@@ -152,27 +152,22 @@ package final class CampaignCatalog: Sendable {
         guard let app = try await store.apps.get(campaign.app) else { throw CatalogError.unknownApp(campaign.app) }
         // The decision is written before the rest's tasks exist; not finding it is a moment's race.
         if decided && campaign.decision == nil { throw CatalogError.undecided(id) }
-        var segment: SegmentExpression?
+        // The segment as the campaign was planned with it (a saved one frozen then).
+        let segment: SegmentExpression?
+        do { segment = try await store.segment(of: campaign, definition: definition) } catch let missing as MissingReference {
+            throw CatalogError.invalidCampaign("the audience of campaign \(id): \(missing.description)")
+        }
         var rowKeys: [Int64]?
         var channel: BroadcastTarget?
-        do {
-            switch campaign.audience {
-            case .segment(let text): segment = try SegmentParser.parse(text)
-            case .named(let name):
-                guard let text = try await store.audience.savedSegment(app: campaign.app, name: name) else {
-                    throw CatalogError.invalidCampaign("saved segment \(name) of app \(campaign.app) is gone")
-                }
-                segment = try SegmentParser.parse(text)
-            case .devices(let ids): rowKeys = try await store.audience.rowKeys(app: campaign.app, deviceIDs: ids)
-            case .activity, .activities: break  // the app's devices with the activities' tokens (`tokenSelection`)
-            case .channel(let id):
-                // Deleted since planning: sent all the same, and APNs says ChannelNotRegistered.
-                let row = try await store.channels.get(app: campaign.app, id: id)
-                channel = BroadcastTarget(id: id, environment: row?.environment ?? app.environment)
-                rowKeys = [BroadcastTarget.rowKey]
-            }
-        } catch let error as SegmentError {
-            throw CatalogError.invalidCampaign("the audience of campaign \(id) does not parse: \(error)")
+        switch campaign.audience {
+        case .segment, .named: break
+        case .devices(let ids): rowKeys = try await store.audience.rowKeys(app: campaign.app, deviceIDs: ids)
+        case .activity, .activities: break  // the app's devices with the activities' tokens (`tokenSelection`)
+        case .channel(let id):
+            // Deleted since planning: sent all the same, and APNs says ChannelNotRegistered.
+            let row = try await store.channels.get(app: campaign.app, id: id)
+            channel = BroadcastTarget(id: id, environment: row?.environment ?? app.environment)
+            rowKeys = [BroadcastTarget.rowKey]
         }
         let plan = CampaignPlan(
             campaign: campaign.applyingDefaultCategory(app.defaultCategory), app: app, segment: segment, rowKeys: rowKeys,
