@@ -20,34 +20,19 @@ final class SendingCoreHarness: Sendable {
     let store: DeviceStore
     let apns: ScriptedAPNs
     let context: SenderContext
-    private let cluster: KafkaDevCluster
-    private let producer: KafkaProducer
-    private let directory: URL
+    private let pipeline: InProcessPipeline
     /// Applies operators' records to the store, as the worker's control role does.
     private let controlWrites: Task<Void, Never>
-    static let app = "shop"
+    static let app = InProcessPipeline.app
 
     /// An app sending `rate` per second with `devices` devices `d-0`…, tokens 1…, in locale en_US.
     init(devices: Int, rate: Int = 1_000, retryPolicy: RetryPolicy = RetryPolicy(), answer: @escaping ScriptedAPNs.Script = { _, _ in .accepted }) async throws {
         let logger = Logger(label: "test", threshold: .error)
-        directory = FileManager.default.temporaryDirectory.appendingPathComponent("pushfan-sending-\(UUID().uuidString.prefix(8))")
-        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
-        store = try await DeviceStore.open("sqlite:" + directory.appendingPathComponent("store.db").path, logger: logger, clock: clock)
-        _ = try await store.apps.add(AppRegistration(
-            app: Self.app, topic: "com.example.shop", credentials: .token(teamID: "TEAM000001", keyID: "KEY0000001", keyFile: "/k.p8"), ratePerSecond: rate))
-        let now = clock.wallMillis
-        let registrations = try (0..<devices).map { index in
-            var registration = DeviceRegistration(deviceID: "d-\(index)", token: Self.token(index))
-            registration.locale = "en_US"
-            return try Validation.device(registration, now: now)
-        }
-        if !registrations.isEmpty { _ = try await store.devices.importDevices(app: Self.app, registrations) }
-
-        cluster = try KafkaDevCluster(brokers: 1, logger: logger)
         let topics = TopicNames()
-        for topic in [topics.results, topics.deadletter, topics.control] { try cluster.createTopic(topic, partitions: 1) }
-        producer = try KafkaProducer(configuration: KafkaProducerConfiguration(client: KafkaClientConfiguration(bootstrapServers: cluster.bootstrapServers)), logger: logger)
-        let writer = ResultsWriter(producer: producer, topics: topics)
+        pipeline = try await InProcessPipeline.start(
+            devices: devices, rate: rate, topics: [(topics.results, 1), (topics.deadletter, 1), (topics.control, 1)], clock: clock, logger: logger)
+        store = pipeline.store
+        let writer = ResultsWriter(producer: pipeline.producer, topics: topics)
         apns = ScriptedAPNs(clock: clock, answer: answer)
         var settings = PushfanConfiguration.Worker()
         settings.pageSize = 100
@@ -62,7 +47,7 @@ final class SendingCoreHarness: Sendable {
         controlWrites = Task { await controls.runWrites(until: stop) }
     }
 
-    static func token(_ index: Int) -> String { String(format: "%064x", index + 1) }
+    static func token(_ index: Int) -> String { InProcessPipeline.token(index) }
 
     /// Stores a running campaign to every device of the app (by default), as the planner
     /// leaves it (its definition made by `DeviceStore.definition(of:)`), and returns its one
@@ -111,9 +96,7 @@ final class SendingCoreHarness: Sendable {
     func stop() async {
         context.controls.finishReading()
         await controlWrites.value
-        await producer.close()
-        cluster.close()
-        try? FileManager.default.removeItem(at: directory)
+        await pipeline.stop()
     }
 }
 
