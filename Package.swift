@@ -28,15 +28,17 @@ let package = Package(
         // The APNs model: tokens, payloads, requests and their rules, reasons and outcomes,
         // retry policy, provider tokens. What the sender and the simulator share.
         .target(name: "PushfanAPNsModel", dependencies: ["PushfanSupport"]),
-        // Pure domain: the topic messages and the campaign they carry, local time and caps as
-        // rules. No C, no I/O beyond stderr.
-        .target(name: "PushfanCore", dependencies: ["PushfanSupport", "PushfanSegments", "PushfanTemplates", "PushfanAPNsModel"]),
+        // Local time, quiet hours and frequency caps as pure rules.
+        .target(name: "PushfanSchedule", dependencies: ["PushfanSupport"]),
+        // Pure domain: the topic messages and the campaign they carry, the campaign lifecycle.
+        // No C, no I/O beyond stderr.
+        .target(name: "PushfanCore", dependencies: ["PushfanSupport", "PushfanSegments", "PushfanTemplates", "PushfanAPNsModel", "PushfanSchedule"]),
         // Kafka producer, consumer group and development cluster over librdkafka.
         .target(name: "PushfanKafka", dependencies: ["PushfanSupport", "PushfanCore", "CRdkafka"]),
         // Hashing, randomness, ES256 keys and signatures (and TLS for the simulator) over OpenSSL.
         .target(name: "PushfanCrypto", dependencies: ["COpenSSL"]),
         // Device store: SQLite and PostgreSQL behind one interface, segments, expansion, ledger.
-        .target(name: "PushfanStore", dependencies: ["PushfanSupport", "PushfanSegments", "PushfanTemplates", "PushfanCore", "PushfanAPNsModel", "PushfanCrypto", "CSQLite", "CLibpq"]),
+        .target(name: "PushfanStore", dependencies: ["PushfanSupport", "PushfanSegments", "PushfanTemplates", "PushfanCore", "PushfanSchedule", "PushfanAPNsModel", "PushfanCrypto", "CSQLite", "CLibpq"]),
         // HTTP/2 sessions over nghttp2, client or server, over any byte channel: the only
         // importer of CNghttp2, shared by the sender and the simulator.
         .target(name: "PushfanHTTP2", dependencies: ["CNghttp2"]),
@@ -49,17 +51,17 @@ let package = Package(
         // counts, dead letters, engagement events, operators' commands.
         .target(name: "PushfanTopics", dependencies: ["PushfanSupport", "PushfanCore", "PushfanKafka", "PushfanStore", "PushfanCrypto"]),
         // The pipeline: planner, sender and events roles of `pushfan worker`.
-        .target(name: "PushfanWorker", dependencies: ["PushfanSupport", "PushfanSegments", "PushfanCore", "PushfanAPNsModel", "PushfanKafka", "PushfanStore", "PushfanTopics", "PushfanAPNs", "PushfanCrypto"]),
+        .target(name: "PushfanWorker", dependencies: ["PushfanSupport", "PushfanSegments", "PushfanCore", "PushfanSchedule", "PushfanAPNsModel", "PushfanKafka", "PushfanStore", "PushfanTopics", "PushfanAPNs", "PushfanCrypto"]),
         // `pushfan api`: the HTTP API (its HTTP/1.1 server on epoll, router, routes), with
         // docs/openapi.json built in (`OpenAPIDocument.json`).
         .target(
-            name: "PushfanAPI", dependencies: ["PushfanSupport", "PushfanSegments", "PushfanTemplates", "PushfanCore", "PushfanAPNsModel", "PushfanKafka", "PushfanStore", "PushfanTopics", "PushfanAPNs", "CEpoll"],
+            name: "PushfanAPI", dependencies: ["PushfanSupport", "PushfanSegments", "PushfanTemplates", "PushfanCore", "PushfanSchedule", "PushfanAPNsModel", "PushfanKafka", "PushfanStore", "PushfanTopics", "PushfanAPNs", "CEpoll"],
             plugins: ["EmbedOpenAPIDocument"]),
         // A text file as a Swift string literal, at build time (the OpenAPI document's way into the binary).
         .executableTarget(name: "EmbedText"),
         .plugin(name: "EmbedOpenAPIDocument", capability: .buildTool(), dependencies: ["EmbedText"]),
         // Subcommands and argument parsing; the executable only dispatches into it.
-        .target(name: "PushfanCLI", dependencies: ["PushfanSupport", "PushfanSegments", "PushfanCore", "PushfanAPNsModel", "PushfanKafka", "PushfanStore", "PushfanAPNs", "PushfanAPNsSim", "PushfanCrypto", "PushfanTopics", "PushfanWorker", "PushfanAPI"]),
+        .target(name: "PushfanCLI", dependencies: ["PushfanSupport", "PushfanSegments", "PushfanCore", "PushfanSchedule", "PushfanAPNsModel", "PushfanKafka", "PushfanStore", "PushfanAPNs", "PushfanAPNsSim", "PushfanCrypto", "PushfanTopics", "PushfanWorker", "PushfanAPI"]),
         .executableTarget(name: "pushfan", dependencies: ["PushfanCLI"]),
         // Fuzz targets for every parser of outside bytes (`FuzzTarget`), and the executable
         // scripts/fuzz builds with libFuzzer (`-sanitize=fuzzer,address -DFUZZING`).
@@ -69,13 +71,13 @@ let package = Package(
         // Starting and stopping real processes (kafka-dev, simulators) for the suites below.
         .target(name: "PushfanTestSupport", dependencies: ["PushfanSupport"], path: "Tests/PushfanTestSupport"),
         .target(name: "SegmentTestSupport", dependencies: ["PushfanSupport", "PushfanSegments", "PushfanTestSupport"], path: "Tests/SegmentTestSupport"),
-        .testTarget(name: "PushfanCoreTests", dependencies: ["PushfanSupport", "PushfanSegments", "PushfanTemplates", "PushfanCore", "PushfanAPNsModel", "PushfanTestSupport", "SegmentTestSupport"]),
+        .testTarget(name: "PushfanCoreTests", dependencies: ["PushfanSupport", "PushfanSegments", "PushfanTemplates", "PushfanCore", "PushfanSchedule", "PushfanAPNsModel", "PushfanTestSupport", "SegmentTestSupport"]),
         .testTarget(name: "PushfanKafkaTests", dependencies: ["PushfanKafka", "PushfanSupport", "PushfanCore", "PushfanTestSupport"]),
         .testTarget(name: "PushfanCLITests", dependencies: ["PushfanCLI", "PushfanCore", "PushfanStore"]),
-        .testTarget(name: "PushfanAPITests", dependencies: ["PushfanAPI", "PushfanSupport", "PushfanCore", "PushfanStore", "PushfanKafka", "PushfanTopics", "PushfanTestSupport"]),
+        .testTarget(name: "PushfanAPITests", dependencies: ["PushfanAPI", "PushfanSupport", "PushfanCore", "PushfanSchedule", "PushfanStore", "PushfanKafka", "PushfanTopics", "PushfanTestSupport"]),
         .testTarget(name: "PushfanCryptoTests", dependencies: ["PushfanCrypto", "PushfanTestSupport"]),
         .testTarget(name: "PushfanAPNsTests", dependencies: ["PushfanAPNs", "PushfanSupport", "PushfanCore", "PushfanAPNsModel", "PushfanCrypto", "PushfanTestSupport"]),
-        .testTarget(name: "PushfanStoreTests", dependencies: ["PushfanStore", "PushfanSupport", "PushfanSegments", "PushfanCore", "PushfanTestSupport", "SegmentTestSupport"]),
+        .testTarget(name: "PushfanStoreTests", dependencies: ["PushfanStore", "PushfanSupport", "PushfanSegments", "PushfanCore", "PushfanSchedule", "PushfanTestSupport", "SegmentTestSupport"]),
         .testTarget(name: "PushfanAPNsSimTests", dependencies: ["PushfanAPNsSim", "PushfanCore", "PushfanAPNsModel", "PushfanCrypto", "PushfanTestSupport"]),
         .testTarget(name: "PushfanWorkerTests", dependencies: ["PushfanWorker", "PushfanTopics", "PushfanAPNs", "PushfanSupport", "PushfanSegments", "PushfanCore", "PushfanAPNsModel", "PushfanStore", "PushfanKafka", "PushfanTestSupport"]),
         .testTarget(name: "PushfanFuzzingTests", dependencies: ["PushfanFuzzing"]),

@@ -2,6 +2,7 @@ import Foundation
 import PushfanAPNs
 import PushfanAPNsModel
 import PushfanCore
+import PushfanSchedule
 import PushfanStore
 import PushfanSupport
 

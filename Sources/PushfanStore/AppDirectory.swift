@@ -1,6 +1,7 @@
 import PushfanAPNsModel
 import PushfanCore
 import PushfanCrypto
+import PushfanSchedule
 import PushfanSupport
 
 /// Apps and their credentials: the app key, APNs topic, credentials reference, send rate

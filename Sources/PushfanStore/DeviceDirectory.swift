@@ -1,6 +1,7 @@
 import Foundation
 import PushfanAPNsModel
 import PushfanCore
+import PushfanSchedule
 import PushfanSupport
 
 /// Devices: registration, bulk import, unregistering, lookups, and the token hygiene APNs'

@@ -1,4 +1,5 @@
 import PushfanCore
+import PushfanSchedule
 import PushfanSupport
 
 /// An app's devices as import lines: what `pushfan devices export` writes, and what

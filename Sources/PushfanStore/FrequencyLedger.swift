@@ -1,5 +1,6 @@
 import Foundation
 import PushfanCore
+import PushfanSchedule
 
 /// The alert pushes each device was admitted to under its app's frequency caps, one row
 /// per (device, campaign), and the check that admits more. Admission happens in the

@@ -1,6 +1,7 @@
 import Foundation
 import PushfanAPNsModel
 import PushfanCore
+import PushfanSchedule
 import PushfanSegments
 import PushfanSupport
 

@@ -1,4 +1,5 @@
 import PushfanCore
+import PushfanSchedule
 import PushfanStore
 import PushfanSupport
 import Testing

@@ -2,6 +2,7 @@ import Foundation
 import Testing
 
 @testable import PushfanCore
+@testable import PushfanSchedule
 
 /// Frequency cap rules: how they are written and refused, where their windows begin, and
 /// which campaigns they apply to.

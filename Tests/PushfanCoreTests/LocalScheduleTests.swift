@@ -2,6 +2,7 @@ import Foundation
 import Testing
 
 @testable import PushfanCore
+@testable import PushfanSchedule
 @testable import PushfanSupport
 
 /// Recipient local time and quiet hours, as pure rules: a local reading turned into each

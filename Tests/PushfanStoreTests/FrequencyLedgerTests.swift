@@ -3,6 +3,7 @@ import PushfanCore
 import Testing
 
 @testable import PushfanStore
+import PushfanSchedule
 
 /// Frequency caps in the store, on both backends: admission across campaigns, the same
 /// campaign admitted again, calendar days in the device's zone, pushes given back, and

@@ -1,5 +1,6 @@
 import Foundation
 import PushfanCore
+import PushfanSchedule
 import PushfanSegments
 import PushfanSupport
 import Testing

@@ -1,5 +1,6 @@
 import Foundation
 import PushfanCore
+import PushfanSchedule
 import PushfanStore
 import PushfanSupport
 

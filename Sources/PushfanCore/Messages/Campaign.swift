@@ -1,5 +1,6 @@
 import Foundation
 import PushfanAPNsModel
+import PushfanSchedule
 import PushfanSegments
 import PushfanSupport
 

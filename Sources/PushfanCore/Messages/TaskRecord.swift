@@ -1,3 +1,4 @@
+import PushfanSchedule
 import PushfanSupport
 
 /// One shard of a campaign's audience: the devices whose row key lies in

@@ -1,6 +1,7 @@
 import Foundation
 import PushfanCore
 import PushfanKafka
+import PushfanSchedule
 import PushfanStore
 import PushfanSupport
 import PushfanTopics
