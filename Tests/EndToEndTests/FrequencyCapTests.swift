@@ -57,7 +57,6 @@ import Testing
         // Caps removed: the next campaign reaches everyone again.
         let set = try await pipeline.run(["apps", "set-caps", "--database", pipeline.database, "--app", "cap", "--caps", "none"])
         #expect(set.output.contains("frequency caps none"))
-        try await Task.sleep(for: .seconds(11))  // the workers' catalog refresh
         try await pipeline.submit(Pipeline.campaign("cap-5", app: "cap"))
         #expect(try await pipeline.results(of: "cap-5").completed?.count(of: .delivered) == devices)
         let refused = try await CommandLineTool.run(TestBinaries.pushfan, ["apps", "set-caps", "--database", pipeline.database, "--app", "cap", "--caps", "2/1w"])
