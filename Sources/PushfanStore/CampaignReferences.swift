@@ -49,22 +49,25 @@ extension DeviceStore {
     /// (`invalid_segment`), or a template the campaign cannot use (the template's own code).
     package func definition(of campaign: Campaign) async throws -> CampaignDefinition {
         let record = String(decoding: MessageCodec.encode(campaign), as: UTF8.self)
+        var template: String?
+        if let name = campaign.notification.template {
+            guard let stored = try await templates.get(app: campaign.app, name: name) else {
+                throw MissingReference(
+                    code: "unknown_template", field: "notification.template",
+                    reason: "app \(campaign.app) has no template \(name.debugDescription) (pushfan templates set)")
+            }
+            do { _ = try campaign.resolved(with: stored) } catch {
+                throw MissingReference(code: error.code, field: error.field.isEmpty ? "notification.template" : error.field, reason: "with template \(name): \(error.description)")
+            }
+            template = NotificationTemplates.document(stored)
+        }
         var segment: String?
         if case .named(let name) = campaign.audience {
             let text = try await savedSegment(app: campaign.app, name: name)
             _ = try Self.parse(text, field: "audience.named", origin: "saved segment \(name)")
             segment = text
         }
-        guard let name = campaign.notification.template else { return CampaignDefinition(record: record, segment: segment) }
-        guard let template = try await templates.get(app: campaign.app, name: name) else {
-            throw MissingReference(
-                code: "unknown_template", field: "notification.template",
-                reason: "app \(campaign.app) has no template \(name.debugDescription) (pushfan templates set)")
-        }
-        do { _ = try campaign.resolved(with: template) } catch {
-            throw MissingReference(code: error.code, field: error.field.isEmpty ? "notification.template" : error.field, reason: "with template \(name): \(error.description)")
-        }
-        return CampaignDefinition(record: record, template: NotificationTemplates.document(template), segment: segment)
+        return CampaignDefinition(record: record, template: template, segment: segment)
     }
 
     /// The segment a campaign's devices are read with, decided in this one place for the

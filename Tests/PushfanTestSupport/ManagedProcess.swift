@@ -44,9 +44,10 @@ package final class ManagedProcess: Sendable {
         Self.record(pid: process.processIdentifier, label: label, arguments: arguments)
     }
 
-    /// With `PUSHFAN_TEST_CHILDREN` set to a file, each start appends "pid label arguments" to
-    /// it, so a sanitizer report (named by pid) can be traced to the process that wrote it.
-    private static func record(pid: Int32, label: String, arguments: [String]) {
+    /// With `PUSHFAN_TEST_CHILDREN` set to a file, each start (here and in `CommandLineTool`)
+    /// appends "pid label arguments" to it, so a sanitizer report (named by pid) can be
+    /// traced to the process that wrote it.
+    package static func record(pid: Int32, label: String, arguments: [String]) {
         guard let path = ProcessInfo.processInfo.environment["PUSHFAN_TEST_CHILDREN"], !path.isEmpty else { return }
         let fd = open(path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0o644)
         guard fd >= 0 else { return }

@@ -133,6 +133,7 @@ package enum CommandLineTool {
                     let stdin = Pipe()
                     process.standardInput = stdin
                     try ChildExit.start(process)
+                    ManagedProcess.record(pid: process.processIdentifier, label: executable, arguments: arguments)
                     if let input { stdin.fileHandleForWriting.write(input) }
                     try? stdin.fileHandleForWriting.close()
                     let status = ChildExit.wait(process)

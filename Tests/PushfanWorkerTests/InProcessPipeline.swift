@@ -21,6 +21,17 @@ struct InProcessPipeline: Sendable {
     ) async throws -> InProcessPipeline {
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("pushfan-inprocess-\(UUID().uuidString.prefix(8))")
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        do {
+            return try await start(in: directory, devices: devices, locale: locale, rate: rate, topics: topics, clock: clock, logger: logger)
+        } catch {
+            try? FileManager.default.removeItem(at: directory)
+            throw error
+        }
+    }
+
+    private static func start(
+        in directory: URL, devices: Int, locale: (Int) -> String, rate: Int, topics: [(String, Int)], clock: ManualClock, logger: Logger
+    ) async throws -> InProcessPipeline {
         let store = try await DeviceStore.open("sqlite:" + directory.appendingPathComponent("store.db").path, logger: logger, clock: clock)
         _ = try await store.apps.add(AppRegistration(
             app: app, topic: "com.example.shop", credentials: .token(teamID: "TEAM000001", keyID: "KEY0000001", keyFile: "/k.p8"), ratePerSecond: rate))

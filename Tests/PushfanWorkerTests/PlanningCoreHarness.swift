@@ -25,13 +25,18 @@ final class PlanningCoreHarness: Sendable {
 
     /// `devices` devices `d-0`…, in locale en_US, or de_DE for every `germanEvery`-th one.
     init(devices: Int, germanEvery: Int = 4, shardSize: Int = 50) async throws {
-        pipeline = try await InProcessPipeline.start(
+        let pipeline = try await InProcessPipeline.start(
             devices: devices, locale: { $0 % germanEvery == 0 ? "de_DE" : "en_US" },
             topics: [(topics.campaigns, 1), (topics.tasks, 4), (topics.results, 1), (topics.deadletter, 1)], clock: clock, logger: logger)
-        store = pipeline.store
-        watcher = try KafkaConsumer(
-            configuration: KafkaConsumerConfiguration(client: KafkaClientConfiguration(bootstrapServers: pipeline.cluster.bootstrapServers), groupID: "watermarks"),
-            logger: logger)
+        (self.pipeline, store) = (pipeline, pipeline.store)
+        do {
+            watcher = try KafkaConsumer(
+                configuration: KafkaConsumerConfiguration(client: KafkaClientConfiguration(bootstrapServers: pipeline.cluster.bootstrapServers), groupID: "watermarks"),
+                logger: logger)
+        } catch {
+            await pipeline.stop()
+            throw error
+        }
         var settings = PushfanConfiguration.Worker()
         settings.shardSize = shardSize
         planner = CampaignPlanner(store: store, writer: ResultsWriter(producer: pipeline.producer, topics: topics), settings: settings, clock: clock, logger: logger)

@@ -92,7 +92,7 @@ package struct Campaign: VersionedMessage, Hashable {
     /// The `apns-priority` to send: `options.priority`, else 5 for background
     /// pushes (APNs refuses 10 for them) and 10 otherwise (APNs' own default).
     package var effectivePriority: Int {
-        options.priority ?? (notification.pushType == .background ? 5 : 10)
+        options.priority ?? notification.pushType.defaultPriority
     }
 }
 

@@ -128,7 +128,8 @@ package struct CampaignPlanner: Sendable {
 
         // The id first: a record reusing a taken id is about that campaign, whatever else is
         // wrong with it, and must not leave a `failed` event as its latest state.
-        if let existing = try await store.campaigns.get(campaign.key) {
+        let existing = try await store.campaigns.get(campaign.key)
+        if let existing {
             // The id is taken: the same campaign resent is acknowledged; a different one is
             // refused, visibly, and never mistaken for the first.
             if let stored = try await store.campaigns.definition(campaign.key),
@@ -156,7 +157,7 @@ package struct CampaignPlanner: Sendable {
         }
         do { try campaign.checkSchedule(now: clock.wall) } catch { throw refuse(error.code, error.description) }
         if let missing = try await store.missingReference(in: campaign) { throw refuse(missing.code, missing.description) }
-        let definition = try await self.definition(of: campaign, refuse: refuse)
+        let definition = try await self.definition(of: campaign, recorded: existing != nil, refuse: refuse)
         let submission = Self.submission(of: record)
         if let localTime = campaign.options.localTime {
             return try await planLocalTime(campaign, localTime, app: app, definition: definition, submission: submission, refuse: refuse)
@@ -207,19 +208,25 @@ package struct CampaignPlanner: Sendable {
         return .planned(campaign: campaign.id, audience: audience, tasks: tasks)
     }
 
-    /// The store's copy of the campaign (`DeviceStore.definition(of:)`), or the refusal of a
-    /// template it cannot have.
-    private func definition(of campaign: Campaign, refuse: (String, String) -> Refusal) async throws -> CampaignDefinition {
+    /// The store's copy of the campaign: the one kept with its row when an earlier try
+    /// recorded it (a record handled again keeps the template and segment it was accepted
+    /// with), else a new one (`DeviceStore.definition(of:)`), or the refusal of a template or
+    /// saved segment it cannot have.
+    private func definition(of campaign: Campaign, recorded: Bool, refuse: (String, String) -> Refusal) async throws -> CampaignDefinition {
+        if recorded, let kept = try await store.campaigns.stored(campaign.key) { return kept }
         do { return try await store.definition(of: campaign) } catch let missing as MissingReference {
-            throw refuse(missing.code, missing.code == "unknown_template" ? missing.description : missing.reason)
+            // A template's own problem is told by its reason (which names the template);
+            // everything else by its field and reason.
+            throw refuse(missing.code, missing.code == "unknown_template" || missing.code.hasSuffix("_segment") ? missing.description : missing.reason)
         }
     }
 
     /// A parked campaign whose time has come (the dispatcher took it): its audience counted
     /// again, its tasks produced with `not_before` = its `send_at`, and the row moved on
     /// from `scheduled`. A campaign paused or cancelled while parked gets its tasks too (they
-    /// wait, or end every device `cancelled`). What can no longer run (its app or saved
-    /// segment is gone) ends with a `failed` event, its row `cancelled`.
+    /// wait, or end every device `cancelled`). What can no longer run (its app is gone, or,
+    /// for a campaign stored before saved segments were kept with it, its saved segment)
+    /// ends with a `failed` event, its row `cancelled`.
     package func dispatch(_ row: CampaignRegistry.Row) async throws {
         guard let definition = try await store.campaigns.stored(row.key),
               let campaign = try? MessageCodec.decode(Campaign.self, from: Data(definition.record.utf8)) else {

@@ -80,7 +80,8 @@ package enum CatalogError: Error, CustomStringConvertible, Sendable {
     case unknownCampaign(CampaignKey)
     /// The campaign's app was removed after planning.
     case unknownApp(String)
-    /// The stored campaign or its saved segment no longer reads (edited by hand, removed).
+    /// The stored campaign or its segment no longer reads (edited by hand; or, for a campaign
+    /// stored before saved segments were kept with it, its saved segment removed).
     case invalidCampaign(String)
     /// The app's credentials could not be loaded: the app pauses until they can.
     case credentials(app: String, reason: String)
