@@ -16,6 +16,14 @@ import Testing
         return try Campaign.decodeRecord(Array(json.utf8))
     }
 
+    /// A fresh store with the app `shop` and one saved segment.
+    static func store(_ backend: Backend, saving name: String, as expression: String) async throws -> DeviceStore {
+        let store = try await backend.openFresh()
+        _ = try await store.apps.add(AppRegistration(app: "shop", topic: "com.example.shop", credentials: .certificate(certificateFile: "/c.pem", keyFile: nil)))
+        try await store.audience.saveSegment(app: "shop", name: name, expression: expression)
+        return store
+    }
+
     /// The store has no call that deletes a saved segment (an operator may, by hand).
     static func deleteSavedSegment(_ store: DeviceStore, _ name: String) async throws {
         try await store.audience.executor.run { connection throws(StoreError) in
@@ -25,9 +33,7 @@ import Testing
 
     @Test(arguments: Backend.enabled)
     func savedSegmentIsFrozenWhenAccepted(_ backend: Backend) async throws {
-        let store = try await backend.openFresh()
-        _ = try await store.apps.add(AppRegistration(app: "shop", topic: "com.example.shop", credentials: .certificate(certificateFile: "/c.pem", keyFile: nil)))
-        try await store.audience.saveSegment(app: "shop", name: "germans", expression: "locale in (de_DE)")
+        let store = try await Self.store(backend, saving: "germans", as: "locale in (de_DE)")
         let campaign = try Self.campaign("c1", audience: #"{"named":"germans"}"#)
 
         let definition = try await store.definition(of: campaign)
@@ -57,9 +63,7 @@ import Testing
     /// is now, as every campaign did then.
     @Test(arguments: Backend.enabled)
     func definitionWithoutCopyReadsTheSavedSegment(_ backend: Backend) async throws {
-        let store = try await backend.openFresh()
-        _ = try await store.apps.add(AppRegistration(app: "shop", topic: "com.example.shop", credentials: .certificate(certificateFile: "/c.pem", keyFile: nil)))
-        try await store.audience.saveSegment(app: "shop", name: "vip", expression: "tag:vip")
+        let store = try await Self.store(backend, saving: "vip", as: "tag:vip")
         let campaign = try Self.campaign("old", audience: #"{"named":"vip"}"#)
         let legacy = CampaignDefinition(record: String(decoding: MessageCodec.encode(campaign), as: UTF8.self))
         #expect(try await store.segment(of: campaign, definition: legacy) == SegmentParser.parse("tag:vip"))
