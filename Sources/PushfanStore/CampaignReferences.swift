@@ -97,7 +97,9 @@ extension DeviceStore {
     }
 
     /// `origin` names a saved segment in the reason (the field names the campaign's own).
-    private static func parse(_ text: String, field: String, origin: String?) throws(MissingReference) -> SegmentExpression {
+    /// Untyped `throws`: declared `throws(MissingReference)`, the release build's compiler
+    /// crashed splitting `segment(of:definition:)`, its async caller.
+    private static func parse(_ text: String, field: String, origin: String?) throws -> SegmentExpression {
         do { return try SegmentParser.parse(text) } catch {
             throw MissingReference(code: "invalid_segment", field: field, reason: origin.map { "\($0): \(error)" } ?? "\(error)")
         }
