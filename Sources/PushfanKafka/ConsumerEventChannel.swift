@@ -44,6 +44,16 @@ package struct KafkaRecord: Sendable {
         self.timestamp = timestamp
     }
 
+    /// A record as a consumer would hand it over, built from its parts: for code that handles
+    /// records without a broker to read them from (the planner's in-memory tests).
+    package init(topic: String, partition: Int32, offset: Int64, key: [UInt8]?, value: [UInt8], timestamp: Int64? = nil) {
+        let keyRange = key.map { 0..<$0.count }
+        let start = key?.count ?? 0
+        self.init(
+            batch: PolledBatch(storage: (key ?? []) + value, topics: [topic]), topicIndex: 0, partition: partition, offset: offset,
+            keyRange: keyRange, valueRange: start..<(start + value.count), timestamp: timestamp)
+    }
+
     package var topic: String { batch.topics[topicIndex] }
     package var key: ArraySlice<UInt8>? { keyRange.map { batch.storage[$0] } }
     package var value: ArraySlice<UInt8> { batch.storage[valueRange] }
