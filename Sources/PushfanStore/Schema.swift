@@ -8,6 +8,30 @@ enum Schema {
         let summary: String
         let sqlite: String
         let postgres: String
+
+        /// A migration each dialect says in its own way (the first: SQLite's row ids against
+        /// PostgreSQL's sequence and partitions).
+        init(version: Int, summary: String, sqlite: String, postgres: String) {
+            (self.version, self.summary, self.sqlite, self.postgres) = (version, summary, sqlite, postgres)
+        }
+
+        /// One text for both dialects, in each one's `Words`.
+        init(version: Int, summary: String, _ text: (Words) -> String) {
+            self.init(version: version, summary: summary, sqlite: text(.sqlite), postgres: text(.postgres))
+        }
+    }
+
+    /// Where the dialects' table definitions differ, once per dialect. Migrations 2 to 9
+    /// were written in these words; from 10 on, the text is the same for both (BIGINT has
+    /// SQLite's integer affinity too, and PostgreSQL has no rowid to leave out).
+    struct Words {
+        /// A 64-bit integer column.
+        let int64: String
+        /// After a table whose primary key is its whole identity.
+        let withoutRowID: String
+
+        static let sqlite = Words(int64: "INTEGER", withoutRowID: " WITHOUT ROWID")
+        static let postgres = Words(int64: "BIGINT", withoutRowID: "")
     }
 
     /// PostgreSQL hash partitions of the device table (see docs/store.md to grow it).
@@ -132,142 +156,84 @@ enum Schema {
                 );
                 CREATE INDEX deliveries_by_state ON deliveries (campaign, state);
                 """),
+        Migration(version: 2, summary: "campaign definitions and finished tasks, for the workers") { words in
+            """
+            ALTER TABLE campaigns ADD COLUMN definition TEXT;
+            CREATE TABLE campaign_tasks (
+                campaign TEXT NOT NULL, shard \(words.int64) NOT NULL, finished_at \(words.int64) NOT NULL,
+                PRIMARY KEY (campaign, shard)
+            )\(words.withoutRowID);
+            """
+        },
+        Migration(version: 3, summary: "running outcome totals per campaign, for progress without scanning the ledger") { words in
+            """
+            CREATE TABLE campaign_counts (
+                campaign TEXT NOT NULL, state TEXT NOT NULL, count \(words.int64) NOT NULL,
+                PRIMARY KEY (campaign, state)
+            )\(words.withoutRowID);
+            """
+        },
+        Migration(version: 4, summary: "APNs provider tokens shared by the workers signing with one key") { words in
+            """
+            CREATE TABLE provider_tokens (
+                team_id TEXT NOT NULL, key_id TEXT NOT NULL, jwt TEXT NOT NULL, issued_at \(words.int64) NOT NULL,
+                PRIMARY KEY (team_id, key_id)
+            )\(words.withoutRowID);
+            """
+        },
+        Migration(version: 5, summary: "scheduled campaigns: their send_at, and when a worker dispatched them") { words in
+            """
+            ALTER TABLE campaigns ADD COLUMN send_at \(words.int64);
+            ALTER TABLE campaigns ADD COLUMN dispatched_at \(words.int64);
+            CREATE INDEX campaigns_parked ON campaigns (send_at) WHERE send_at IS NOT NULL AND dispatched_at IS NULL;
+            """
+        },
+        Migration(version: 6, summary: "local time and quiet hours: apps' default zone, devices' quiet hours, parked waves of tasks") { words in
+            """
+            ALTER TABLE apps ADD COLUMN time_zone TEXT;
+            ALTER TABLE devices ADD COLUMN quiet_start INTEGER;
+            ALTER TABLE devices ADD COLUMN quiet_end INTEGER;
+            CREATE TABLE campaign_waves (
+                campaign TEXT NOT NULL, wave TEXT NOT NULL, send_at \(words.int64) NOT NULL,
+                first_shard \(words.int64) NOT NULL, shards \(words.int64) NOT NULL, lane \(words.int64),
+                zones TEXT, row_keys TEXT, skip TEXT, dispatched_at \(words.int64), produced_at \(words.int64),
+                PRIMARY KEY (campaign, wave)
+            )\(words.withoutRowID);
+            CREATE INDEX campaign_waves_parked ON campaign_waves (send_at) WHERE produced_at IS NULL;
+            """
+        },
+        Migration(version: 7, summary: "an application secret per app beside its master secret, for the HTTP API") { _ in
+            """
+            ALTER TABLE apps ADD COLUMN app_secret_salt TEXT;
+            ALTER TABLE apps ADD COLUMN app_secret_hash TEXT;
+            """
+        },
         Migration(
-            version: 2, summary: "campaign definitions and finished tasks, for the workers",
-            sqlite: """
-                ALTER TABLE campaigns ADD COLUMN definition TEXT;
-                CREATE TABLE campaign_tasks (
-                    campaign TEXT NOT NULL, shard INTEGER NOT NULL, finished_at INTEGER NOT NULL,
-                    PRIMARY KEY (campaign, shard)
-                ) WITHOUT ROWID;
-                """,
-            postgres: """
-                ALTER TABLE campaigns ADD COLUMN definition TEXT;
-                CREATE TABLE campaign_tasks (
-                    campaign TEXT NOT NULL, shard BIGINT NOT NULL, finished_at BIGINT NOT NULL,
-                    PRIMARY KEY (campaign, shard)
-                );
-                """),
-        Migration(
-            version: 3, summary: "running outcome totals per campaign, for progress without scanning the ledger",
-            sqlite: """
-                CREATE TABLE campaign_counts (
-                    campaign TEXT NOT NULL, state TEXT NOT NULL, count INTEGER NOT NULL,
-                    PRIMARY KEY (campaign, state)
-                ) WITHOUT ROWID;
-                """,
-            postgres: """
-                CREATE TABLE campaign_counts (
-                    campaign TEXT NOT NULL, state TEXT NOT NULL, count BIGINT NOT NULL,
-                    PRIMARY KEY (campaign, state)
-                );
-                """),
-        Migration(
-            version: 4, summary: "APNs provider tokens shared by the workers signing with one key",
-            sqlite: """
-                CREATE TABLE provider_tokens (
-                    team_id TEXT NOT NULL, key_id TEXT NOT NULL, jwt TEXT NOT NULL, issued_at INTEGER NOT NULL,
-                    PRIMARY KEY (team_id, key_id)
-                ) WITHOUT ROWID;
-                """,
-            postgres: """
-                CREATE TABLE provider_tokens (
-                    team_id TEXT NOT NULL, key_id TEXT NOT NULL, jwt TEXT NOT NULL, issued_at BIGINT NOT NULL,
-                    PRIMARY KEY (team_id, key_id)
-                );
-                """),
-        Migration(
-            version: 5, summary: "scheduled campaigns: their send_at, and when a worker dispatched them",
-            sqlite: """
-                ALTER TABLE campaigns ADD COLUMN send_at INTEGER;
-                ALTER TABLE campaigns ADD COLUMN dispatched_at INTEGER;
-                CREATE INDEX campaigns_parked ON campaigns (send_at) WHERE send_at IS NOT NULL AND dispatched_at IS NULL;
-                """,
-            postgres: """
-                ALTER TABLE campaigns ADD COLUMN send_at BIGINT;
-                ALTER TABLE campaigns ADD COLUMN dispatched_at BIGINT;
-                CREATE INDEX campaigns_parked ON campaigns (send_at) WHERE send_at IS NOT NULL AND dispatched_at IS NULL;
-                """),
-        Migration(
-            version: 6, summary: "local time and quiet hours: apps' default zone, devices' quiet hours, parked waves of tasks",
-            sqlite: """
-                ALTER TABLE apps ADD COLUMN time_zone TEXT;
-                ALTER TABLE devices ADD COLUMN quiet_start INTEGER;
-                ALTER TABLE devices ADD COLUMN quiet_end INTEGER;
-                CREATE TABLE campaign_waves (
-                    campaign TEXT NOT NULL, wave TEXT NOT NULL, send_at INTEGER NOT NULL,
-                    first_shard INTEGER NOT NULL, shards INTEGER NOT NULL, lane INTEGER,
-                    zones TEXT, row_keys TEXT, skip TEXT, dispatched_at INTEGER, produced_at INTEGER,
-                    PRIMARY KEY (campaign, wave)
-                ) WITHOUT ROWID;
-                CREATE INDEX campaign_waves_parked ON campaign_waves (send_at) WHERE produced_at IS NULL;
-                """,
-            postgres: """
-                ALTER TABLE apps ADD COLUMN time_zone TEXT;
-                ALTER TABLE devices ADD COLUMN quiet_start INTEGER;
-                ALTER TABLE devices ADD COLUMN quiet_end INTEGER;
-                CREATE TABLE campaign_waves (
-                    campaign TEXT NOT NULL, wave TEXT NOT NULL, send_at BIGINT NOT NULL,
-                    first_shard BIGINT NOT NULL, shards BIGINT NOT NULL, lane BIGINT,
-                    zones TEXT, row_keys TEXT, skip TEXT, dispatched_at BIGINT, produced_at BIGINT,
-                    PRIMARY KEY (campaign, wave)
-                );
-                CREATE INDEX campaign_waves_parked ON campaign_waves (send_at) WHERE produced_at IS NULL;
-                """),
-        Migration(
-            version: 7, summary: "an application secret per app beside its master secret, for the HTTP API",
-            sqlite: """
-                ALTER TABLE apps ADD COLUMN app_secret_salt TEXT;
-                ALTER TABLE apps ADD COLUMN app_secret_hash TEXT;
-                """,
-            postgres: """
-                ALTER TABLE apps ADD COLUMN app_secret_salt TEXT;
-                ALTER TABLE apps ADD COLUMN app_secret_hash TEXT;
-                """),
-        Migration(
-            version: 8, summary: "idempotency keys of API requests and the answers they got; a rotated secret's predecessor and its grace period",
-            sqlite: """
-                ALTER TABLE apps ADD COLUMN previous_secret_salt TEXT;
-                ALTER TABLE apps ADD COLUMN previous_secret_hash TEXT;
-                ALTER TABLE apps ADD COLUMN previous_secret_until INTEGER;
-                ALTER TABLE apps ADD COLUMN previous_app_secret_salt TEXT;
-                ALTER TABLE apps ADD COLUMN previous_app_secret_hash TEXT;
-                ALTER TABLE apps ADD COLUMN previous_app_secret_until INTEGER;
-                CREATE TABLE api_idempotency (
-                    app TEXT NOT NULL, key TEXT NOT NULL, request_sha256 TEXT NOT NULL,
-                    status INTEGER NOT NULL, response TEXT, location TEXT, created_at INTEGER NOT NULL,
-                    PRIMARY KEY (app, key)
-                ) WITHOUT ROWID;
-                CREATE INDEX api_idempotency_age ON api_idempotency (created_at);
-                """,
-            postgres: """
-                ALTER TABLE apps ADD COLUMN previous_secret_salt TEXT;
-                ALTER TABLE apps ADD COLUMN previous_secret_hash TEXT;
-                ALTER TABLE apps ADD COLUMN previous_secret_until BIGINT;
-                ALTER TABLE apps ADD COLUMN previous_app_secret_salt TEXT;
-                ALTER TABLE apps ADD COLUMN previous_app_secret_hash TEXT;
-                ALTER TABLE apps ADD COLUMN previous_app_secret_until BIGINT;
-                CREATE TABLE api_idempotency (
-                    app TEXT NOT NULL, key TEXT NOT NULL, request_sha256 TEXT NOT NULL,
-                    status INTEGER NOT NULL, response TEXT, location TEXT, created_at BIGINT NOT NULL,
-                    PRIMARY KEY (app, key)
-                );
-                CREATE INDEX api_idempotency_age ON api_idempotency (created_at);
-                """),
-        Migration(
-            version: 9, summary: "devices as client SDKs describe them (the Notificare-compatible calls)",
-            sqlite: """
-                CREATE TABLE sdk_devices (
-                    app TEXT NOT NULL, device_id TEXT NOT NULL, document TEXT NOT NULL, updated_at INTEGER NOT NULL,
-                    PRIMARY KEY (app, device_id)
-                ) WITHOUT ROWID;
-                """,
-            postgres: """
-                CREATE TABLE sdk_devices (
-                    app TEXT NOT NULL, device_id TEXT NOT NULL, document TEXT NOT NULL, updated_at BIGINT NOT NULL,
-                    PRIMARY KEY (app, device_id)
-                );
-                """),
+            version: 8, summary: "idempotency keys of API requests and the answers they got; a rotated secret's predecessor and its grace period"
+        ) { words in
+            """
+            ALTER TABLE apps ADD COLUMN previous_secret_salt TEXT;
+            ALTER TABLE apps ADD COLUMN previous_secret_hash TEXT;
+            ALTER TABLE apps ADD COLUMN previous_secret_until \(words.int64);
+            ALTER TABLE apps ADD COLUMN previous_app_secret_salt TEXT;
+            ALTER TABLE apps ADD COLUMN previous_app_secret_hash TEXT;
+            ALTER TABLE apps ADD COLUMN previous_app_secret_until \(words.int64);
+            CREATE TABLE api_idempotency (
+                app TEXT NOT NULL, key TEXT NOT NULL, request_sha256 TEXT NOT NULL,
+                status INTEGER NOT NULL, response TEXT, location TEXT, created_at \(words.int64) NOT NULL,
+                PRIMARY KEY (app, key)
+            )\(words.withoutRowID);
+            CREATE INDEX api_idempotency_age ON api_idempotency (created_at);
+            """
+        },
+        Migration(version: 9, summary: "devices as client SDKs describe them (the Notificare-compatible calls)") { words in
+            """
+            CREATE TABLE sdk_devices (
+                app TEXT NOT NULL, device_id TEXT NOT NULL, document TEXT NOT NULL, updated_at \(words.int64) NOT NULL,
+                PRIMARY KEY (app, device_id)
+            )\(words.withoutRowID);
+            """
+        },
         Migration(
             version: 10, summary: "the live dashboard's tallies per results partition with their offsets, and recent dead letters",
             sqlite: dashboardTables, postgres: dashboardTables),
