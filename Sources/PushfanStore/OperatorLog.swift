@@ -35,16 +35,27 @@ package struct OperatorLogEntry: Sendable, Equatable {
 /// order they were written, from a sequence number on.
 package struct OperatorLog: Sendable {
     let executor: StoreExecutor
+    /// Entries committed together when calls come at once (`GroupCommit`): each transactional
+    /// message is an operator call, thousands a second, and a commit of its own per entry
+    /// cost as much as the message's campaign row.
+    private let appends: GroupCommit<OperatorLogEntry, Void>
 
-    /// Appends `entry`, stamped with the store's time.
-    package func append(_ entry: OperatorLogEntry) async throws(StoreError) {
-        let at = executor.clock.wallMillis
-        _ = try await executor.run { connection throws(StoreError) in
-            try connection.execute("""
-                INSERT INTO operator_log (at, actor, client, action, app, target, status)
-                VALUES (\(at), \(entry.actor), \(entry.client), \(entry.action), \(.optional(entry.app)), \(entry.target), \(entry.status))
-                """)
+    init(executor: StoreExecutor) {
+        self.executor = executor
+        appends = GroupCommit(executor: executor) { connection, _, entries, at throws(StoreError) in
+            for entry in entries {
+                _ = try connection.execute("""
+                    INSERT INTO operator_log (at, actor, client, action, app, target, status)
+                    VALUES (\(at), \(entry.actor), \(entry.client), \(entry.action), \(.optional(entry.app)), \(entry.target), \(entry.status))
+                    """)
+            }
+            return entries.map { _ in () }
         }
+    }
+
+    /// Appends `entry`, stamped with the store's time; entries keep the order they came in.
+    package func append(_ entry: OperatorLogEntry) async throws(StoreError) {
+        try await appends.submit(entry)
     }
 
     /// Up to `limit` entries after sequence `after`, oldest first; with `app`, only the calls
