@@ -17,13 +17,19 @@ package struct CampaignDefinition: Sendable, Equatable {
         (self.record, self.template, self.segment) = (record, template, segment)
     }
 
+    /// The record as accepted, decoded: what a resend is compared with and what the planner
+    /// counts and shards by (its template is not laid under it). `id` names it in what went
+    /// wrong.
+    package func accepted(_ id: CampaignKey) throws(Unreadable) -> Campaign {
+        do { return try MessageCodec.decode(Campaign.self, from: Data(record.utf8)) } catch {
+            throw Unreadable(description: "stored campaign \(id) does not read: \(error)")
+        }
+    }
+
     /// The campaign as it was planned: the record decoded, and the template it names, as it
     /// was then, laid under it. `id` names it in what went wrong.
     package func campaign(_ id: CampaignKey) throws(Unreadable) -> Campaign {
-        var campaign: Campaign
-        do { campaign = try MessageCodec.decode(Campaign.self, from: Data(record.utf8)) } catch {
-            throw Unreadable(description: "stored campaign \(id) does not read: \(error)")
-        }
+        let campaign = try accepted(id)
         guard let name = campaign.notification.template else { return campaign }
         guard let template else { throw Unreadable(description: "campaign \(id) names template \(name) but was stored without it") }
         do { return try campaign.resolved(with: try NotificationTemplates.read(template, name: name)) } catch {

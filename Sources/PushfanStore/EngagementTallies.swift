@@ -68,7 +68,7 @@ package struct EngagementTallies: Sendable {
             var campaigns: [CampaignKey: Campaign] = [:]
             for key in Set(campaignKeys + reached.values.flatMap { $0.map(\.campaign) }) {
                 let record = try connection.queryOne("SELECT definition FROM campaigns WHERE id = \(key)") { $0.text(0) }.flatMap { $0 }
-                if let record, let campaign = try? MessageCodec.decode(Campaign.self, from: Data(record.utf8)) { campaigns[key] = campaign }
+                if let record, let campaign = try? CampaignDefinition(record: record).accepted(key) { campaigns[key] = campaign }
             }
             return (known, campaigns, reached)
         }
@@ -246,7 +246,7 @@ extension DeviceStore {
             Dictionary(uniqueKeysWithValues: states.filter { $0.key.isFinal && $0.value > 0 }.map { ($0.key.rawValue, $0.value) })
         }
         var stats = CampaignStats(outcomes: finals, engagement: try await engagement.counts(campaign: campaign))
-        if let record = try await campaigns.definition(campaign), let stored = try? MessageCodec.decode(Campaign.self, from: Data(record.utf8)) {
+        if let stored = try? await campaigns.stored(campaign)?.accepted(campaign) {
             (stats.winner, stats.decision) = (stored.winner, stored.decision)
         }
         return stats

@@ -132,8 +132,8 @@ package struct CampaignPlanner: Sendable {
         if let existing {
             // The id is taken: the same campaign resent is acknowledged; a different one is
             // refused, visibly, and never mistaken for the first.
-            if let stored = try await store.campaigns.definition(campaign.key),
-               let first = try? MessageCodec.decode(Campaign.self, from: Data(stored.utf8)), !campaign.isResubmission(of: first) {
+            if let stored = try await store.campaigns.stored(campaign.key),
+               let first = try? stored.accepted(campaign.key), !campaign.isResubmission(of: first) {
                 var refusal = refuse(
                     "conflicting_campaign",
                     "campaign id \(campaign.id) is already taken by a different campaign (\(existing.status.rawValue)); submit the new one under its own id")
@@ -229,7 +229,7 @@ package struct CampaignPlanner: Sendable {
     /// ends with a `failed` event, its row `cancelled`.
     package func dispatch(_ row: CampaignRegistry.Row) async throws {
         guard let definition = try await store.campaigns.stored(row.key),
-              let campaign = try? MessageCodec.decode(Campaign.self, from: Data(definition.record.utf8)) else {
+              let campaign = try? definition.accepted(row.key) else {
             throw NotDelivered("the stored definition of scheduled campaign \(row.id)")
         }
         do {

@@ -55,7 +55,7 @@ extension CampaignPlanner {
     /// a campaign still `scheduled` moved on to `running`.
     func dispatch(_ wave: CampaignWaves.Wave) async throws {
         guard let row = try await store.campaigns.get(wave.campaign), let definition = try await store.campaigns.stored(wave.campaign),
-              let campaign = try? MessageCodec.decode(Campaign.self, from: Data(definition.record.utf8))
+              let campaign = try? definition.accepted(wave.campaign)
         else {
             throw NotDelivered("the stored definition of campaign \(wave.campaign), for its wave \(wave.key)")
         }
