@@ -32,13 +32,13 @@ let package = Package(
         .target(name: "PushfanSchedule", dependencies: ["PushfanSupport"]),
         // Pure domain: the topic messages and the campaign they carry, the campaign lifecycle.
         // No C, no I/O beyond stderr.
-        .target(name: "PushfanCore", dependencies: ["PushfanSupport", "PushfanSegments", "PushfanTemplates", "PushfanAPNsModel", "PushfanSchedule"]),
+        .target(name: "PushfanMessages", dependencies: ["PushfanSupport", "PushfanSegments", "PushfanTemplates", "PushfanAPNsModel", "PushfanSchedule"]),
         // Kafka producer, consumer group and development cluster over librdkafka.
-        .target(name: "PushfanKafka", dependencies: ["PushfanSupport", "PushfanCore", "CRdkafka"]),
+        .target(name: "PushfanKafka", dependencies: ["PushfanSupport", "PushfanMessages", "CRdkafka"]),
         // Hashing, randomness, ES256 keys and signatures (and TLS for the simulator) over OpenSSL.
         .target(name: "PushfanCrypto", dependencies: ["COpenSSL"]),
         // Device store: SQLite and PostgreSQL behind one interface, segments, expansion, ledger.
-        .target(name: "PushfanStore", dependencies: ["PushfanSupport", "PushfanSegments", "PushfanTemplates", "PushfanCore", "PushfanSchedule", "PushfanAPNsModel", "PushfanCrypto", "CSQLite", "CLibpq"]),
+        .target(name: "PushfanStore", dependencies: ["PushfanSupport", "PushfanSegments", "PushfanTemplates", "PushfanMessages", "PushfanSchedule", "PushfanAPNsModel", "PushfanCrypto", "CSQLite", "CLibpq"]),
         // HTTP/2 sessions over nghttp2, client or server, over any byte channel: the only
         // importer of CNghttp2, shared by the sender and the simulator.
         .target(name: "PushfanHTTP2", dependencies: ["CNghttp2"]),
@@ -49,39 +49,39 @@ let package = Package(
         .target(name: "PushfanAPNsSim", dependencies: ["PushfanSupport", "PushfanAPNsModel", "PushfanCrypto", "PushfanHTTP2", "CEpoll"]),
         // What a worker and the API both produce: results, campaign events with the store's
         // counts, dead letters, engagement events, operators' commands.
-        .target(name: "PushfanTopics", dependencies: ["PushfanSupport", "PushfanCore", "PushfanKafka", "PushfanStore", "PushfanCrypto"]),
+        .target(name: "PushfanTopics", dependencies: ["PushfanSupport", "PushfanMessages", "PushfanKafka", "PushfanStore", "PushfanCrypto"]),
         // The pipeline: planner, sender and events roles of `pushfan worker`.
-        .target(name: "PushfanWorker", dependencies: ["PushfanSupport", "PushfanSegments", "PushfanCore", "PushfanSchedule", "PushfanAPNsModel", "PushfanKafka", "PushfanStore", "PushfanTopics", "PushfanAPNs", "PushfanCrypto"]),
+        .target(name: "PushfanWorker", dependencies: ["PushfanSupport", "PushfanSegments", "PushfanMessages", "PushfanSchedule", "PushfanAPNsModel", "PushfanKafka", "PushfanStore", "PushfanTopics", "PushfanAPNs", "PushfanCrypto"]),
         // `pushfan api`: the HTTP API (its HTTP/1.1 server on epoll, router, routes), with
         // docs/openapi.json built in (`OpenAPIDocument.json`).
         .target(
-            name: "PushfanAPI", dependencies: ["PushfanSupport", "PushfanSegments", "PushfanTemplates", "PushfanCore", "PushfanSchedule", "PushfanAPNsModel", "PushfanKafka", "PushfanStore", "PushfanTopics", "PushfanAPNs", "CEpoll"],
+            name: "PushfanAPI", dependencies: ["PushfanSupport", "PushfanSegments", "PushfanTemplates", "PushfanMessages", "PushfanSchedule", "PushfanAPNsModel", "PushfanKafka", "PushfanStore", "PushfanTopics", "PushfanAPNs", "CEpoll"],
             plugins: ["EmbedOpenAPIDocument"]),
         // A text file as a Swift string literal, at build time (the OpenAPI document's way into the binary).
         .executableTarget(name: "EmbedText"),
         .plugin(name: "EmbedOpenAPIDocument", capability: .buildTool(), dependencies: ["EmbedText"]),
         // Subcommands and argument parsing; the executable only dispatches into it.
-        .target(name: "PushfanCLI", dependencies: ["PushfanSupport", "PushfanSegments", "PushfanCore", "PushfanSchedule", "PushfanAPNsModel", "PushfanKafka", "PushfanStore", "PushfanAPNs", "PushfanAPNsSim", "PushfanCrypto", "PushfanTopics", "PushfanWorker", "PushfanAPI"]),
+        .target(name: "PushfanCLI", dependencies: ["PushfanSupport", "PushfanSegments", "PushfanMessages", "PushfanSchedule", "PushfanAPNsModel", "PushfanKafka", "PushfanStore", "PushfanAPNs", "PushfanAPNsSim", "PushfanCrypto", "PushfanTopics", "PushfanWorker", "PushfanAPI"]),
         .executableTarget(name: "pushfan", dependencies: ["PushfanCLI"]),
         // Fuzz targets for every parser of outside bytes (`FuzzTarget`), and the executable
         // scripts/fuzz builds with libFuzzer (`-sanitize=fuzzer,address -DFUZZING`).
-        .target(name: "PushfanFuzzing", dependencies: ["PushfanSegments", "PushfanTemplates", "PushfanCore", "PushfanAPNsModel", "PushfanStore", "PushfanAPNsSim", "PushfanAPI"]),
+        .target(name: "PushfanFuzzing", dependencies: ["PushfanSegments", "PushfanTemplates", "PushfanMessages", "PushfanAPNsModel", "PushfanStore", "PushfanAPNsSim", "PushfanAPI"]),
         .executableTarget(name: "pushfan-fuzz", dependencies: ["PushfanFuzzing"]),
 
         // Starting and stopping real processes (kafka-dev, simulators) for the suites below.
         .target(name: "PushfanTestSupport", dependencies: ["PushfanSupport"], path: "Tests/PushfanTestSupport"),
         .target(name: "SegmentTestSupport", dependencies: ["PushfanSupport", "PushfanSegments", "PushfanTestSupport"], path: "Tests/SegmentTestSupport"),
-        .testTarget(name: "PushfanCoreTests", dependencies: ["PushfanSupport", "PushfanSegments", "PushfanTemplates", "PushfanCore", "PushfanSchedule", "PushfanAPNsModel", "PushfanTestSupport", "SegmentTestSupport"]),
-        .testTarget(name: "PushfanKafkaTests", dependencies: ["PushfanKafka", "PushfanSupport", "PushfanCore", "PushfanTestSupport"]),
-        .testTarget(name: "PushfanCLITests", dependencies: ["PushfanCLI", "PushfanCore", "PushfanStore"]),
-        .testTarget(name: "PushfanAPITests", dependencies: ["PushfanAPI", "PushfanSupport", "PushfanCore", "PushfanSchedule", "PushfanStore", "PushfanKafka", "PushfanTopics", "PushfanTestSupport"]),
+        .testTarget(name: "PushfanMessagesTests", dependencies: ["PushfanSupport", "PushfanSegments", "PushfanTemplates", "PushfanMessages", "PushfanSchedule", "PushfanAPNsModel", "PushfanTestSupport", "SegmentTestSupport"]),
+        .testTarget(name: "PushfanKafkaTests", dependencies: ["PushfanKafka", "PushfanSupport", "PushfanMessages", "PushfanTestSupport"]),
+        .testTarget(name: "PushfanCLITests", dependencies: ["PushfanCLI", "PushfanMessages", "PushfanStore"]),
+        .testTarget(name: "PushfanAPITests", dependencies: ["PushfanAPI", "PushfanSupport", "PushfanMessages", "PushfanSchedule", "PushfanStore", "PushfanKafka", "PushfanTopics", "PushfanTestSupport"]),
         .testTarget(name: "PushfanCryptoTests", dependencies: ["PushfanCrypto", "PushfanTestSupport"]),
-        .testTarget(name: "PushfanAPNsTests", dependencies: ["PushfanAPNs", "PushfanSupport", "PushfanCore", "PushfanAPNsModel", "PushfanCrypto", "PushfanTestSupport"]),
-        .testTarget(name: "PushfanStoreTests", dependencies: ["PushfanStore", "PushfanSupport", "PushfanSegments", "PushfanCore", "PushfanSchedule", "PushfanTestSupport", "SegmentTestSupport"]),
-        .testTarget(name: "PushfanAPNsSimTests", dependencies: ["PushfanAPNsSim", "PushfanCore", "PushfanAPNsModel", "PushfanCrypto", "PushfanTestSupport"]),
-        .testTarget(name: "PushfanWorkerTests", dependencies: ["PushfanWorker", "PushfanTopics", "PushfanAPNs", "PushfanSupport", "PushfanSegments", "PushfanCore", "PushfanAPNsModel", "PushfanStore", "PushfanKafka", "PushfanTestSupport"]),
+        .testTarget(name: "PushfanAPNsTests", dependencies: ["PushfanAPNs", "PushfanSupport", "PushfanMessages", "PushfanAPNsModel", "PushfanCrypto", "PushfanTestSupport"]),
+        .testTarget(name: "PushfanStoreTests", dependencies: ["PushfanStore", "PushfanSupport", "PushfanSegments", "PushfanMessages", "PushfanSchedule", "PushfanTestSupport", "SegmentTestSupport"]),
+        .testTarget(name: "PushfanAPNsSimTests", dependencies: ["PushfanAPNsSim", "PushfanMessages", "PushfanAPNsModel", "PushfanCrypto", "PushfanTestSupport"]),
+        .testTarget(name: "PushfanWorkerTests", dependencies: ["PushfanWorker", "PushfanTopics", "PushfanAPNs", "PushfanSupport", "PushfanSegments", "PushfanMessages", "PushfanAPNsModel", "PushfanStore", "PushfanKafka", "PushfanTestSupport"]),
         .testTarget(name: "PushfanFuzzingTests", dependencies: ["PushfanFuzzing"]),
-        .testTarget(name: "EndToEndTests", dependencies: ["PushfanSupport", "PushfanCore", "PushfanAPNsModel", "PushfanKafka", "PushfanTestSupport"]),
+        .testTarget(name: "EndToEndTests", dependencies: ["PushfanSupport", "PushfanMessages", "PushfanAPNsModel", "PushfanKafka", "PushfanTestSupport"]),
     ],
     swiftLanguageModes: [.v6]
 )

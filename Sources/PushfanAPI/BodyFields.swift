@@ -1,4 +1,4 @@
-import PushfanCore
+import PushfanMessages
 import PushfanSupport
 
 /// Reading a JSON body's fields by name, each refusal a 400 naming the field.

@@ -1,4 +1,4 @@
-import PushfanCore
+import PushfanMessages
 import PushfanSupport
 
 /// Requests by method, route (the pattern, never the path: a bounded set of labels) and

@@ -1,8 +1,8 @@
 import Foundation
 import PushfanAPNs
 import PushfanAPNsModel
-import PushfanCore
 import PushfanCrypto
+import PushfanMessages
 import PushfanSupport
 
 /// Options shared by the commands that talk to APNs: where, and as whom.

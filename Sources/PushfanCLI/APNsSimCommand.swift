@@ -1,6 +1,6 @@
 import Foundation
 import PushfanAPNsSim
-import PushfanCore
+import PushfanMessages
 
 /// `pushfan apns-sim`: an HTTP/2 server that behaves like APNs, for tests, demos, staging
 /// and load tests.

@@ -1,7 +1,7 @@
 import Foundation
 import PushfanAPNsModel
-import PushfanCore
 import PushfanKafka
+import PushfanMessages
 import PushfanStore
 import PushfanSupport
 

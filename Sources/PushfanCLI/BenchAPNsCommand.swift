@@ -1,8 +1,8 @@
 import Foundation
 import PushfanAPNs
 import PushfanAPNsModel
-import PushfanCore
 import PushfanCrypto
+import PushfanMessages
 import PushfanSupport
 
 /// `pushfan bench apns`: as many notifications as fast as the sender goes.

@@ -2,9 +2,9 @@ import Foundation
 import PushfanAPI
 import PushfanAPNs
 import PushfanAPNsSim
-import PushfanCore
 import PushfanCrypto
 import PushfanKafka
+import PushfanMessages
 import PushfanSegments
 import PushfanStore
 import PushfanSupport

@@ -1,4 +1,4 @@
-import PushfanCore
+import PushfanMessages
 import PushfanStore
 
 /// `pushfan devices show --app APP --device ID`: one device as the store has it, with its

@@ -1,6 +1,6 @@
 import Foundation
-import PushfanCore
 import PushfanKafka
+import PushfanMessages
 
 /// `pushfan kafka-dev`: a long-lived development Kafka cluster for tests and demos.
 struct KafkaDevCommand: Command {

@@ -1,5 +1,5 @@
 import Foundation
-import PushfanCore
+import PushfanMessages
 import PushfanStore
 
 /// `pushfan keys add --name NAME --role ROLE [--app KEY]`: makes a scoped key, printed once.

@@ -1,5 +1,5 @@
 import Foundation
-import PushfanCore
+import PushfanMessages
 import PushfanStore
 
 /// `pushfan operator-log`: the operator log, one JSON object per line, oldest first.

@@ -1,6 +1,6 @@
 import Foundation
 import PushfanAPNs
-import PushfanCore
+import PushfanMessages
 import PushfanSegments
 import PushfanStore
 import PushfanSupport

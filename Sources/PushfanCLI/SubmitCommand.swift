@@ -1,6 +1,6 @@
 import Foundation
-import PushfanCore
 import PushfanKafka
+import PushfanMessages
 
 /// `pushfan submit`: validates a campaign file and produces it to the campaigns topic.
 struct SubmitCommand: Command {

@@ -1,6 +1,6 @@
 import Foundation
 import PushfanAPNsModel
-import PushfanCore
+import PushfanMessages
 import PushfanStore
 
 /// `pushfan devices repair-tokens`: finds alert tokens that were invalidated by a push of

@@ -1,6 +1,6 @@
 import Foundation
-import PushfanCore
 import PushfanKafka
+import PushfanMessages
 import PushfanSupport
 
 /// What `topics plan` and `topics create` share: the deployment facts the plan comes from.

@@ -1,8 +1,8 @@
 import Foundation
 import PushfanAPI
 import PushfanAPNs
-import PushfanCore
 import PushfanKafka
+import PushfanMessages
 import PushfanStore
 import PushfanSupport
 import PushfanWorker

@@ -2,7 +2,7 @@ import Foundation
 import PushfanAPI
 import PushfanAPNsModel
 import PushfanAPNsSim
-import PushfanCore
+import PushfanMessages
 import PushfanSegments
 import PushfanStore
 import PushfanTemplates

@@ -1,6 +1,6 @@
 internal import CRdkafka
 import Foundation
-import PushfanCore
+import PushfanMessages
 import PushfanSupport
 
 /// Kafka's admin API, through librdkafka: creating the topics of a `TopicPlan`.

@@ -1,6 +1,6 @@
 import Foundation
-import PushfanCore
 import PushfanCrypto
+import PushfanMessages
 import PushfanSupport
 
 /// What a scoped key may do.

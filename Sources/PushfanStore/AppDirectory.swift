@@ -1,6 +1,6 @@
 import PushfanAPNsModel
-import PushfanCore
 import PushfanCrypto
+import PushfanMessages
 import PushfanSchedule
 import PushfanSupport
 

@@ -1,5 +1,5 @@
 import PushfanAPNsModel
-import PushfanCore
+import PushfanMessages
 import PushfanSegments
 import PushfanSupport
 

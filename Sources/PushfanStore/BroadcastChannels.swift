@@ -1,5 +1,5 @@
 import PushfanAPNsModel
-import PushfanCore
+import PushfanMessages
 
 /// Apps' broadcast channels (iOS 18), as APNs made them: kept so that the API can list
 /// them and a campaign addressed to one can be checked against its app. APNs holds the

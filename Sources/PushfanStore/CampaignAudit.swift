@@ -1,4 +1,4 @@
-import PushfanCore
+import PushfanMessages
 
 /// The check `pushfan audit` makes of one campaign, from three independent records of it:
 /// the ledger (the store's one row per device), the results topic (read from its start, the

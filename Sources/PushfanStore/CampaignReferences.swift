@@ -1,4 +1,4 @@
-import PushfanCore
+import PushfanMessages
 import PushfanSegments
 
 /// What a campaign names that must already exist for it to reach anyone: its broadcast

@@ -1,5 +1,5 @@
 import Foundation
-import PushfanCore
+import PushfanMessages
 import PushfanSupport
 
 /// What a campaign was planned from: its record as accepted (the JSON a resend is compared

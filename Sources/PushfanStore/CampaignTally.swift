@@ -1,4 +1,4 @@
-import PushfanCore
+import PushfanMessages
 
 /// What the dashboard counts of one campaign from results-topic records: device results by
 /// outcome and reason, sends per second, and the latest lifecycle event.

@@ -1,4 +1,4 @@
-import PushfanCore
+import PushfanMessages
 import PushfanSupport
 
 /// Tasks parked in the store until their time, in waves: a local-time campaign's zone waves

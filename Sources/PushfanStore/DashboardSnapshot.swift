@@ -1,4 +1,4 @@
-import PushfanCore
+import PushfanMessages
 import PushfanSupport
 
 /// What the live dashboard shows at one moment, built from the campaigns' tallies: a pure

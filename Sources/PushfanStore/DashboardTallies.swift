@@ -1,5 +1,5 @@
 import Foundation
-import PushfanCore
+import PushfanMessages
 
 /// The live dashboard's aggregates, kept so that a restarted API goes on from where it was:
 /// per results-topic partition, the next offset to read and each campaign's tally of the

@@ -1,4 +1,4 @@
-import PushfanCore
+import PushfanMessages
 import PushfanSupport
 
 /// The delivery ledger: one row per (campaign, device). A row is either claimed (leased to

@@ -1,6 +1,6 @@
 import Foundation
 import PushfanAPNsModel
-import PushfanCore
+import PushfanMessages
 
 /// Parses bulk-import lines (NDJSON or CSV) into validated devices. A bad line yields an
 /// error with its reason; the caller reports it with the line number and goes on.

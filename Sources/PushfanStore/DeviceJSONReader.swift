@@ -1,6 +1,6 @@
 import Foundation
 import PushfanAPNsModel
-import PushfanCore
+import PushfanMessages
 import PushfanSupport
 
 /// Reads one NDJSON import line straight from its bytes into a `DeviceRegistration`.

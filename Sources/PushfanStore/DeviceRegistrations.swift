@@ -1,4 +1,4 @@
-import PushfanCore
+import PushfanMessages
 
 /// Single-device registrations, written in groups (`GroupCommit`). Measured with 64 clients
 /// registering over the API (scripts/bench-api), one transaction per registration left the

@@ -1,5 +1,5 @@
 import Foundation
-import PushfanCore
+import PushfanMessages
 import PushfanSupport
 
 /// The device store, on SQLite (embedded default) or PostgreSQL (at scale), with the same

@@ -1,5 +1,5 @@
 import PushfanAPNsModel
-import PushfanCore
+import PushfanMessages
 import PushfanSupport
 
 /// A device's tokens of kinds other than alert (VoIP, Live Activity, widgets…), each with its

@@ -1,5 +1,5 @@
 import PushfanAPNsModel
-import PushfanCore
+import PushfanMessages
 import PushfanSupport
 
 /// The one write path for devices, used by registration (one device) and bulk import: a

@@ -1,5 +1,5 @@
 import Foundation
-import PushfanCore
+import PushfanMessages
 
 /// Engagement events checked against the store and counted exactly: per campaign, variant
 /// (`holdout` for the holdout, empty for a campaign without variants), kind and detail (the

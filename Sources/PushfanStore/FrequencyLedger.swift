@@ -1,5 +1,5 @@
 import Foundation
-import PushfanCore
+import PushfanMessages
 import PushfanSchedule
 
 /// The alert pushes each device was admitted to under its app's frequency caps, one row

@@ -1,4 +1,4 @@
-import PushfanCore
+import PushfanMessages
 import PushfanSupport
 
 /// Group commit for single-row writes that arrive one call at a time (a device's

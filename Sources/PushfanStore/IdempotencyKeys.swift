@@ -1,6 +1,6 @@
 import Foundation
-import PushfanCore
 import PushfanCrypto
+import PushfanMessages
 import PushfanSupport
 
 /// Idempotency keys of API requests (`Idempotency-Key`), per app: the first request with a

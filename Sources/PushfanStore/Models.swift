@@ -1,6 +1,6 @@
 import Foundation
 import PushfanAPNsModel
-import PushfanCore
+import PushfanMessages
 import PushfanSchedule
 import PushfanSupport
 import PushfanTemplates

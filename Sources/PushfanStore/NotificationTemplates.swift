@@ -1,5 +1,5 @@
 import Foundation
-import PushfanCore
+import PushfanMessages
 
 /// An app's stored rich-push templates, by name (`NotificationTemplate`): what campaigns
 /// name in `notification.template`. Kept as their canonical JSON; a campaign planned with

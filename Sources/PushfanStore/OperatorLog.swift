@@ -1,5 +1,5 @@
 import Foundation
-import PushfanCore
+import PushfanMessages
 import PushfanSupport
 
 /// One operator call as the log keeps it: who (the credential's kind and name, never a

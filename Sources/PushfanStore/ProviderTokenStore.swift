@@ -1,6 +1,6 @@
 import Foundation
 import PushfanAPNsModel
-import PushfanCore
+import PushfanMessages
 import PushfanSupport
 
 /// APNs provider tokens shared between the processes that sign with one key: APNs answers

@@ -1,4 +1,4 @@
-import PushfanCore
+import PushfanMessages
 import PushfanSupport
 
 /// What the store answered lately per app, so that a busy API does not read the same row on

@@ -1,5 +1,5 @@
-import PushfanCore
 import PushfanCrypto
+import PushfanMessages
 import PushfanSupport
 
 /// An app's secret hashes as stored: each secret, and the predecessor a rotation left with

@@ -1,4 +1,4 @@
-import PushfanCore
+import PushfanMessages
 
 /// Devices as a client SDK describes them (the Notificare-compatible calls): one JSON
 /// document per app and device id, kept as the SDK last wrote it so its reads (tags, user

@@ -1,4 +1,4 @@
-import PushfanCore
+import PushfanMessages
 import PushfanSegments
 
 /// A value bound to a statement parameter.

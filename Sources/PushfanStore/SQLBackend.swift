@@ -1,4 +1,4 @@
-import PushfanCore
+import PushfanMessages
 
 /// Everything that differs between SQLite and PostgreSQL for the store's concerns, behind
 /// one type per dialect (`SQLiteBackend`, `PostgresBackend`): the concerns write one

@@ -1,4 +1,4 @@
-import PushfanCore
+import PushfanMessages
 
 /// Versioned schema migrations, applied in order on start. A migration is never edited
 /// once released; changes come as a new version.

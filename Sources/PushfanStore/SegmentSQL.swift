@@ -1,4 +1,4 @@
-import PushfanCore
+import PushfanMessages
 import PushfanSegments
 
 /// A segment as a boolean SQL condition over the device table aliased `d`, with
@@ -13,7 +13,7 @@ struct CompiledSegment: Sendable, Equatable {
     }
 }
 
-/// Turns a ``SegmentExpression`` (Core's parser and tree) into a parameterised SQL
+/// Turns a ``SegmentExpression`` (the segment language's parser and tree) into a parameterised SQL
 /// condition over the store's schema. Where SQLite and PostgreSQL write it differently
 /// (placeholders, false, byte-wise ordering, JSON attributes) it asks the `SQLSyntax` of
 /// the connection's backend.

@@ -1,5 +1,5 @@
 import Dispatch
-import PushfanCore
+import PushfanMessages
 import PushfanSupport
 import Synchronization
 

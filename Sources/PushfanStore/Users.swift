@@ -1,4 +1,4 @@
-import PushfanCore
+import PushfanMessages
 
 /// An app's users: a user is an id the app gives its devices (their `user_id` attribute,
 /// set by registration, import, Notificare's `userID` or the link call) and, optionally,

@@ -1,5 +1,5 @@
-import PushfanCore
 import PushfanKafka
+import PushfanMessages
 import PushfanStore
 import PushfanSupport
 

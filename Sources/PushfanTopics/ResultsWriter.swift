@@ -1,7 +1,7 @@
 import Foundation
-import PushfanCore
 import PushfanCrypto
 import PushfanKafka
+import PushfanMessages
 import PushfanStore
 import PushfanSupport
 

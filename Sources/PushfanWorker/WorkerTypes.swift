@@ -1,5 +1,5 @@
-import PushfanCore
 import PushfanKafka
+import PushfanMessages
 
 /// Doubling waits between tries of something that is down (the store, Kafka): the one
 /// backoff of the worker's retry loops.

@@ -1,6 +1,6 @@
 import Foundation
-import PushfanCore
 import PushfanKafka
+import PushfanMessages
 import PushfanSupport
 import PushfanTestSupport
 import Testing

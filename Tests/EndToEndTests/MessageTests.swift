@@ -1,5 +1,5 @@
 import Foundation
-import PushfanCore
+import PushfanMessages
 import Testing
 
 import PushfanTestSupport

@@ -1,6 +1,6 @@
 import Foundation
 import PushfanAPNsModel
-import PushfanCore
+import PushfanMessages
 import PushfanSupport
 import PushfanTestSupport
 import Testing

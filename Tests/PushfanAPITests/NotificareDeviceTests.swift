@@ -1,4 +1,4 @@
-import PushfanCore
+import PushfanMessages
 import PushfanSchedule
 import PushfanStore
 import PushfanSupport

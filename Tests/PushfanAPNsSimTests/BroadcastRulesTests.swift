@@ -1,7 +1,7 @@
 import Foundation
 import PushfanAPNsModel
 import PushfanAPNsSim
-import PushfanCore
+import PushfanMessages
 import Testing
 
 /// The simulator's channel rules as APNs documents them, judged whole (credentials off):

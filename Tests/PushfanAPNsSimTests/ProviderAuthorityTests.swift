@@ -1,8 +1,8 @@
 import Foundation
 import PushfanAPNsModel
 import PushfanAPNsSim
-import PushfanCore
 import PushfanCrypto
+import PushfanMessages
 import Testing
 
 /// Test credentials: a real P-256 key and JWTs made the way the sender makes them.

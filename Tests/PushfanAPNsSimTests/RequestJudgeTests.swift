@@ -1,6 +1,6 @@
 import Foundation
 import PushfanAPNsSim
-import PushfanCore
+import PushfanMessages
 import Testing
 
 /// The simulator's decision on one request, as a pure function of the request, the

@@ -1,6 +1,6 @@
 import Foundation
 import PushfanAPNsSim
-import PushfanCore
+import PushfanMessages
 import Testing
 
 @Suite("Request rules")

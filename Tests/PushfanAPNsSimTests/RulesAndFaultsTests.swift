@@ -1,7 +1,7 @@
 import Foundation
 import PushfanAPNsModel
 import PushfanAPNsSim
-import PushfanCore
+import PushfanMessages
 import Testing
 
 @Suite("Device rules")

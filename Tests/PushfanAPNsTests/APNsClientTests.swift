@@ -1,8 +1,8 @@
 import Foundation
 import PushfanAPNs
 import PushfanAPNsModel
-import PushfanCore
 import PushfanCrypto
+import PushfanMessages
 import PushfanSupport
 import PushfanTestSupport
 import Testing

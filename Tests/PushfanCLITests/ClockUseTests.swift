@@ -6,7 +6,7 @@ import Testing
 /// one place that asks the machine; and no call takes a defaulted `now:`, which would read
 /// the machine's clock behind the caller's back.
 @Suite struct ClockUseTests {
-    static let modules = ["PushfanSupport", "PushfanSegments", "PushfanTemplates", "PushfanAPNsModel", "PushfanSchedule", "PushfanCore", "PushfanStore", "PushfanTopics", "PushfanWorker", "PushfanAPI"]
+    static let modules = ["PushfanSupport", "PushfanSegments", "PushfanTemplates", "PushfanAPNsModel", "PushfanSchedule", "PushfanMessages", "PushfanStore", "PushfanTopics", "PushfanWorker", "PushfanAPI"]
     static let clockFile = "PushfanSupport/ServiceClock.swift"
 
     /// Swift files of `modules`, by path under Sources/, comment lines left out.

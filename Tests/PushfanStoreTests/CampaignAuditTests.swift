@@ -1,6 +1,6 @@
 import Testing
 
-@testable import PushfanCore
+@testable import PushfanMessages
 @testable import PushfanStore
 
 /// `pushfan audit`'s rules: a clean campaign passes with its duplicates counted, and each

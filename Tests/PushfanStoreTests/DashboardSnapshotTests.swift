@@ -1,7 +1,7 @@
 import Foundation
 import Testing
 
-@testable import PushfanCore
+@testable import PushfanMessages
 @testable import PushfanStore
 
 /// The dashboard's counting and what it shows, as pure functions of the records.

@@ -1,5 +1,5 @@
 import Foundation
-import PushfanCore
+import PushfanMessages
 @testable import PushfanStore
 import PushfanSupport
 import PushfanTestSupport

@@ -1,9 +1,9 @@
 import Foundation
 import Testing
 
-import PushfanCore
-import PushfanSupport
+import PushfanMessages
 import PushfanSegments
+import PushfanSupport
 import SegmentTestSupport
 
 @testable import PushfanStore

@@ -1,7 +1,7 @@
 import Foundation
 import Testing
 
-import PushfanCore
+import PushfanMessages
 import PushfanSegments
 import SegmentTestSupport
 

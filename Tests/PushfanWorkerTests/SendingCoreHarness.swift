@@ -1,8 +1,8 @@
 import Foundation
 import PushfanAPNs
 import PushfanAPNsModel
-import PushfanCore
 import PushfanKafka
+import PushfanMessages
 import PushfanStore
 import PushfanSupport
 import PushfanTestSupport

@@ -22,6 +22,7 @@
 # dev cluster (librdkafka's mock) holds an empty fetch for its whole wait instead of answering
 # when a record arrives, as a real broker does, which added 40-80 ms to every message here
 # (the workers' default wait is 100 ms); WORKER_ARGS="" measures with it.
+# API_ARGS: more arguments for `pushfan api` (none by default).
 # KEEP=1 keeps the run's directory (logs, the simulator's log) and prints where it is.
 # Last line: {"bench":"api-messages",…}
 set -euo pipefail
@@ -80,7 +81,8 @@ for n in 1 2; do
   pids+=($!)
   worker_pids="$worker_pids $!"
 done
-"$pushfan" api --port 0 --database "$database" "${kafka[@]}" --no-dashboard --log-level warning > "$work/api.out" 2> "$work/api.err" &
+# shellcheck disable=SC2086 # API_ARGS: word-split on purpose
+"$pushfan" api --port 0 --database "$database" "${kafka[@]}" ${API_ARGS:-} --no-dashboard --log-level warning > "$work/api.out" 2> "$work/api.err" &
 pids+=($!)
 wait_for_groups "$work/w1.err" "$work/w2.err"
 for _ in $(seq 100); do grep -q "listening on" "$work/api.out" 2>/dev/null && break; sleep 0.1; done

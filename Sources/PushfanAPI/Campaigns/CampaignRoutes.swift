@@ -1,6 +1,6 @@
 import Foundation
-import PushfanCore
 import PushfanKafka
+import PushfanMessages
 import PushfanStore
 import PushfanSupport
 import PushfanTopics

@@ -1,5 +1,5 @@
 import Foundation
-import PushfanCore
+import PushfanMessages
 import PushfanSegments
 import PushfanStore
 import PushfanSupport

@@ -1,6 +1,6 @@
 internal import CEpoll
 import Foundation
-import PushfanCore
+import PushfanMessages
 import PushfanSupport
 
 /// One client connection on the server's loop: the bytes read and not yet used, the phase

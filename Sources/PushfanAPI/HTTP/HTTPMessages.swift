@@ -1,5 +1,5 @@
 import Foundation
-import PushfanCore
+import PushfanMessages
 import PushfanSupport
 
 /// A request as a handler sees it: read whole (within the body limit) before the handler

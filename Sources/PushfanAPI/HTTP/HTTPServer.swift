@@ -1,6 +1,6 @@
 internal import CEpoll
 import Foundation
-import PushfanCore
+import PushfanMessages
 import PushfanSupport
 import Synchronization
 

@@ -1,4 +1,4 @@
-import PushfanCore
+import PushfanMessages
 import PushfanSupport
 
 /// PostgreSQL's side of every dialect difference: whole columns travel as one array

@@ -1,6 +1,6 @@
 internal import CLibpq
 import Foundation
-import PushfanCore
+import PushfanMessages
 import PushfanSupport
 
 /// One libpq connection. A dropped connection is re-established with backoff on the next

@@ -1,4 +1,4 @@
-import PushfanCore
+import PushfanMessages
 import PushfanSupport
 
 /// PostgreSQL's half of `DeviceWriter`: the batch goes to a temporary staging table by COPY,

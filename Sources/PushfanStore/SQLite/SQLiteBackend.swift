@@ -1,4 +1,4 @@
-import PushfanCore
+import PushfanMessages
 
 /// SQLite's side of every dialect difference.
 struct SQLiteBackend: SQLBackend {

@@ -1,6 +1,6 @@
 internal import CSQLite
 import Foundation
-import PushfanCore
+import PushfanMessages
 import PushfanSupport
 
 /// One SQLite connection in WAL mode, so several worker processes on one machine can read

@@ -1,4 +1,4 @@
-import PushfanCore
+import PushfanMessages
 
 /// SQLite's half of `DeviceWriter`: a few statements prepared once per connection, values
 /// bound straight from the validated devices, one row at a time inside the caller's

@@ -1,6 +1,6 @@
 import PushfanAPNs
 import PushfanAPNsModel
-import PushfanCore
+import PushfanMessages
 import PushfanSupport
 
 /// What a worker counts for Prometheus (`pushfan worker --metrics-port`): final outcomes by

@@ -1,6 +1,6 @@
 import PushfanAPNs
 import PushfanAPNsModel
-import PushfanCore
+import PushfanMessages
 import PushfanStore
 
 /// Where a sender's batches of requests go: APNs through the connection pool

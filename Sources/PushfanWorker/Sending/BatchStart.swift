@@ -1,4 +1,4 @@
-import PushfanCore
+import PushfanMessages
 import PushfanSupport
 
 /// Whether a batch handed to the client is wholly on streams (each of its environments'

@@ -1,7 +1,7 @@
 import Foundation
 import PushfanAPNs
 import PushfanAPNsModel
-import PushfanCore
+import PushfanMessages
 import PushfanSupport
 
 /// Hands one round's requests to APNs in rate-sized batches, several in flight, while the

@@ -1,7 +1,7 @@
 import Foundation
 import PushfanAPNs
 import PushfanAPNsModel
-import PushfanCore
+import PushfanMessages
 import PushfanStore
 
 /// What one APNs answer means for one device: the sender's one decision, made without I/O,

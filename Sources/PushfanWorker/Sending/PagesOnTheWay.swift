@@ -1,4 +1,4 @@
-import PushfanCore
+import PushfanMessages
 import PushfanSupport
 
 /// The pages of one task that are claimed but not yet wholly on the wire to APNs. The task reads

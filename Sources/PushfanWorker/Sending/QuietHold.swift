@@ -1,5 +1,5 @@
 import Foundation
-import PushfanCore
+import PushfanMessages
 import PushfanStore
 
 /// Which of a page's devices quiet hours hold back, and until when: the pure decision behind

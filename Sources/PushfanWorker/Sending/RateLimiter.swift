@@ -1,5 +1,5 @@
 import Foundation
-import PushfanCore
+import PushfanMessages
 import PushfanSupport
 
 /// A token bucket: `rate` sends per second on average, at most `capacity` at once.

@@ -1,7 +1,7 @@
 import Foundation
 import PushfanAPNs
 import PushfanAPNsModel
-import PushfanCore
+import PushfanMessages
 import PushfanSupport
 
 /// A circuit breaker for one rate lane: when most recent answers are server failures (5xx,

@@ -1,7 +1,7 @@
 import Foundation
 import PushfanAPNs
 import PushfanAPNsModel
-import PushfanCore
+import PushfanMessages
 import PushfanStore
 import PushfanSupport
 import PushfanTopics

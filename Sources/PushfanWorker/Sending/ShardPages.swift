@@ -1,4 +1,4 @@
-import PushfanCore
+import PushfanMessages
 import PushfanSegments
 import PushfanStore
 import PushfanSupport

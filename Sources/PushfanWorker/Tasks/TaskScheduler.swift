@@ -1,7 +1,7 @@
 import Dispatch
 import Foundation
-import PushfanCore
 import PushfanKafka
+import PushfanMessages
 import PushfanSupport
 
 /// Runs the tasks of the partitions this worker owns and stores their offsets in order.
