@@ -83,7 +83,7 @@ struct AuditCommand: Command {
     static func acceptedRequests(
         in log: SimulatorLog, campaign: CampaignKey, devices: [String: String], store: DeviceStore
     ) async throws -> [String: Int] {
-        guard let parsed = try? await store.campaigns.stored(campaign)?.accepted(campaign),
+        guard let stored = try await store.campaigns.stored(campaign), let parsed = try? stored.accepted(campaign),
               let appRecord = try await store.apps.get(campaign.app) else { return [:] }
         let topic = (try? APNsNotification.requestTopic(appRecord.topic, pushType: parsed.notification.pushType)) ?? appRecord.topic
         var accepted: [String: Int] = [:]

@@ -246,7 +246,7 @@ extension DeviceStore {
             Dictionary(uniqueKeysWithValues: states.filter { $0.key.isFinal && $0.value > 0 }.map { ($0.key.rawValue, $0.value) })
         }
         var stats = CampaignStats(outcomes: finals, engagement: try await engagement.counts(campaign: campaign))
-        if let stored = try? await campaigns.stored(campaign)?.accepted(campaign) {
+        if let definition = try await campaigns.stored(campaign), let stored = try? definition.accepted(campaign) {
             (stats.winner, stats.decision) = (stored.winner, stored.decision)
         }
         return stats

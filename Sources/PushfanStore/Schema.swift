@@ -9,8 +9,9 @@ enum Schema {
         let sqlite: String
         let postgres: String
 
-        /// A migration each dialect says in its own way (the first: SQLite's row ids against
-        /// PostgreSQL's sequence and partitions).
+        /// A migration each dialect says in its own way: the first (SQLite's row ids against
+        /// PostgreSQL's sequence and partitions), 15 (the log's sequence) and 23 (a JSON
+        /// member in an index).
         init(version: Int, summary: String, sqlite: String, postgres: String) {
             (self.version, self.summary, self.sqlite, self.postgres) = (version, summary, sqlite, postgres)
         }
@@ -22,7 +23,7 @@ enum Schema {
     }
 
     /// Where the dialects' table definitions differ, once per dialect. Migrations 2 to 9
-    /// were written in these words; from 10 on, the text is the same for both (BIGINT has
+    /// were written in these words; most later ones are one text for both (BIGINT has
     /// SQLite's integer affinity too, and PostgreSQL has no rowid to leave out).
     struct Words {
         /// A 64-bit integer column.

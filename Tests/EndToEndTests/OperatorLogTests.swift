@@ -48,5 +48,9 @@ extension APITests {
         let cli = try await pipeline.run(["operator-log", "--database", pipeline.database, "--app", "shop"])
         let cliLines = cli.output.split(separator: "\n")
         #expect(cliLines.count == 2 && cliLines[0].contains(#""target":"created=/v1/apps/shop/campaigns/logged-1""#), "\(cli.output)")
+        // Entries are committed in groups; the store's metrics still name the call that wrote them.
+        let metrics = try await server.call("GET", "/metrics").body
+        #expect(metrics.contains(#"pushfan_store_call_duration_seconds_count{call="OperatorLog.append"}"#), "\(metrics.prefix(1500))")
+        #expect(!metrics.contains("GroupCommit."), "a group's commit is named by its caller")
     }
 }
