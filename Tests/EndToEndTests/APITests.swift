@@ -580,7 +580,8 @@ struct APITests {
     func kafkaDownAnswers503() async throws {
         let pipeline = try await Pipeline()
         defer { pipeline.stop() }
-        let dead = try FreePort.pick()
+        let (dead, held) = try FreePort.held()
+        defer { close(held) }
         let server = try await Self.start(pipeline, brokers: ["--brokers", "127.0.0.1:\(dead)"], extra: ["--kafka-timeout", "2"])
         defer { server.process.signal(SIGTERM) }
         let submitted = try await server.call("POST", "/v1/apps/shop/campaigns", secret: server.master, json: Pipeline.campaign("shop-down-1", app: "shop"))

@@ -158,7 +158,8 @@ import Testing
 
     @Test("nothing listening: connect failures say not processed")
     func connectFailed() async throws {
-        let port = try FreePort.pick()
+        let (port, held) = try FreePort.held()
+        defer { close(held) }
         let client = try APNsClient(
             endpoint: APNsEndpoint(url: "https://127.0.0.1:\(port)"),
             credentials: APNsCredentials.token(teamID: "TEAM123456", keyID: "KEY1234567", key: .generate()))

@@ -24,8 +24,19 @@ struct ConnectionPathTests {
     @Test("a host whose first address has nothing listening is reached through the other")
     func fallbackAddress() async throws {
         // libcurl resolves localhost to 127.0.0.1 first, then ::1; the simulator is on ::1 only.
-        let harness = try await SenderHarness.start(["--host", "::1"])
-        defer { harness.stop() }
+        // Its port on 127.0.0.1 is held, bound but not listening, so the first address is
+        // refused: another test's simulator listening there (the two families' ports are
+        // apart) once answered instead, with a certificate of another CA.
+        var started: (harness: SenderHarness, held: Int32)?
+        for _ in 0..<5 where started == nil {
+            let harness = try await SenderHarness.start(["--host", "::1"])
+            if let held = FreePort.hold(harness.simulator.port) { started = (harness, held) } else { harness.stop() }
+        }
+        guard let (harness, held) = started else { throw TestFailure("127.0.0.1 had another listener on each simulator's port") }
+        defer {
+            close(held)
+            harness.stop()
+        }
         let endpoint = try APNsEndpoint(url: "https://localhost:\(harness.simulator.port)", caFile: harness.simulator.caFile)
         var configuration = APNsClientConfiguration()
         configuration.connections = 1
