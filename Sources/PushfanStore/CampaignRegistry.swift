@@ -167,11 +167,6 @@ package struct CampaignRegistry: Sendable {
         }
     }
 
-    /// The campaign as accepted (its JSON record), for senders that only got a task.
-    package func definition(_ id: CampaignKey) async throws(StoreError) -> String? {
-        try await stored(id)?.record
-    }
-
     /// A winner campaign's record with its decision: what every reader of the campaign (its
     /// senders, the events' counting) reads from now on.
     package func decide(_ id: CampaignKey, record: String, now: Int64) async throws(StoreError) {

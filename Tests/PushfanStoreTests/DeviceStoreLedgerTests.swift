@@ -111,8 +111,8 @@ extension DeviceStoreTests {
 
         // The campaign row keeps the definition; its status changes for exactly one caller.
         #expect(try await store.campaigns.record(CampaignKey(app: "shop-ios", id: "c2"), audience: 50, shards: 2, definition: CampaignDefinition(record: #"{"v":1}"#), status: .planning, now: store.clock.wallMillis))
-        #expect(try await store.campaigns.definition(shop("c2")) == #"{"v":1}"#)
-        #expect(try await store.campaigns.definition(shop("nope")) == nil)
+        #expect(try await store.campaigns.stored(shop("c2"))?.record == #"{"v":1}"#)
+        #expect(try await store.campaigns.stored(shop("nope")) == nil)
         #expect(try await store.campaigns.transition(shop("c2"), from: .planning, to: .running, now: store.clock.wallMillis))
         #expect(try await !store.campaigns.transition(shop("c2"), from: .planning, to: .running, now: store.clock.wallMillis))
         #expect(try await store.campaigns.get(shop("c2"))?.status == .running)
