@@ -95,11 +95,6 @@ import Testing
         // Within the hour nobody gets another campaign push.
         try await pipeline.submit(Pipeline.campaign("fam-2", app: "fam"))
         let second = try await pipeline.results(of: "fam-2")
-        // Once (of many runs) this campaign did not complete within the wait: say what was seen.
-        let problems = pipeline.workers.values.flatMap { $0.standardError.split(separator: "\n").filter { $0.contains("level=error") || $0.contains("level=warning") }.suffix(3) }
-        #expect(second.completed?.count(of: .skipped) == 100, """
-            fam-2: events \(second.events.map(\.event.rawValue)), \(second.devices.count) device results \
-            \(Dictionary(grouping: second.devices.values, by: \.outcome.rawValue).mapValues(\.count)); workers' last warnings: \(problems)
-            """)
+        #expect(second.completed?.count(of: .skipped) == 100)
     }
 }

@@ -195,8 +195,34 @@ final class Pipeline: @unchecked Sendable {
     }
 
     /// Reads the results topic from the start until `campaign` has completed and a result
-    /// for every device of its audience has been read, or `timeout` passes.
+    /// for every device of its audience has been read, or `timeout` passes; then records an
+    /// issue that says what was seen and what the workers logged about the campaign.
     func results(of campaign: String, timeout: Duration = .seconds(120)) async throws -> CampaignResults {
+        let results = try await readResults(of: campaign, timeout: timeout)
+        if results.completed.map({ results.devices.count < $0.finished }) ?? true {
+            Issue.record("campaign \(campaign) did not complete within \(timeout): \(stallReport(campaign, results))")
+        }
+        return results
+    }
+
+    /// What a campaign that did not complete left behind: its results so far, the workers'
+    /// log lines that name it and their last warnings.
+    func stallReport(_ campaign: String, _ results: CampaignResults) -> String {
+        let outcomes = Dictionary(grouping: results.devices.values, by: \.outcome.rawValue).mapValues(\.count)
+        let ids = workers.keys.sorted()
+        let warnings = ids.flatMap { id in
+            (workers[id]?.standardError ?? "").split(separator: "\n").filter { $0.contains("level=error") || $0.contains("level=warning") }.suffix(3).map { "\(id): \($0)" }
+        }
+        return """
+            events \(results.events.map(\.event.rawValue)), \(results.devices.count) devices \(outcomes), \(results.records) records; \
+            workers' lines on it:
+            \(timeline(ids, matching: ["/\(campaign) ", "=\(campaign) "]).split(separator: "\n").suffix(20).joined(separator: "\n"))
+            group: \(groupTimeline(ids).split(separator: "\n").suffix(12).joined(separator: "\n"))
+            last warnings: \(warnings)
+            """
+    }
+
+    private func readResults(of campaign: String, timeout: Duration) async throws -> CampaignResults {
         try await readTopic(TopicNames.defaultResults, timeout: timeout, into: CampaignResults()) { results, record in
             guard let decoded = try? MessageCodec.decode(ResultRecord.self, from: Data(record.value)), decoded.campaignKey.id == campaign else { return false }
             switch decoded {
