@@ -119,6 +119,14 @@ package enum FuzzTarget: String, CaseIterable, Sendable {
         }
         if let task = try? MessageCodec.decode(TaskRecord.self, from: bytes) {
             check((try? MessageCodec.decode(TaskRecord.self, from: MessageCodec.encode(task))) == task, "a task changes when written and read back")
+            check(task.canonicalJSON.map { Data($0) } == MessageCodec.encodeGenerically(task), "the hand-written task differs from the generic encoder's")
+        }
+        // The workers' fast task reader must never disagree with the decoder on what it accepts.
+        if let fast = TaskRecord.canonical(bytes), (try? fast.validate()) != nil {
+            check((try? MessageCodec.decodeGenerically(TaskRecord.self, from: Data(bytes))) == fast, "the fast task reader accepted what the decoder reads otherwise")
+        }
+        if let record = try? MessageCodec.decode(ResultRecord.self, from: bytes), case .campaign = record {
+            check(record.canonicalJSON.map { Data($0) } == MessageCodec.encodeGenerically(record), "the hand-written campaign event differs from the generic encoder's")
         }
         _ = try? MessageCodec.decode(ControlRecord.self, from: bytes)
         _ = try? MessageCodec.decode(DeadLetterRecord.self, from: bytes)

@@ -94,3 +94,32 @@ struct CanonicalReader {
         return .some(text)
     }
 }
+
+extension CanonicalReader {
+    /// An integer that fits in `Int`.
+    mutating func int() -> Int? { integer().flatMap { Int(exactly: $0) } }
+
+    /// `[1,2,3]`: integers without spaces.
+    mutating func integers() -> [Int64]? {
+        guard literal("[") else { return nil }
+        var values: [Int64] = []
+        if literal("]") { return values }
+        repeat {
+            guard let value = integer() else { return nil }
+            values.append(value)
+        } while literal(",")
+        return literal("]") ? values : nil
+    }
+
+    /// `["a","b"]`: strings without escapes, without spaces.
+    mutating func strings() -> [String]? {
+        guard literal("[") else { return nil }
+        var values: [String] = []
+        if literal("]") { return values }
+        repeat {
+            guard let value = optionalString() ?? nil else { return nil }
+            values.append(value)
+        } while literal(",")
+        return literal("]") ? values : nil
+    }
+}

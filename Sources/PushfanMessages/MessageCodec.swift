@@ -17,10 +17,19 @@ package protocol VersionedMessage: Codable, Sendable {
     /// Checks the rules the type system cannot express (lengths, ranges,
     /// combinations). Called by `MessageCodec.decode` after decoding.
     func validate() throws(MessageDecodingError)
+    /// The record written by hand, for the types a hot path writes thousands of times a
+    /// second: what the generic encoder writes, read the same way (keys sorted, no
+    /// whitespace), without its cost. Nil: the generic encoder writes it.
+    var canonicalJSON: [UInt8]? { get }
+    /// Reads back exactly the spelling `canonicalJSON` writes; nil for any other, which the
+    /// generic decoder then reads. `MessageCodec.decode` validates what it returns.
+    static func canonical(_ bytes: UnsafeRawBufferPointer) -> Self?
 }
 
 extension VersionedMessage {
     package static var supportedVersions: ClosedRange<Int> { currentVersion...currentVersion }
+    package var canonicalJSON: [UInt8]? { nil }
+    package static func canonical(_ bytes: UnsafeRawBufferPointer) -> Self? { nil }
 }
 
 // MARK: - Codec
@@ -37,6 +46,16 @@ package enum MessageCodec {
     /// supports (`unsupported_version`); the fields must have the right types
     /// (`wrong_schema`, with the field path); then `validate()` (`invalid_field`).
     package static func decode<M: VersionedMessage>(
+        _ type: M.Type, from data: Data
+    ) throws(MessageDecodingError) -> M {
+        // The hand-written form first; what it refuses, or what fails the rules, the generic
+        // path reads again and explains.
+        if let fast = data.withUnsafeBytes({ M.canonical($0) }), (try? fast.validate()) != nil { return fast }
+        return try decodeGenerically(type, from: data)
+    }
+
+    /// `decode` through `JSONDecoder` alone: what the hand-written forms are checked against.
+    package static func decodeGenerically<M: VersionedMessage>(
         _ type: M.Type, from data: Data
     ) throws(MessageDecodingError) -> M {
         if let problem = precheck(data) { throw problem }
@@ -112,6 +131,12 @@ package enum MessageCodec {
     /// non-finite numbers as `null`); a conforming type whose `encode(to:)`
     /// throws is a programming error and stops the process.
     package static func encode(_ message: some VersionedMessage) -> Data {
+        if let bytes = message.canonicalJSON { return Data(bytes) }
+        return encodeGenerically(message)
+    }
+
+    /// `encode` through `JSONEncoder` alone: what the hand-written forms are checked against.
+    package static func encodeGenerically(_ message: some VersionedMessage) -> Data {
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
         do {

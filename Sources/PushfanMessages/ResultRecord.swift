@@ -58,6 +58,21 @@ package enum ResultRecord: VersionedMessage, Hashable {
         }
     }
 
+    /// Both kinds by hand: a device's result per device sent, a campaign's event per
+    /// transactional message the API accepts.
+    package var canonicalJSON: [UInt8]? {
+        switch self {
+        case .device(let result): return result.encodedJSON()
+        case .campaign(let event): return event.encodedJSON()
+        }
+    }
+
+    /// A device's result (the form readers meet on nearly every record); events are read by
+    /// the generic decoder.
+    package static func canonical(_ bytes: UnsafeRawBufferPointer) -> ResultRecord? {
+        DeviceResult(canonicalJSON: bytes).map(ResultRecord.device)
+    }
+
     package func validate() throws(MessageDecodingError) {
         switch self {
         case .device(let result): try result.validate()
@@ -179,34 +194,25 @@ package struct DeviceResult: Codable, Sendable, Hashable {
         if broadcast { try container.encode(true, forKey: .broadcast) }
     }
 
-    /// The record's JSON, the same bytes as `MessageCodec.encode(ResultRecord.device(self))`
+    /// The record's JSON, the same bytes as `MessageCodec.encodeGenerically(ResultRecord.device(self))`
     /// (sorted keys, no whitespace) without `JSONEncoder`'s cost: the sender writes one per
     /// device, and the generic encoder took a sixth of a worker's CPU.
     package func encodedJSON() -> [UInt8] {
-        var out: [UInt8] = []
-        out.reserveCapacity(170 + app.utf8.count + campaign.utf8.count + device.utf8.count)
-        func text(_ value: String?) {
-            if let value { JSONWriter.writeString(value, into: &out) } else { out.append(contentsOf: "null".utf8) }
-        }
-        func number(_ value: Int64?) {
-            if let value { out.append(contentsOf: String(value).utf8) } else { out.append(contentsOf: "null".utf8) }
-        }
-        out.append(contentsOf: #"{"apns_id":"#.utf8); text(apnsID)
-        out.append(contentsOf: #","app":"#.utf8); text(app)
-        out.append(contentsOf: #","at":"#.utf8); number(at)
-        out.append(contentsOf: #","attempts":"#.utf8); number(Int64(attempts))
-        if broadcast { out.append(contentsOf: #","broadcast":true"#.utf8) }
-        out.append(contentsOf: #","campaign":"#.utf8); text(campaign)
-        out.append(contentsOf: #","device":"#.utf8); text(device)
-        out.append(contentsOf: #","outcome":"#.utf8); text(outcome.rawValue)
-        out.append(contentsOf: #","reason":"#.utf8); text(reason)
-        out.append(contentsOf: #","status":"#.utf8); number(status.map(Int64.init))
-        out.append(contentsOf: #","type":"device","v":"#.utf8); number(Int64(ResultRecord.currentVersion))
-        if let variant {
-            out.append(contentsOf: #","variant":"#.utf8); text(variant)
-        }
-        out.append(UInt8(ascii: "}"))
-        return out
+        var out = CanonicalWriter(capacity: 170 + app.utf8.count + campaign.utf8.count + device.utf8.count)
+        out.literal(#"{"apns_id":"#); out.string(apnsID)
+        out.literal(#","app":"#); out.string(app)
+        out.literal(#","at":"#); out.integer(at)
+        out.literal(#","attempts":"#); out.integer(attempts)
+        if broadcast { out.literal(#","broadcast":true"#) }
+        out.literal(#","campaign":"#); out.string(campaign)
+        out.literal(#","device":"#); out.string(device)
+        out.literal(#","outcome":"#); out.string(outcome.rawValue)
+        out.literal(#","reason":"#); out.string(reason)
+        out.literal(#","status":"#); out.integer(status)
+        out.literal(#","type":"device","v":"#); out.integer(ResultRecord.currentVersion)
+        if let variant { out.literal(#","variant":"#); out.string(variant) }
+        out.literal("}")
+        return out.bytes
     }
 
     /// Reads back exactly what `encodedJSON` writes (keys in that order, no whitespace, no
@@ -384,6 +390,36 @@ package struct CampaignEvent: Codable, Sendable, Hashable {
         try container.encodeIfPresent(submission, forKey: .submission)
         try container.encode(at, forKey: .at)
         if !variants.isEmpty { try container.encode(variants, forKey: .variants) }
+    }
+
+    /// The event's JSON, the same bytes as `MessageCodec.encodeGenerically(ResultRecord.campaign(self))`.
+    package func encodedJSON() -> [UInt8] {
+        var out = CanonicalWriter(capacity: 200 + app.utf8.count + campaign.utf8.count + (error?.utf8.count ?? 0))
+        out.literal(#"{"app":"#); out.string(app)
+        out.literal(#","at":"#); out.integer(at)
+        if let audience { out.literal(#","audience":"#); out.integer(audience) }
+        out.literal(#","campaign":"#); out.string(campaign)
+        out.literal(#","counts":"#); out.counts(counts)
+        if let error { out.literal(#","error":"#); out.string(error) }
+        out.literal(#","event":"#); out.string(event.rawValue)
+        if let submission {
+            out.literal(#","submission":{"offset":"#); out.integer(submission.offset)
+            out.literal(#","partition":"#); out.integer(submission.partition)
+            out.literal("}")
+        }
+        out.literal(#","type":"campaign","v":"#); out.integer(ResultRecord.currentVersion)
+        if !variants.isEmpty {
+            out.literal(#","variants":{"#)
+            for (index, variant) in variants.keys.sorted().enumerated() {
+                if index > 0 { out.literal(",") }
+                out.string(variant)
+                out.literal(":")
+                out.counts(variants[variant] ?? [:])
+            }
+            out.literal("}")
+        }
+        out.literal("}")
+        return out.bytes
     }
 
     package func validate() throws(MessageDecodingError) {

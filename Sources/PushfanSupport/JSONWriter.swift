@@ -4,7 +4,8 @@
 /// fixed, and every byte counts against the 4 KB payload limit. This writer
 /// emits no whitespace, sorts object keys (so one payload always gives the same
 /// bytes, and tests can compare them), writes non-ASCII text as UTF-8 rather
-/// than `\u` escapes, and escapes only what JSON requires. Non-finite numbers,
+/// than `\u` escapes, and escapes only what JSON requires, in its short forms where it
+/// has them (as `JSONEncoder` does). Non-finite numbers,
 /// which JSON cannot express, are written as `null` (as `JSONValue` does).
 package enum JSONWriter {
     package static func bytes(_ value: JSONValue) -> [UInt8] {
@@ -76,6 +77,8 @@ package enum JSONWriter {
             case 0x0A: output.append(contentsOf: [UInt8(ascii: "\\"), UInt8(ascii: "n")])
             case 0x0D: output.append(contentsOf: [UInt8(ascii: "\\"), UInt8(ascii: "r")])
             case 0x09: output.append(contentsOf: [UInt8(ascii: "\\"), UInt8(ascii: "t")])
+            case 0x08: output.append(contentsOf: [UInt8(ascii: "\\"), UInt8(ascii: "b")])
+            case 0x0C: output.append(contentsOf: [UInt8(ascii: "\\"), UInt8(ascii: "f")])
             case 0x00..<0x20:
                 output.append(contentsOf: "\\u00".utf8)
                 output.append(hex.utf8Start[Int(byte >> 4)])

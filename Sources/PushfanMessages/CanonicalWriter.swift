@@ -1,0 +1,54 @@
+import PushfanSupport
+
+/// The steps of the hand-written record forms (`VersionedMessage.canonicalJSON`): literals
+/// (the keys, in sorted order, with their punctuation), strings escaped as JSON requires,
+/// integers, `null` for what is absent. `CanonicalReader` reads the same form back.
+struct CanonicalWriter {
+    private(set) var bytes: [UInt8] = []
+
+    init(capacity: Int) { bytes.reserveCapacity(capacity) }
+
+    mutating func literal(_ text: StaticString) {
+        bytes.append(contentsOf: UnsafeBufferPointer(start: text.utf8Start, count: text.utf8CodeUnitCount))
+    }
+
+    mutating func string(_ value: String?) {
+        if let value { JSONWriter.writeString(value, into: &bytes) } else { literal("null") }
+    }
+
+    mutating func integer(_ value: Int64?) {
+        if let value { bytes.append(contentsOf: String(value).utf8) } else { literal("null") }
+    }
+
+    mutating func integer(_ value: Int?) { integer(value.map(Int64.init)) }
+
+    mutating func strings(_ values: [String]) {
+        bytes.append(UInt8(ascii: "["))
+        for (index, value) in values.enumerated() {
+            if index > 0 { bytes.append(UInt8(ascii: ",")) }
+            string(value)
+        }
+        bytes.append(UInt8(ascii: "]"))
+    }
+
+    mutating func integers(_ values: [Int64]) {
+        bytes.append(UInt8(ascii: "["))
+        for (index, value) in values.enumerated() {
+            if index > 0 { bytes.append(UInt8(ascii: ",")) }
+            integer(value)
+        }
+        bytes.append(UInt8(ascii: "]"))
+    }
+
+    /// An object of integers, its keys sorted.
+    mutating func counts(_ values: [String: Int]) {
+        bytes.append(UInt8(ascii: "{"))
+        for (index, key) in values.keys.sorted().enumerated() {
+            if index > 0 { bytes.append(UInt8(ascii: ",")) }
+            string(key)
+            bytes.append(UInt8(ascii: ":"))
+            integer(values[key])
+        }
+        bytes.append(UInt8(ascii: "}"))
+    }
+}
