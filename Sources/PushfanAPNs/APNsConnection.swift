@@ -87,6 +87,7 @@ final class APNsConnection: HTTP2SessionDelegate {
     func checkConnected() {
         guard state == .connecting, let result = attempt?.result else { return }
         attempt = nil
+        engine.logger.debug("apns.connection.connected", ["after_ms": "\((ContinuousClock.now - openedAt).milliseconds)", "error": result ?? ""])
         if let failure = result { return close(reason: failure) }
         do {
             let session = try HTTP2Session(role: .client, delegate: self)
@@ -154,6 +155,7 @@ final class APNsConnection: HTTP2SessionDelegate {
         guard state == .awaitingSettings else { return }
         state = .ready
         wasReady = true
+        engine.logger.debug("apns.connection.ready", ["after_ms": "\((ContinuousClock.now - openedAt).milliseconds)"])
         engine.metrics?.connectionsOpened.add()
         engine.metrics?.connectionsOpen.add(1)
     }
@@ -254,6 +256,7 @@ final class APNsConnection: HTTP2SessionDelegate {
     func close(reason: String) {
         guard state != .closed else { return }
         let wasOpening = isOpening
+        engine.logger.debug("apns.connection.closed", ["state": "\(state)", "age_ms": "\((ContinuousClock.now - openedAt).milliseconds)", "reason": reason])
         state = .closed
         closeReason = reason
         let remaining = streams

@@ -175,15 +175,19 @@ import Testing
     func shutdown() async throws {
         let harness = try await SenderHarness.start(["--latency", "200"])
         defer { harness.stop() }
-        let client = try harness.client { $0.streamsPerConnection = 2 }
+        let log = SenderHarness.LogCapture()
+        let client = try harness.client(logger: log.logger) { $0.streamsPerConnection = 2 }
         // Two streams answered in 200 ms each drain 200 notifications in 20 s:
         // far longer than a poll of the simulator takes on a loaded machine
         // (with 20, the whole batch was once done before a poll saw it).
         let notifications = try (0..<200).map { _ in try SenderHarness.alert() }
         async let results = client.send(batch: notifications)
-        // Shut down once requests are on the wire.
-        let deadline = ContinuousClock.now + .seconds(10)
+        // Shut down once requests are on the wire. Once (of many full runs) none was within
+        // 10 s: say what the sender's connection did.
+        let deadline = ContinuousClock.now + .seconds(30)
         while try await harness.simulator.stats().count("requests") == 0, ContinuousClock.now < deadline { try await Task.sleep(for: .milliseconds(10)) }
+        let stats = try await harness.simulator.stats()
+        #expect(stats.count("requests") > 0, "no request reached the simulator in 30 s; the sender: \(log.lines.suffix(20)); the simulator: \(stats)")
         await client.shutdown()
         let all = await results
         #expect(all.filter { $0.isAccepted }.count >= 1, "the requests on the wire were allowed to finish")

@@ -46,12 +46,21 @@ struct SenderHarness {
     }
 
     func client(
-        tokenCache: ProviderTokenCache = ProviderTokenCache(clock: SystemClock()), _ configure: (inout APNsClientConfiguration) -> Void = { _ in }
+        tokenCache: ProviderTokenCache = ProviderTokenCache(clock: SystemClock()), logger: Logger = Logger(label: "apns"),
+        _ configure: (inout APNsClientConfiguration) -> Void = { _ in }
     ) throws -> APNsClient {
         var configuration = APNsClientConfiguration()
         configuration.connections = 1
         configure(&configuration)
-        return try APNsClient(endpoint: endpoint, credentials: credentials, configuration: configuration, tokenCache: tokenCache)
+        return try APNsClient(endpoint: endpoint, credentials: credentials, configuration: configuration, tokenCache: tokenCache, logger: logger)
+    }
+
+    /// A logger at debug level whose lines are kept (`lines`), for a test that says what the
+    /// sender did when it fails.
+    final class LogCapture: Sendable {
+        private let kept = Locked<[String]>([])
+        var logger: Logger { Logger(label: "apns", threshold: .debug) { [kept] line in kept.withLock { $0.append(line) } } }
+        var lines: [String] { kept.withLock { $0 } }
     }
 
     /// An alert notification to a fresh random token.
