@@ -1,7 +1,8 @@
 import Foundation
 
 /// The few steps the canonical readers take over bytes in their writer's one form
-/// (`DeviceResult(canonicalJSON:)`, `EngagementEvent(canonicalJSON:)`): literals in a fixed
+/// (`DeviceResult(canonicalJSON:)`, `EngagementEvent(canonicalJSON:)`, `TaskRecord.canonical`,
+/// `CanonicalWriter`'s counterpart): literals in a fixed
 /// order, strings without escapes, plain numbers. Anything else is not theirs to read, and
 /// the generic decoder reads it.
 struct CanonicalReader {

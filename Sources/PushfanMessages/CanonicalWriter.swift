@@ -40,10 +40,16 @@ struct CanonicalWriter {
         bytes.append(UInt8(ascii: "]"))
     }
 
+    /// Keys in `JSONEncoder`'s `.sortedKeys` order: by their UTF-8 bytes (`String`'s own order
+    /// compares normalized text, and differs for keys not in NFC).
+    static func sorted(_ keys: some Sequence<String>) -> [String] {
+        keys.sorted { $0.utf8.lexicographicallyPrecedes($1.utf8) }
+    }
+
     /// An object of integers, its keys sorted.
     mutating func counts(_ values: [String: Int]) {
         bytes.append(UInt8(ascii: "{"))
-        for (index, key) in values.keys.sorted().enumerated() {
+        for (index, key) in Self.sorted(values.keys).enumerated() {
             if index > 0 { bytes.append(UInt8(ascii: ",")) }
             string(key)
             bytes.append(UInt8(ascii: ":"))

@@ -410,7 +410,7 @@ package struct CampaignEvent: Codable, Sendable, Hashable {
         out.literal(#","type":"campaign","v":"#); out.integer(ResultRecord.currentVersion)
         if !variants.isEmpty {
             out.literal(#","variants":{"#)
-            for (index, variant) in variants.keys.sorted().enumerated() {
+            for (index, variant) in CanonicalWriter.sorted(variants.keys).enumerated() {
                 if index > 0 { out.literal(",") }
                 out.string(variant)
                 out.literal(":")

@@ -146,10 +146,11 @@ final class Pipeline: @unchecked Sendable {
     }
 
     /// The log lines of these workers that contain any of `fragments`, in time order, each as
-    /// its time, the worker's id and the rest of its fields.
+    /// its time, the worker's id and the rest of its fields. A line is matched with a space
+    /// after it, so `"=x "` finds a field `=x` at its end too.
     func timeline(_ ids: [String], matching fragments: [String]) -> String {
         ids.flatMap { id in
-            (workers[id]?.standardError ?? "").split(separator: "\n").filter { line in fragments.contains { line.contains($0) } }.map { line in
+            (workers[id]?.standardError ?? "").split(separator: "\n").filter { line in fragments.contains { (line + " ").contains($0) } }.map { line in
                 let fields = line.split(separator: " ")
                 let time = fields.first { $0.hasPrefix("ts=") } ?? ""
                 return "\(time) \(id) \(fields.filter { !$0.hasPrefix("ts=") && !$0.hasPrefix("level=") }.joined(separator: " "))"

@@ -73,7 +73,7 @@ struct BroadcastChannelModelTests {
         #expect(json == Array(MessageCodec.encodeGenerically(ResultRecord.device(result))))
         #expect(String(decoding: json, as: UTF8.self).contains(#""attempts":1,"broadcast":true,"campaign""#))
         #expect(json.withUnsafeBytes { DeviceResult(canonicalJSON: $0) } == result)
-        #expect(try MessageCodec.decode(ResultRecord.self, from: Data(json)) == .device(result))
+        #expect(try MessageCodec.decodeGenerically(ResultRecord.self, from: Data(json)) == .device(result))
         var device = result
         device.broadcast = false
         #expect(throws: MessageDecodingError.self) { try device.validate() }

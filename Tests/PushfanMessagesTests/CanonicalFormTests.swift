@@ -23,6 +23,9 @@ import Testing
     static let events: [CampaignEvent] = {
         var split = CampaignEvent(campaign: "ab", app: "shop", event: .completed, audience: 10, counts: ["delivered": 7, "failed": 3], at: 12)
         split.variants = ["b": ["delivered": 3], "a": ["failed": 3, "delivered": 4]]
+        // Keys whose UTF-8 order differs from String's (a key not in NFC): JSONEncoder's order.
+        var unnormalised = CampaignEvent(campaign: "c", app: "a", event: .progress, at: 3)
+        unnormalised.variants = ["e\u{301}b": ["delivered": 1], "\u{E9}a": ["delivered": 2], "Z": [:]]
         return [
             CampaignEvent(campaign: "c", app: "a", event: .accepted, at: 0),
             CampaignEvent(campaign: "c", app: "a", event: .accepted, audience: 1, at: 1_765_000_000_000),
@@ -30,6 +33,7 @@ import Testing
                 campaign: "c", app: "a", event: .failed, error: "segment \"x\" ends\n\tearly \u{8}\u{c}\u{1} / ü ✓ \\", submission: .init(partition: 4, offset: 900),
                 at: 5),
             split,
+            unnormalised,
         ]
     }()
 
@@ -38,6 +42,7 @@ import Testing
         let bytes = try #require(task.canonicalJSON)
         #expect(bytes == Array(MessageCodec.encodeGenerically(task)), "\(String(decoding: bytes, as: UTF8.self))")
         #expect(bytes.withUnsafeBytes { TaskRecord.canonical($0) } == task)
+        #expect(try MessageCodec.decodeGenerically(TaskRecord.self, from: Data(bytes)) == task)
         #expect(try MessageCodec.decode(TaskRecord.self, from: Data(bytes)) == task)
     }
 

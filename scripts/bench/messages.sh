@@ -39,7 +39,7 @@ CONNECTIONS=${CONNECTIONS:-64}
 users=$((DEVICES / 2))
 worker_args=${WORKER_ARGS-"--property fetch.wait.max.ms=10"}
 if [ -n "${PUSHFAN:-}" ]; then
-  pushfan=$(realpath "$PUSHFAN")
+  pushfan=$PUSHFAN
 else
   swift build -c release --jobs 2 --product pushfan >&2
   pushfan=$PWD/.build/release/pushfan
