@@ -22,20 +22,15 @@ struct CanonicalWriter {
 
     mutating func integer(_ value: Int?) { integer(value.map(Int64.init)) }
 
-    mutating func strings(_ values: [String]) {
-        bytes.append(UInt8(ascii: "["))
-        for (index, value) in values.enumerated() {
-            if index > 0 { bytes.append(UInt8(ascii: ",")) }
-            string(value)
-        }
-        bytes.append(UInt8(ascii: "]"))
-    }
+    mutating func strings(_ values: [String]) { array(values) { $0.string($1) } }
 
-    mutating func integers(_ values: [Int64]) {
+    mutating func integers(_ values: [Int64]) { array(values) { $0.integer($1) } }
+
+    private mutating func array<Element>(_ values: [Element], _ element: (inout CanonicalWriter, Element) -> Void) {
         bytes.append(UInt8(ascii: "["))
         for (index, value) in values.enumerated() {
             if index > 0 { bytes.append(UInt8(ascii: ",")) }
-            integer(value)
+            element(&self, value)
         }
         bytes.append(UInt8(ascii: "]"))
     }
