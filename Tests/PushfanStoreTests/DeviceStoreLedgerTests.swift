@@ -12,8 +12,7 @@ extension DeviceStoreTests {
     func ledgerKeepsPerVariantTotals(_ backend: Backend) async throws {
         let store = try await backend.openFresh()
         try await store.addTestApp()
-        _ = try await store.devices.importDevices(app: "shop-ios", try Synthetic.devices(count: 30, now: now).map { try Validation.device($0.registration, now: store.clock.wallMillis) })
-        let targets = try await store.audience.page(app: "shop-ios", segment: nil, shard: ShardRange(after: nil, through: nil), cursor: nil, limit: 30, now: store.clock.wallMillis)
+        let targets = try await store.importSynthetic(30, now: now)
         #expect(try await store.campaigns.record(CampaignKey(app: "shop-ios", id: "ab"), audience: 30, shards: 1, now: store.clock.wallMillis))
         _ = try await store.ledger.claim(campaign: shop("ab"), targets: targets, owner: "w", now: now)
         func outcome(_ index: Int) -> LedgerOutcome {
@@ -38,8 +37,7 @@ extension DeviceStoreTests {
         let url = try backend.freshDatabase()
         let store = try await DeviceStore.open(url, logger: quietLogger, clock: SystemClock())
         try await store.addTestApp()
-        _ = try await store.devices.importDevices(app: "shop-ios", try Synthetic.devices(count: 200, now: now).map { try Validation.device($0.registration, now: store.clock.wallMillis) })
-        let targets = try await store.audience.page(app: "shop-ios", segment: nil, shard: ShardRange(after: nil, through: nil), cursor: nil, limit: 200, now: store.clock.wallMillis)
+        let targets = try await store.importSynthetic(200, now: now)
         #expect(try await store.campaigns.record(CampaignKey(app: "shop-ios", id: "c1"), audience: 200, shards: 1, now: store.clock.wallMillis))
         #expect(try await !store.campaigns.record(CampaignKey(app: "shop-ios", id: "c1"), audience: 200, shards: 1, now: store.clock.wallMillis))
 
@@ -106,8 +104,7 @@ extension DeviceStoreTests {
     func workerLedgerOperations(_ backend: Backend) async throws {
         let store = try await backend.openFresh()
         try await store.addTestApp()
-        _ = try await store.devices.importDevices(app: "shop-ios", try Synthetic.devices(count: 50, now: now).map { try Validation.device($0.registration, now: store.clock.wallMillis) })
-        let targets = try await store.audience.page(app: "shop-ios", segment: nil, shard: ShardRange(after: nil, through: nil), cursor: nil, limit: 50, now: store.clock.wallMillis)
+        let targets = try await store.importSynthetic(50, now: now)
 
         // The campaign row keeps the definition; its status changes for exactly one caller.
         #expect(try await store.campaigns.record(CampaignKey(app: "shop-ios", id: "c2"), audience: 50, shards: 2, definition: CampaignDefinition(record: #"{"v":1}"#), status: .planning, now: store.clock.wallMillis))
@@ -206,7 +203,7 @@ extension DeviceStoreTests {
 
         let store = try await DeviceStore.open(url, logger: quietLogger, clock: SystemClock())
         try await store.addTestApp()
-        _ = try await store.devices.importDevices(app: "shop-ios", try Synthetic.devices(count: 100, now: now).map { try Validation.device($0.registration, now: store.clock.wallMillis) })
+        try await store.importSynthetic(100, now: now)
         let all = ShardRange(after: nil, through: nil)
         let first = try await store.audience.page(app: "shop-ios", segment: nil, shard: all, cursor: nil, limit: 40, now: store.clock.wallMillis)
         #expect(first.count == 40)

@@ -31,8 +31,7 @@ struct DeviceStoreTests {
     func campaignRowsMoveIntoTheirApps(_ backend: Backend) async throws {
         let store = try await backend.openFresh()
         try await store.addTestApp()
-        _ = try await store.devices.importDevices(app: "shop-ios", try Synthetic.devices(count: 20, now: now).map { try Validation.device($0.registration, now: store.clock.wallMillis) })
-        let targets = try await store.audience.page(app: "shop-ios", segment: nil, shard: ShardRange(after: nil, through: nil), cursor: nil, limit: 20, now: store.clock.wallMillis)
+        let targets = try await store.importSynthetic(20, now: now)
         #expect(try await store.campaigns.record(shop("old"), audience: 20, shards: 2, now: store.clock.wallMillis))
         _ = try await store.ledger.claim(campaign: shop("old"), targets: targets, owner: "w", now: now)
         #expect(try await store.ledger.record(campaign: shop("old"), targets.prefix(5).map { LedgerOutcome(rowKey: $0.rowKey, state: .delivered) }, now: store.clock.wallMillis) == 5)
@@ -399,7 +398,7 @@ struct DeviceStoreTests {
     func injectionAttemptsAreRefusedAndTheTablesStayIntact(_ backend: Backend) async throws {
         let store = try await backend.openFresh()
         try await store.addTestApp()
-        _ = try await store.devices.importDevices(app: "shop-ios", try Synthetic.devices(count: 20, now: now).map { try Validation.device($0.registration, now: store.clock.wallMillis) })
+        try await store.importSynthetic(20, now: now)
         let attempts = [
             "' OR 1=1 --", "; DROP TABLE devices", "locale = \u{201C}de\u{201D}", "tag:a\u{0}", String(repeating: "(", count: 10_000) + "tag:a",
             "locale = x; DROP TABLE devices", "attr.plan' OR '1'='1 = x",

@@ -108,6 +108,14 @@ extension DeviceStore {
         _ = try await apps.add(AppRegistration(app: app, topic: "com.example.shop", credentials: .token(teamID: "TEAM123456", keyID: "KEY1234567", keyFile: "/keys/k.p8"), ratePerSecond: rate))
     }
 
+    /// Imports `count` synthetic devices (seen before `now`) into the test app and returns
+    /// them as one page of targets, in row-key order.
+    @discardableResult
+    func importSynthetic(_ count: Int, now: Int64) async throws -> [DeviceTarget] {
+        _ = try await devices.importDevices(app: "shop-ios", try Synthetic.devices(count: count, now: now).map { try Validation.device($0.registration, now: clock.wallMillis) })
+        return try await audience.page(app: "shop-ios", segment: nil, shard: ShardRange(after: nil, through: nil), cursor: nil, limit: count, now: clock.wallMillis)
+    }
+
     /// Every matching device through shards and pages, as the pipeline reads them.
     func expandAll(app: String, segment: SegmentExpression?, shardSize: Int, pageSize: Int, now: Int64) async throws -> [DeviceTarget] {
         var all: [DeviceTarget] = []
