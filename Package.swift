@@ -62,11 +62,14 @@ let package = Package(
         .plugin(name: "EmbedOpenAPIDocument", capability: .buildTool(), dependencies: ["EmbedText"]),
         // Subcommands and argument parsing; the executable only dispatches into it.
         .target(name: "PushfanCLI", dependencies: ["PushfanSupport", "PushfanSegments", "PushfanMessages", "PushfanSchedule", "PushfanAPNsModel", "PushfanKafka", "PushfanStore", "PushfanAPNs", "PushfanAPNsSim", "PushfanCrypto", "PushfanTopics", "PushfanWorker", "PushfanAPI"]),
-        .executableTarget(name: "pushfan", dependencies: ["PushfanCLI"]),
+        .executableTarget(name: "pushfan", dependencies: ["PushfanCLI", "PushfanSupport"]),
         // Fuzz targets for every parser of outside bytes (`FuzzTarget`), and the executable
         // scripts/fuzz builds with libFuzzer (`-sanitize=fuzzer,address -DFUZZING`).
         .target(name: "PushfanFuzzing", dependencies: ["PushfanSegments", "PushfanTemplates", "PushfanMessages", "PushfanAPNsModel", "PushfanStore", "PushfanAPNsSim", "PushfanAPI"]),
         .executableTarget(name: "pushfan-fuzz", dependencies: ["PushfanFuzzing"]),
+
+        // `pushfan` with its wall clock shifted, for tests and benchmarks of moments hours away.
+        .executableTarget(name: "pushfan-shifted-clock", dependencies: ["PushfanCLI", "PushfanSupport"], path: "Tests/ShiftedClock"),
 
         // Starting and stopping real processes (kafka-dev, simulators) for the suites below.
         .target(name: "PushfanTestSupport", dependencies: ["PushfanSupport"], path: "Tests/PushfanTestSupport"),

@@ -130,7 +130,7 @@ struct SendCommand: Command {
         }
         var configuration = try APNsOptions.pool(arguments, context)
         configuration.connections = 1
-        let tokenCache = ProviderTokenCache(clock: SystemClock())
+        let tokenCache = ProviderTokenCache(clock: context.clock)
         let savedToken = try ProviderTokenFile(arguments.value("token-cache"), credentials: credentials, keyFile: arguments.value("key-file"))
         savedToken?.load(into: tokenCache)
         let client = try APNsClient(

@@ -10,10 +10,12 @@ package protocol Command: Sendable {
     static func run(_ arguments: ParsedArguments, _ context: CommandContext) async throws -> Int32
 }
 
-/// What every command gets: the merged configuration and a logger.
+/// What every command gets: the merged configuration, a logger and the process's one clock
+/// (the system's; a test harness may run the commands on another).
 package struct CommandContext: Sendable {
     package var configuration: PushfanConfiguration
     package var logger: Logger
+    package var clock: any ServiceClock
 }
 
 /// Dispatches `pushfan <command> ...`.
@@ -102,8 +104,9 @@ package enum PushfanMain {
         return text
     }
 
-    /// Runs the command named by the leading words of `arguments` (without the program name).
-    package static func run(_ arguments: [String]) async -> Int32 {
+    /// Runs the command named by the leading words of `arguments` (without the program name)
+    /// on `clock`.
+    package static func run(_ arguments: [String], clock: any ServiceClock) async -> Int32 {
         if arguments.isEmpty || arguments == ["--help"] || arguments == ["-h"] || arguments == ["help"] {
             print(help)
             return arguments.isEmpty ? 2 : 0
@@ -142,7 +145,7 @@ package enum PushfanMain {
                 configuration.logLevel = level
             }
             let logger = Logger(label: "pushfan", threshold: configuration.logThreshold)
-            return try await command.run(parsed, CommandContext(configuration: configuration, logger: logger))
+            return try await command.run(parsed, CommandContext(configuration: configuration, logger: logger, clock: clock))
         } catch let error as StoreError where error.code == .invalidInput || error.code == .notFound || error.code == .conflict {
             printError("pushfan \(command.spec.name): \(error.description)")
             return 1

@@ -76,7 +76,7 @@ struct DemoCommand: Command {
         try writeAtomically(key.pkcs8PEM, to: keyFile)
         let database = "sqlite:" + directory.appendingPathComponent("devices.db").path
         step("filling a SQLite device store with \(deviceCount) synthetic devices of app \(campaign.app)")
-        let store = try await DeviceStore.open(database, logger: context.logger, clock: SystemClock())
+        let store = try await DeviceStore.open(database, logger: context.logger, clock: context.clock)
         _ = try await store.apps.add(AppRegistration(
             app: campaign.app, topic: "com.example.shop", credentials: .token(teamID: "DEMOTEAM01", keyID: "DEMOKEY001", keyFile: keyFile),
             ratePerSecond: rate))
@@ -112,7 +112,7 @@ struct DemoCommand: Command {
             options.settings.shutdownTimeoutSeconds = 5
             // A lively progress bar: a campaign of the demo's size takes seconds.
             options.settings.progressIntervalMs = 300
-            let workerStore = try await DeviceStore.open(database, logger: context.logger, clock: SystemClock())
+            let workerStore = try await DeviceStore.open(database, logger: context.logger, clock: context.clock)
             workers.append(try Worker(options: options, store: workerStore, logger: context.logger.child("worker-\(index)")))
         }
         let running = workers.map { worker in Task { await worker.run() } }

@@ -11,6 +11,6 @@ enum StoreOptions {
     ]
 
     static func open(_ arguments: ParsedArguments, _ context: CommandContext) async throws -> DeviceStore {
-        try await DeviceStore.open(arguments.value("database") ?? context.configuration.database, logger: context.logger, clock: SystemClock())
+        try await DeviceStore.open(arguments.value("database") ?? context.configuration.database, logger: context.logger, clock: context.clock)
     }
 }

@@ -35,7 +35,6 @@ struct WorkerCommand: Command {
             .option("shutdown-timeout", "SECONDS", "exit this long after SIGTERM at most (default: worker.shutdown_timeout_s, 10)"),
             .option("credentials-pause", "SECONDS", "pause an app's sends this long after a credentials failure (default: worker.credentials_pause_s, 30)"),
             .option("credentials-give-up", "SECONDS", "after credentials failed this long, unsent devices end failed (default: worker.credentials_give_up_s, 900)"),
-            .option("clock-offset", "SECONDS", "shift this worker's wall clock, for tests (default: worker.clock_offset_s, 0); match the simulator's"),
             .option("url", "URL", "APNs endpoint override, e.g. a simulator (default: $PUSHFAN_APNS_URL, else Apple's hosts)"),
             .option("ca-file", "FILE", "PEM CA certificates to trust for --url (default: $PUSHFAN_APNS_CA_FILE)"),
             .option("metrics-port", "PORT", "serve Prometheus metrics at http://127.0.0.1:PORT/metrics (0: a free port; printed)"),
@@ -52,8 +51,6 @@ struct WorkerCommand: Command {
         settings.shutdownTimeoutSeconds = try arguments.int("shutdown-timeout", default: settings.shutdownTimeoutSeconds, range: 1...600)
         settings.credentialsPauseSeconds = try arguments.int("credentials-pause", default: settings.credentialsPauseSeconds, range: 1...3_600)
         settings.credentialsGiveUpSeconds = try arguments.int("credentials-give-up", default: settings.credentialsGiveUpSeconds, range: 1...604_800)
-        let offset = PushfanConfiguration.Worker.maxClockOffset
-        settings.clockOffsetSeconds = try arguments.int("clock-offset", default: settings.clockOffsetSeconds, range: -offset...offset)
         let planner = !arguments.flag("no-planner")
         let sender = !arguments.flag("no-sender")
         let events = !arguments.flag("no-events")
@@ -73,9 +70,8 @@ struct WorkerCommand: Command {
         options.sender = sender
         options.events = events
 
-        // The worker's one clock, shifted when a test asks (`--clock-offset`).
-        let clock = SystemClock(offset: TimeInterval(settings.clockOffsetSeconds))
-        let store = try await DeviceStore.open(arguments.value("database") ?? configuration.database, logger: context.logger, clock: clock)
+        // The worker's one clock: the process's (rows, records and waits agree on the time).
+        let store = try await DeviceStore.open(arguments.value("database") ?? configuration.database, logger: context.logger, clock: context.clock)
         store.exportMetrics(to: options.metrics.registry)
         let worker = try Worker(options: options, store: store, logger: context.logger.child("worker"))
         var metricsServer: HTTPServer?

@@ -96,9 +96,6 @@ package struct PushfanConfiguration: Codable, Sendable, Equatable {
         /// How long an app's credentials may keep failing before its campaigns stop waiting:
         /// their unsent devices end `failed` with reason `credentials`.
         package var credentialsGiveUpSeconds: Int = 900
-        /// Shifts the worker's wall clock by this many seconds: for tests of local times hours
-        /// away (the simulator's `--clock-offset` must match). Zero in production.
-        package var clockOffsetSeconds: Int = 0
 
         package init() {}
 
@@ -106,7 +103,6 @@ package struct PushfanConfiguration: Codable, Sendable, Equatable {
             case lanes, shardSize = "shard_size", pageSize = "page_size", pagesInFlight = "pages_in_flight", leaseSeconds = "lease_s"
             case shutdownTimeoutSeconds = "shutdown_timeout_s", progressIntervalMs = "progress_interval_ms"
             case credentialsPauseSeconds = "credentials_pause_s", credentialsGiveUpSeconds = "credentials_give_up_s"
-            case clockOffsetSeconds = "clock_offset_s"
         }
 
         package init(from decoder: any Decoder) throws {
@@ -121,7 +117,6 @@ package struct PushfanConfiguration: Codable, Sendable, Equatable {
             progressIntervalMs = try c.decodeIfPresent(Int.self, forKey: .progressIntervalMs) ?? defaults.progressIntervalMs
             credentialsPauseSeconds = try c.decodeIfPresent(Int.self, forKey: .credentialsPauseSeconds) ?? defaults.credentialsPauseSeconds
             credentialsGiveUpSeconds = try c.decodeIfPresent(Int.self, forKey: .credentialsGiveUpSeconds) ?? defaults.credentialsGiveUpSeconds
-            clockOffsetSeconds = try c.decodeIfPresent(Int.self, forKey: .clockOffsetSeconds) ?? defaults.clockOffsetSeconds
         }
 
         /// Refuses values that cannot work, naming the key.
@@ -138,11 +133,7 @@ package struct PushfanConfiguration: Codable, Sendable, Equatable {
             try check(progressIntervalMs, "progress_interval_ms", 100...600_000)
             try check(credentialsPauseSeconds, "credentials_pause_s", 1...3_600)
             try check(credentialsGiveUpSeconds, "credentials_give_up_s", 1...604_800)
-            try check(clockOffsetSeconds, "clock_offset_s", -Self.maxClockOffset...Self.maxClockOffset)
         }
-
-        /// A year each way.
-        package static let maxClockOffset = 366 * 86_400
     }
 
     package var kafka = Kafka()

@@ -25,14 +25,12 @@ extension ServiceClock {
     }
 }
 
-/// `ContinuousClock`: monotonic, and counting while the machine sleeps. `offset` shifts the
-/// wall clock (`worker.clock_offset_s`), for tests of local times that are hours away; the
-/// simulator's `--clock-offset` must match it, or provider tokens look expired.
+/// `ContinuousClock`: monotonic, and counting while the machine sleeps. (Tests of local
+/// times hours away run the CLI with a clock of their own: Tests/ShiftedClock.)
 package struct SystemClock: ServiceClock {
-    package let offset: TimeInterval
-    package init(offset: TimeInterval = 0) { self.offset = offset }
+    package init() {}
     package var now: ContinuousClock.Instant { .now }
-    package var wall: Date { Date(timeIntervalSinceNow: offset) }
+    package var wall: Date { Date() }
     package func sleep(until deadline: ContinuousClock.Instant) async throws {
         try await Task.sleep(until: deadline, clock: .continuous)
     }

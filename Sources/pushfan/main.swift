@@ -1,9 +1,10 @@
 // `stdout` and `stderr` are C globals; flushing them at the very end is safe.
 @preconcurrency import Glibc
 import PushfanCLI
+import PushfanSupport
 
 // The executable only dispatches; every command lives in PushfanCLI.
-let status = await PushfanMain.run(Array(CommandLine.arguments.dropFirst()))
+let status = await PushfanMain.run(Array(CommandLine.arguments.dropFirst()), clock: SystemClock())
 // Leave without the C libraries' exit-time cleanup (OpenSSL's atexit handler, C++ static
 // destructors): threads a command started (Kafka's, libcurl's, the HTTP loops) may still be
 // inside those libraries, and a cleanup under their feet can crash the process on its way

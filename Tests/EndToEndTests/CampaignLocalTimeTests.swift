@@ -6,7 +6,7 @@ import Testing
 
 extension RealTimeTests {
     /// Recipient local time and quiet hours with real workers and the simulator, their clocks
-    /// shifted by configuration (`--clock-offset`, the simulator's `clock_offset_s`) to the
+    /// shifted (`pushfan-shifted-clock`, the simulator's `clock_offset_s`) to the
     /// moments that matter instead of waiting for 9:00: each zone's devices get their request at
     /// their own 09:00 (New York on the day it changes to summer time), late zones follow each
     /// policy, and alert pushes wait out quiet hours while background and transactional ones do
@@ -22,7 +22,7 @@ extension RealTimeTests {
         static func startWorkers(_ pipeline: Pipeline, _ ids: [String], now target: Int64) async throws -> Int {
             let offset = Int((Double(target - realNow()) / 1000).rounded())
             try await pipeline.sim.control(["clock_offset_s": offset])
-            for id in ids { try pipeline.startWorker(id, extra: ["--clock-offset", String(offset)]) }
+            for id in ids { try pipeline.startWorker(id, clockOffset: offset) }
             await CampaignControlTests.waitForControlReaders(pipeline, ids)
             return offset
         }

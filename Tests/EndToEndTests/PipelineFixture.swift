@@ -97,10 +97,19 @@ final class Pipeline: @unchecked Sendable {
     }
 
     @discardableResult
-    func startWorker(_ id: String, lease: Int = 4, database: String? = nil, extra: [String] = []) throws -> ManagedProcess {
+    /// Starts worker `id`; with `clockOffset`, its wall clock reads that many seconds ahead
+    /// (`pushfan-shifted-clock`; the simulator's must be shifted alike).
+    func startWorker(_ id: String, lease: Int = 4, database: String? = nil, extra: [String] = [], clockOffset: Int? = nil) throws -> ManagedProcess {
         var arguments = ["worker", "--id", id, "--database", database ?? self.database, "--url", sim.url, "--lease", String(lease), "--log-level", "info"]
         if let caFile = sim.caFile { arguments += ["--ca-file", caFile] }
-        let worker = try ManagedProcess(TestBinaries.pushfan, arguments + kafkaArguments + extra, name: "worker-\(id)")
+        arguments += kafkaArguments + extra
+        var executable = TestBinaries.pushfan
+        if let clockOffset {
+            let shifted = TestBinaries.shiftedClock(by: clockOffset)
+            executable = shifted[0]
+            arguments = Array(shifted.dropFirst()) + arguments
+        }
+        let worker = try ManagedProcess(executable, arguments, name: "worker-\(id)")
         workers[id] = worker
         return worker
     }

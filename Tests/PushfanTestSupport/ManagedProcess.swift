@@ -137,6 +137,12 @@ package enum TestBinaries {
         return packageRoot.appendingPathComponent(".build/debug/pushfan").path
     }
 
+    /// `pushfan-shifted-clock` (Tests/ShiftedClock), built beside `pushfan`: the same
+    /// commands with the wall clock shifted, as `[executable, seconds]` to put before them.
+    package static func shiftedClock(by seconds: Int) -> [String] {
+        [URL(fileURLWithPath: pushfan).deletingLastPathComponent().appendingPathComponent("pushfan-shifted-clock").path, String(seconds)]
+    }
+
     package static var packageRoot: URL {
         URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
     }
