@@ -57,13 +57,7 @@ package struct EngagementTallies: Sendable {
         let campaignKeys = Array(Set(events.compactMap(\.campaignKey)))
         let unattributed = events.filter { $0.kind == .converted && $0.campaign == nil }
         let (known, campaigns, reached) = try await executor.run { connection throws(StoreError) -> (Set<String>, [CampaignKey: Campaign], [String: [Reach]]) in
-            var known: Set<String> = []
-            for chunk in StoreExecutor.chunks(deviceIDs) {
-                let list = executor.backend.isIn(chunk.map(SQLValue.text), type: "text")
-                try connection.query("SELECT device_id FROM devices WHERE app = \(app) AND device_id" + list) { row in
-                    if let id = row.text(0) { known.insert(id) }
-                }
-            }
+            let known = try executor.backend.knownDevices(connection, app: app, deviceIDs)
             let reached = try Self.reaches(connection, executor.backend, app: app, of: unattributed)
             var campaigns: [CampaignKey: Campaign] = [:]
             for key in Set(campaignKeys + reached.values.flatMap { $0.map(\.campaign) }) {
@@ -137,46 +131,30 @@ package struct EngagementTallies: Sendable {
     }
 
     /// Counts what it has not counted before; returns the events that were new. An event
-    /// that counts for no campaign is remembered (its id) but counted under none. A few
-    /// statements per batch, whatever its size: the new ids and each first device come back
-    /// from multi-row inserts (`RETURNING`), and each (campaign, variant, kind, detail) gets
-    /// one update.
+    /// that counts for no campaign is remembered (its id) but counted under none. Each
+    /// event's id and each first device of a group are rows (`EngagementRows`, written the
+    /// backend's fastest way); each (campaign, variant, kind, detail) then gets one update.
     package func count(_ events: [Counted], now: Int64) async throws(StoreError) -> [Counted] {
         var seen: Set<String> = []
         let unique = events.filter { seen.insert($0.event.app + "\n" + $0.event.id).inserted }
         guard !unique.isEmpty else { return [] }
+        let backend = executor.backend
         return try await executor.run { connection throws(StoreError) -> [Counted] in
             try connection.transaction { () throws(StoreError) -> [Counted] in
-                var added: Set<String> = []
-                for chunk in StoreExecutor.chunks(unique) {
-                    var insert: SQLStatement = "INSERT INTO engagement_events (app, id, campaign, kind, at, counted_at) VALUES "
-                    for (index, counted) in chunk.enumerated() {
-                        let event = counted.event
-                        if index > 0 { insert.append(", ") }
-                        insert.append("(\(event.app), \(event.id), \(event.campaignKey.map { SQLValue.text($0.stored) } ?? .null), \(event.kind.rawValue), \(event.at), \(now))")
-                    }
-                    insert.append(" ON CONFLICT (app, id) DO NOTHING RETURNING app, id")
-                    try connection.query(insert) { row in added.insert((row.text(0) ?? "") + "\n" + (row.text(1) ?? "")) }
+                let isNew = try backend.insertAbsentEvents(connection, unique.map(\.event), now: now)
+                let new = zip(unique, isNew).filter(\.1).map(\.0)
+                let lines = new.flatMap { counted in counted.attributions.map { EngagementRows.Line(counted.event, $0) } }
+                let isFirst = try backend.insertAbsentDeviceLines(connection, lines)
+                var tallies: [EngagementRows.Line.Group: (events: Int, devices: Int, value: Double)] = [:]
+                for (line, first) in zip(lines, isFirst) {
+                    tallies[line.group, default: (0, 0, 0)].events += 1
+                    if first { tallies[line.group, default: (0, 0, 0)].devices += 1 }
+                    tallies[line.group, default: (0, 0, 0)].value += line.value
                 }
-                let new = unique.filter { added.contains($0.event.app + "\n" + $0.event.id) }
-                let lines = new.flatMap { counted in counted.attributions.map { Line(counted.event, $0) } }
-                var firsts: [Line.Group: Int] = [:]
-                for chunk in StoreExecutor.chunks(lines) {
-                    var insert: SQLStatement = "INSERT INTO engagement_devices (campaign, variant, kind, detail, device) VALUES "
-                    for (index, line) in chunk.enumerated() {
-                        if index > 0 { insert.append(", ") }
-                        insert.append("(\(line.group.campaign), \(line.group.variant), \(line.group.kind), \(line.group.detail), \(line.device))")
-                    }
-                    insert.append(" ON CONFLICT (campaign, variant, kind, detail, device) DO NOTHING RETURNING campaign, variant, kind, detail")
-                    try connection.query(insert) { row in
-                        firsts[Line.Group(campaign: row.text(0) ?? "", variant: row.text(1) ?? "", kind: row.text(2) ?? "", detail: row.text(3) ?? ""), default: 0] += 1
-                    }
-                }
-                for (group, members) in Dictionary(grouping: lines, by: \.group) {
+                for (group, tally) in tallies {
                     try connection.execute("""
                         INSERT INTO engagement_counts (campaign, variant, kind, detail, events, devices, value) VALUES
-                        (\(group.campaign), \(group.variant), \(group.kind), \(group.detail), \(members.count), \(firsts[group] ?? 0),
-                         \(SQLValue.real(members.map(\.value).reduce(0, +))))
+                        (\(group.campaign), \(group.variant), \(group.kind), \(group.detail), \(tally.events), \(tally.devices), \(SQLValue.real(tally.value)))
                         ON CONFLICT (campaign, variant, kind, detail) DO UPDATE SET
                         events = engagement_counts.events + excluded.events, devices = engagement_counts.devices + excluded.devices,
                         value = engagement_counts.value + excluded.value
@@ -193,28 +171,6 @@ package struct EngagementTallies: Sendable {
     package func prune(now: Int64) async throws(StoreError) -> Int {
         try await executor.run { connection throws(StoreError) in
             try connection.execute("DELETE FROM engagement_events WHERE at < \(now - Self.pastHorizon - Self.pruneMargin)")
-        }
-    }
-
-    /// One count an event adds: to a campaign's group, for a device, with a value.
-    private struct Line {
-        struct Group: Hashable {
-            let campaign: String
-            let variant: String
-            let kind: String
-            let detail: String
-        }
-
-        let group: Group
-        let device: String
-        let value: Double
-
-        init(_ event: EngagementEvent, _ attribution: Attribution) {
-            group = Group(
-                campaign: attribution.campaign.stored, variant: attribution.variant, kind: event.kind.rawValue,
-                detail: event.action ?? event.name ?? event.currency ?? "")
-            device = event.device
-            value = event.value ?? 0
         }
     }
 

@@ -17,6 +17,18 @@ struct PostgresBackend: SQLBackend {
         return try PostgresDeviceWriter.upsert(postgres, app: app, devices: devices, now: now, returningRowKeys: returningRowKeys)
     }
 
+    func insertAbsentEvents(_ connection: any SQLConnection, _ events: [EngagementEvent], now: Int64) throws(StoreError) -> [Bool] {
+        try EngagementRows.insertAbsentEvents(connection, events, now: now)
+    }
+
+    func insertAbsentDeviceLines(_ connection: any SQLConnection, _ lines: [EngagementRows.Line]) throws(StoreError) -> [Bool] {
+        try EngagementRows.insertAbsentDeviceLines(connection, lines)
+    }
+
+    func knownDevices(_ connection: any SQLConnection, app: String, _ ids: [String]) throws(StoreError) -> Set<String> {
+        try EngagementRows.knownDevices(connection, self, app: app, ids)
+    }
+
     func isIn(_ values: [SQLValue], type: String) -> SQLStatement {
         let texts: [String?] = values.map { value in
             switch value {

@@ -10,8 +10,24 @@ struct SQLiteBackend: SQLBackend {
     var importsInParallel: Bool { false }
 
     func upsert(_ connection: any SQLConnection, app: String, devices: [ValidatedDevice], now: Int64, returningRowKeys: Bool) throws(StoreError) -> DeviceWriter.Written {
+        try SQLiteDeviceWriter.upsert(try sqlite(connection), app: app, devices: devices, now: now, returningRowKeys: returningRowKeys)
+    }
+
+    func insertAbsentEvents(_ connection: any SQLConnection, _ events: [EngagementEvent], now: Int64) throws(StoreError) -> [Bool] {
+        try SQLiteEngagementRows.insertAbsentEvents(try sqlite(connection), events, now: now)
+    }
+
+    func insertAbsentDeviceLines(_ connection: any SQLConnection, _ lines: [EngagementRows.Line]) throws(StoreError) -> [Bool] {
+        try SQLiteEngagementRows.insertAbsentDeviceLines(try sqlite(connection), lines)
+    }
+
+    func knownDevices(_ connection: any SQLConnection, app: String, _ ids: [String]) throws(StoreError) -> Set<String> {
+        try SQLiteEngagementRows.knownDevices(try sqlite(connection), app: app, ids)
+    }
+
+    private func sqlite(_ connection: any SQLConnection) throws(StoreError) -> SQLiteConnection {
         guard let sqlite = connection as? SQLiteConnection else { throw StoreError.database("a SQLite backend was given \(type(of: connection))") }
-        return try SQLiteDeviceWriter.upsert(sqlite, app: app, devices: devices, now: now, returningRowKeys: returningRowKeys)
+        return sqlite
     }
 
     func isIn(_ values: [SQLValue], type: String) -> SQLStatement {

@@ -128,6 +128,10 @@ final class SQLiteConnection: SQLConnection {
         try check(rc, "step")
     }
 
+    /// Rows the last finished INSERT, UPDATE or DELETE changed (0 for an insert that met
+    /// `ON CONFLICT DO NOTHING`).
+    var changes: Int { Int(sqlite3_changes(database)) }
+
     /// The row key of the last row an INSERT created on this connection.
     var lastInsertRowKey: Int64 { sqlite3_last_insert_rowid(database) }
 
