@@ -287,12 +287,15 @@ package final class Worker: Sendable {
         }
     }
 
-    /// Engagement events, counted a poll at a time; a store or Kafka outage is waited out
-    /// with the same records (counting them again changes nothing), and their offsets are
-    /// stored only once they are counted.
+    /// Engagement events, counted a poll at a time, in poll order; checking a poll against
+    /// the store (read only) overlaps counting the poll before it (scripts/bench-events). A
+    /// store or Kafka outage is waited out with the same records (counting them again changes
+    /// nothing), and their offsets are stored only once they are counted.
     private func runEvents(_ consumer: KafkaConsumer) async {
         let metrics = options.metrics
         let counter = EventCounter(store: store, writer: writer, logger: logger, clock: clock) { app, kind in metrics.events.add(1, [app, kind.rawValue]) }
+        let (logger, stopping) = (logger, stopping)
+        var counting: Task<Void, Never>?
         var nextPrune = clock.now
         for await event in consumer.events {
             if clock.now >= nextPrune {
@@ -308,23 +311,35 @@ package final class Worker: Sendable {
             switch event {
             case .assigned: eventsJoined.store(true, ordering: .relaxed)
             case .records(let records):
-                var backoff = Backoff(first: .milliseconds(500), longest: .seconds(30))
-                while !stopping.isRaised {
-                    do {
-                        let new = try await counter.count(records)
-                        for record in records { try? consumer.storeOffset(record) }
-                        logger.info("events.counted", ["records": String(records.count), "new": String(new)])
-                        break
-                    } catch {
-                        let delay = backoff.next()
-                        logger.warning("events.retry", ["records": String(records.count), "error": "\(error)", "retry_in_ms": String(delay.milliseconds)])
-                        await stopping.sleep(for: delay)
-                    }
+                guard let checked = await Self.untilDone(records, logger, stopping, { try await counter.check(records) }) else { break }
+                await counting?.value
+                counting = Task {
+                    guard let new = await Self.untilDone(records, logger, stopping, { try await counter.count(checked) }) else { return }
+                    for record in records { try? consumer.storeOffset(record) }
+                    logger.info("events.counted", ["records": String(records.count), "new": String(new)])
                 }
             case .revoked: break
             case .error(let error): logger.warning("events.kafka", ["error": error.description])
             }
         }
+        await counting?.value
+    }
+
+    /// `step`, tried again after a growing pause while it throws; nil once the worker stops.
+    private static func untilDone<T: Sendable>(
+        _ records: [KafkaRecord], _ logger: Logger, _ stopping: StopSignal, _ step: @Sendable () async throws -> T
+    ) async -> T? {
+        var backoff = Backoff(first: .milliseconds(500), longest: .seconds(30))
+        while !stopping.isRaised {
+            do {
+                return try await step()
+            } catch {
+                let delay = backoff.next()
+                logger.warning("events.retry", ["records": String(records.count), "error": "\(error)", "retry_in_ms": String(delay.milliseconds)])
+                await stopping.sleep(for: delay)
+            }
+        }
+        return nil
     }
 
     private func runSender(_ consumer: KafkaConsumer, _ scheduler: TaskScheduler) async {

@@ -5,8 +5,9 @@ import PushfanStore
 import PushfanSupport
 import PushfanTopics
 
-/// The events role: reads the events topic in its own group (`<group>-events`) and counts
-/// each poll's events in the store (`EngagementTallies`), then stores their offsets. Counting
+/// The events role: reads the events topic in its own group (`<group>-events`), checks each
+/// poll's events against the store and counts them there (`EngagementTallies`), then stores
+/// their offsets. Counting
 /// is keyed by event id in the same transaction as the counts, so a record read again after
 /// a crash or a rebalance, or the whole topic replayed, counts nothing twice: the counts are
 /// exact under at-least-once reading. A record that does not decode, or whose device,
@@ -23,9 +24,18 @@ struct EventCounter {
         try MessageCodec.decode(EngagementEvent.self, from: Data(record.value))
     }
 
-    /// Counts one poll's records; returns how many events were new. Throws a store or Kafka
-    /// error, after which the caller tries the same records again.
-    func count(_ records: [KafkaRecord]) async throws -> Int {
+    /// One poll's records read and checked against the store: the events to count, and a
+    /// dead letter for each of the others.
+    struct Checked: Sendable {
+        let toCount: [EngagementTallies.Counted]
+        let letters: [DeadLetterRecord]
+        let now: Int64
+    }
+
+    /// Reads one poll's records and checks them against the store (read only, so it may run
+    /// while the poll before is being counted). Throws a store error, after which the caller
+    /// tries the same records again.
+    func check(_ records: [KafkaRecord]) async throws -> Checked {
         var valid: [String: [(KafkaRecord, EngagementEvent)]] = [:]
         var letters: [DeadLetterRecord] = []
         for record in records {
@@ -58,11 +68,18 @@ struct EventCounter {
                 }
             }
         }
-        for letter in letters {
+        return Checked(toCount: toCount, letters: letters, now: now)
+    }
+
+    /// Sends the dead letters and counts the checked events; returns how many were new.
+    /// Throws a store or Kafka error, after which the caller tries the same again (the
+    /// counts are keyed by event id, so nothing counts twice).
+    func count(_ checked: Checked) async throws -> Int {
+        for letter in checked.letters {
             logger.warning("events.dead_letter", ["error": letter.error, "reason": letter.reason])
             if let failure = await ResultsWriter.firstFailure([try await writer.deadLetter(letter)]) { throw failure }
         }
-        let new = try await store.engagement.count(toCount, now: now)
+        let new = try await store.engagement.count(checked.toCount, now: checked.now)
         for counted in new { self.counted(counted.event.app, counted.event.kind) }
         return new.count
     }
