@@ -33,15 +33,10 @@ enum EngagementRows {
     /// it was inserted.
     static func insertAbsentEvents(_ connection: any SQLConnection, _ events: [EngagementEvent], now: Int64) throws(StoreError) -> [Bool] {
         var added: Set<EventKey> = []
-        for chunk in StoreExecutor.chunks(events) {
-            var insert: SQLStatement = "INSERT INTO engagement_events (app, id, campaign, kind, at, counted_at) VALUES "
-            for (index, event) in chunk.enumerated() {
-                if index > 0 { insert.append(", ") }
-                insert.append("(\(event.app), \(event.id), \(event.campaignKey.map { SQLValue.text($0.stored) } ?? .null), \(event.kind.rawValue), \(event.at), \(now))")
-            }
-            insert.append(" ON CONFLICT (app, id) DO NOTHING RETURNING app, id")
-            try connection.query(insert) { row in added.insert(EventKey(app: row.text(0) ?? "", id: row.text(1) ?? "")) }
-        }
+        try insertAbsent(
+            connection, events, into: "engagement_events (app, id, campaign, kind, at, counted_at)", key: "app, id",
+            row: { event in "(\(event.app), \(event.id), \(event.campaignKey.map { SQLValue.text($0.stored) } ?? .null), \(event.kind.rawValue), \(event.at), \(now))" },
+            inserted: { row in added.insert(EventKey(app: row.text(0) ?? "", id: row.text(1) ?? "")) })
         return events.map { added.contains(EventKey(app: $0.app, id: $0.id)) }
     }
 
@@ -49,19 +44,31 @@ enum EngagementRows {
     /// each line, whether it was the one inserted (of two equal lines, the first).
     static func insertAbsentDeviceLines(_ connection: any SQLConnection, _ lines: [Line]) throws(StoreError) -> [Bool] {
         var inserted: Set<DeviceKey> = []
-        for chunk in StoreExecutor.chunks(lines) {
-            var insert: SQLStatement = "INSERT INTO engagement_devices (campaign, variant, kind, detail, device) VALUES "
-            for (index, line) in chunk.enumerated() {
-                if index > 0 { insert.append(", ") }
-                insert.append("(\(line.group.campaign), \(line.group.variant), \(line.group.kind), \(line.group.detail), \(line.device))")
-            }
-            insert.append(" ON CONFLICT (campaign, variant, kind, detail, device) DO NOTHING RETURNING campaign, variant, kind, detail, device")
-            try connection.query(insert) { row in
+        try insertAbsent(
+            connection, lines, into: "engagement_devices (campaign, variant, kind, detail, device)", key: "campaign, variant, kind, detail, device",
+            row: { line in "(\(line.group.campaign), \(line.group.variant), \(line.group.kind), \(line.group.detail), \(line.device))" },
+            inserted: { row in
                 let group = Line.Group(campaign: row.text(0) ?? "", variant: row.text(1) ?? "", kind: row.text(2) ?? "", detail: row.text(3) ?? "")
                 inserted.insert(DeviceKey(group: group, device: row.text(4) ?? ""))
-            }
-        }
+            })
         return lines.map { inserted.remove(DeviceKey(group: $0.group, device: $0.device)) != nil }
+    }
+
+    /// Multi-row inserts of `items` into `table (columns)`, skipping rows whose `key` is
+    /// there; `inserted` gets the key of each row that went in.
+    private static func insertAbsent<Item>(
+        _ connection: any SQLConnection, _ items: [Item], into table: String, key: String,
+        row: (Item) -> SQLStatement, inserted: (any SQLRow) throws(StoreError) -> Void
+    ) throws(StoreError) {
+        for chunk in StoreExecutor.chunks(items) {
+            var insert: SQLStatement = "INSERT INTO \(raw: table) VALUES "
+            for (index, item) in chunk.enumerated() {
+                if index > 0 { insert.append(", ") }
+                insert.append(row(item))
+            }
+            insert.append(" ON CONFLICT (\(raw: key)) DO NOTHING RETURNING \(raw: key)")
+            try connection.query(insert, inserted)
+        }
     }
 
     /// The ids among `ids` of devices `app` has.
