@@ -9,9 +9,9 @@ enum Schema {
         let sqlite: String
         let postgres: String
 
-        /// A migration each dialect says in its own way: the first (SQLite's row ids against
-        /// PostgreSQL's sequence and partitions), 15 (the log's sequence) and 23 (a JSON
-        /// member in an index).
+        /// A migration each dialect says in its own way: 15 (the log's sequence) and 23 (a
+        /// JSON member in an index); the first shares all but its device tables
+        /// (`firstTables`).
         init(version: Int, summary: String, sqlite: String, postgres: String) {
             (self.version, self.summary, self.sqlite, self.postgres) = (version, summary, sqlite, postgres)
         }
@@ -22,8 +22,8 @@ enum Schema {
         }
     }
 
-    /// Where the dialects' table definitions differ, once per dialect. Migrations 2 to 9
-    /// were written in these words; most later ones are one text for both (BIGINT has
+    /// Where the dialects' table definitions differ, once per dialect. Migrations 1 to 9
+    /// are written in these words (the first says only its device tables apart); most later ones are one text for both (BIGINT has
     /// SQLite's integer affinity too, and PostgreSQL has no rowid to leave out).
     struct Words {
         /// A 64-bit integer column.
@@ -38,125 +38,102 @@ enum Schema {
     /// PostgreSQL hash partitions of the device table (see docs/store.md to grow it).
     static let devicePartitions = 8
 
+    /// Migration 1 in each dialect's words; only the devices and their tags (`devices`) are
+    /// said apart: SQLite's row id against PostgreSQL's sequence and hash partitions.
+    private static func firstTables(_ words: Words, devices: String) -> String {
+        """
+        CREATE TABLE apps (
+            app TEXT PRIMARY KEY,
+            secret_salt TEXT NOT NULL,
+            secret_hash TEXT NOT NULL,
+            topic TEXT NOT NULL,
+            team_id TEXT, key_id TEXT, key_file TEXT,
+            cert_file TEXT, cert_key_file TEXT,
+            environment TEXT NOT NULL,
+            rate_per_second \(words.int64) NOT NULL,
+            created_at \(words.int64) NOT NULL
+        );
+        \(devices)
+        CREATE INDEX device_tags_by_tag ON device_tags (tag, row_key);
+        CREATE TABLE segments (
+            app TEXT NOT NULL, name TEXT NOT NULL, expression TEXT NOT NULL, created_at \(words.int64) NOT NULL,
+            PRIMARY KEY (app, name)
+        );
+        CREATE TABLE campaigns (
+            id TEXT PRIMARY KEY, app TEXT NOT NULL, status TEXT NOT NULL,
+            audience \(words.int64), shards \(words.int64), created_at \(words.int64) NOT NULL, updated_at \(words.int64) NOT NULL
+        );
+        CREATE TABLE deliveries (
+            campaign TEXT NOT NULL, row_key \(words.int64) NOT NULL, device_id TEXT NOT NULL,
+            state TEXT NOT NULL, attempts INTEGER NOT NULL DEFAULT 0,
+            apns_id TEXT, status INTEGER, reason TEXT,
+            claimed_by TEXT, lease_until \(words.int64) NOT NULL DEFAULT 0,
+            claimed_at \(words.int64) NOT NULL, finished_at \(words.int64),
+            PRIMARY KEY (campaign, row_key)
+        )\(words.withoutRowID);
+        CREATE INDEX deliveries_by_state ON deliveries (campaign, state);
+        """
+    }
+
+    /// The columns both dialects' device tables share, after the row key.
+    private static func deviceColumns(_ words: Words, json: String) -> String {
+        """
+            app TEXT NOT NULL,
+            device_id TEXT NOT NULL,
+            token TEXT NOT NULL,
+            environment TEXT NOT NULL,
+            locale TEXT, timezone TEXT,
+            app_version TEXT, app_version_key TEXT,
+            os_version TEXT, os_version_key TEXT,
+            attributes \(json) NOT NULL DEFAULT '{}',
+            created_at \(words.int64) NOT NULL,
+            last_seen_at \(words.int64) NOT NULL,
+            status TEXT NOT NULL DEFAULT 'active',
+            invalid_reason TEXT,
+            invalid_at \(words.int64),
+        """
+    }
+
+    private static let sqliteDevices = """
+        CREATE TABLE devices (
+            row_key INTEGER PRIMARY KEY,
+        \(deviceColumns(.sqlite, json: "TEXT"))
+            UNIQUE (app, device_id),
+            UNIQUE (app, environment, token)
+        );
+        CREATE INDEX devices_by_app ON devices (app, row_key);
+        CREATE TABLE device_tags (
+            app TEXT NOT NULL,
+            row_key INTEGER NOT NULL REFERENCES devices (row_key) ON DELETE CASCADE,
+            tag TEXT NOT NULL,
+            PRIMARY KEY (row_key, tag)
+        ) WITHOUT ROWID;
+        """
+
+    private static let postgresDevices = """
+        CREATE SEQUENCE devices_row_key_seq;
+        CREATE TABLE devices (
+            row_key BIGINT NOT NULL DEFAULT nextval('devices_row_key_seq'),
+        \(deviceColumns(.postgres, json: "JSONB"))
+            PRIMARY KEY (app, row_key),
+            UNIQUE (app, device_id),
+            UNIQUE (app, environment, token)
+        ) PARTITION BY HASH (app);
+        \((0..<devicePartitions).map { "CREATE TABLE devices_p\($0) PARTITION OF devices FOR VALUES WITH (MODULUS \(devicePartitions), REMAINDER \($0));" }.joined(separator: "\n"))
+        -- No foreign key here: a key check per tag row made imports five times
+        -- slower; the store deletes a device's tags together with the device.
+        CREATE TABLE device_tags (
+            app TEXT NOT NULL,
+            row_key BIGINT NOT NULL,
+            tag TEXT NOT NULL,
+            PRIMARY KEY (row_key, tag)
+        );
+        """
+
     static let migrations: [Migration] = [
         Migration(
             version: 1, summary: "apps, devices, tags, segments, campaigns, delivery ledger",
-            sqlite: """
-                CREATE TABLE apps (
-                    app TEXT PRIMARY KEY,
-                    secret_salt TEXT NOT NULL,
-                    secret_hash TEXT NOT NULL,
-                    topic TEXT NOT NULL,
-                    team_id TEXT, key_id TEXT, key_file TEXT,
-                    cert_file TEXT, cert_key_file TEXT,
-                    environment TEXT NOT NULL,
-                    rate_per_second INTEGER NOT NULL,
-                    created_at INTEGER NOT NULL
-                );
-                CREATE TABLE devices (
-                    row_key INTEGER PRIMARY KEY,
-                    app TEXT NOT NULL,
-                    device_id TEXT NOT NULL,
-                    token TEXT NOT NULL,
-                    environment TEXT NOT NULL,
-                    locale TEXT, timezone TEXT,
-                    app_version TEXT, app_version_key TEXT,
-                    os_version TEXT, os_version_key TEXT,
-                    attributes TEXT NOT NULL DEFAULT '{}',
-                    created_at INTEGER NOT NULL,
-                    last_seen_at INTEGER NOT NULL,
-                    status TEXT NOT NULL DEFAULT 'active',
-                    invalid_reason TEXT,
-                    invalid_at INTEGER,
-                    UNIQUE (app, device_id),
-                    UNIQUE (app, environment, token)
-                );
-                CREATE INDEX devices_by_app ON devices (app, row_key);
-                CREATE TABLE device_tags (
-                    app TEXT NOT NULL,
-                    row_key INTEGER NOT NULL REFERENCES devices (row_key) ON DELETE CASCADE,
-                    tag TEXT NOT NULL,
-                    PRIMARY KEY (row_key, tag)
-                ) WITHOUT ROWID;
-                CREATE INDEX device_tags_by_tag ON device_tags (tag, row_key);
-                CREATE TABLE segments (
-                    app TEXT NOT NULL, name TEXT NOT NULL, expression TEXT NOT NULL, created_at INTEGER NOT NULL,
-                    PRIMARY KEY (app, name)
-                );
-                CREATE TABLE campaigns (
-                    id TEXT PRIMARY KEY, app TEXT NOT NULL, status TEXT NOT NULL,
-                    audience INTEGER, shards INTEGER, created_at INTEGER NOT NULL, updated_at INTEGER NOT NULL
-                );
-                CREATE TABLE deliveries (
-                    campaign TEXT NOT NULL, row_key INTEGER NOT NULL, device_id TEXT NOT NULL,
-                    state TEXT NOT NULL, attempts INTEGER NOT NULL DEFAULT 0,
-                    apns_id TEXT, status INTEGER, reason TEXT,
-                    claimed_by TEXT, lease_until INTEGER NOT NULL DEFAULT 0,
-                    claimed_at INTEGER NOT NULL, finished_at INTEGER,
-                    PRIMARY KEY (campaign, row_key)
-                ) WITHOUT ROWID;
-                CREATE INDEX deliveries_by_state ON deliveries (campaign, state);
-                """,
-            postgres: """
-                CREATE TABLE apps (
-                    app TEXT PRIMARY KEY,
-                    secret_salt TEXT NOT NULL,
-                    secret_hash TEXT NOT NULL,
-                    topic TEXT NOT NULL,
-                    team_id TEXT, key_id TEXT, key_file TEXT,
-                    cert_file TEXT, cert_key_file TEXT,
-                    environment TEXT NOT NULL,
-                    rate_per_second BIGINT NOT NULL,
-                    created_at BIGINT NOT NULL
-                );
-                CREATE SEQUENCE devices_row_key_seq;
-                CREATE TABLE devices (
-                    row_key BIGINT NOT NULL DEFAULT nextval('devices_row_key_seq'),
-                    app TEXT NOT NULL,
-                    device_id TEXT NOT NULL,
-                    token TEXT NOT NULL,
-                    environment TEXT NOT NULL,
-                    locale TEXT, timezone TEXT,
-                    app_version TEXT, app_version_key TEXT,
-                    os_version TEXT, os_version_key TEXT,
-                    attributes JSONB NOT NULL DEFAULT '{}',
-                    created_at BIGINT NOT NULL,
-                    last_seen_at BIGINT NOT NULL,
-                    status TEXT NOT NULL DEFAULT 'active',
-                    invalid_reason TEXT,
-                    invalid_at BIGINT,
-                    PRIMARY KEY (app, row_key),
-                    UNIQUE (app, device_id),
-                    UNIQUE (app, environment, token)
-                ) PARTITION BY HASH (app);
-                \((0..<devicePartitions).map { "CREATE TABLE devices_p\($0) PARTITION OF devices FOR VALUES WITH (MODULUS \(devicePartitions), REMAINDER \($0));" }.joined(separator: "\n"))
-                -- No foreign key here: a key check per tag row made imports five times
-                -- slower; the store deletes a device's tags together with the device.
-                CREATE TABLE device_tags (
-                    app TEXT NOT NULL,
-                    row_key BIGINT NOT NULL,
-                    tag TEXT NOT NULL,
-                    PRIMARY KEY (row_key, tag)
-                );
-                CREATE INDEX device_tags_by_tag ON device_tags (tag, row_key);
-                CREATE TABLE segments (
-                    app TEXT NOT NULL, name TEXT NOT NULL, expression TEXT NOT NULL, created_at BIGINT NOT NULL,
-                    PRIMARY KEY (app, name)
-                );
-                CREATE TABLE campaigns (
-                    id TEXT PRIMARY KEY, app TEXT NOT NULL, status TEXT NOT NULL,
-                    audience BIGINT, shards BIGINT, created_at BIGINT NOT NULL, updated_at BIGINT NOT NULL
-                );
-                CREATE TABLE deliveries (
-                    campaign TEXT NOT NULL, row_key BIGINT NOT NULL, device_id TEXT NOT NULL,
-                    state TEXT NOT NULL, attempts INTEGER NOT NULL DEFAULT 0,
-                    apns_id TEXT, status INTEGER, reason TEXT,
-                    claimed_by TEXT, lease_until BIGINT NOT NULL DEFAULT 0,
-                    claimed_at BIGINT NOT NULL, finished_at BIGINT,
-                    PRIMARY KEY (campaign, row_key)
-                );
-                CREATE INDEX deliveries_by_state ON deliveries (campaign, state);
-                """),
+            sqlite: firstTables(.sqlite, devices: sqliteDevices), postgres: firstTables(.postgres, devices: postgresDevices)),
         Migration(version: 2, summary: "campaign definitions and finished tasks, for the workers") { words in
             """
             ALTER TABLE campaigns ADD COLUMN definition TEXT;
