@@ -11,16 +11,13 @@ struct DevicesExpandCommand: Command {
         name: "devices expand",
         summary: "Expand an audience through shards and pages, as a campaign would, and report the rate",
         positionals: ["[EXPR]"],
-        options: [
-            .option("app", "KEY", "app key (required)"), .option("name", "NAME", "use a saved segment instead of EXPR"),
+        options: SegmentInput.specs + [
             .option("shard-size", "N", "devices per shard (default 10000)"), .option("page", "N", "devices per page (default 1000)"),
             .option("parallel", "N", "shards read at once (default 2)"),
         ] + StoreOptions.specs)
 
     static func run(_ arguments: ParsedArguments, _ context: CommandContext) async throws -> Int32 {
-        let app = try arguments.required("app")
-        let store = try await StoreOptions.open(arguments, context)
-        let expression = try await SegmentInput.expression(arguments, store, app: app)
+        let (app, store, expression) = try await SegmentInput.open(arguments, context)
         let shardSize = try arguments.int("shard-size", default: 10_000, range: 1...10_000_000)
         let pageSize = try arguments.int("page", default: 1000, range: 1...100_000)
         let parallel = try arguments.int("parallel", default: 2, range: 1...64)

@@ -5,8 +5,18 @@ import PushfanSegments
 import PushfanStore
 import PushfanSupport
 
-/// Segment commands share the expression or saved-segment lookup.
+/// Commands that read an app's audience share its options (`--app`, then EXPR or `--name`
+/// of a saved segment) and their lookup.
 enum SegmentInput {
+    static let specs: [OptionSpec] = [.option("app", "KEY", "app key (required)"), .option("name", "NAME", "use a saved segment instead of EXPR")]
+
+    /// The app, its store, and the segment (nil: every active device).
+    static func open(_ arguments: ParsedArguments, _ context: CommandContext) async throws -> (app: String, store: DeviceStore, segment: SegmentExpression?) {
+        let app = try arguments.required("app")
+        let store = try await StoreOptions.open(arguments, context)
+        return (app, store, try await expression(arguments, store, app: app))
+    }
+
     static func expression(_ arguments: ParsedArguments, _ store: DeviceStore, app: String) async throws -> SegmentExpression? {
         var text = arguments.positionals.first
         if let name = arguments.value("name") {
@@ -27,12 +37,10 @@ struct SegmentsCountCommand: Command {
         name: "segments count",
         summary: "Count an app's active devices matching a segment (docs/segments.md)",
         positionals: ["[EXPR]"],
-        options: [.option("app", "KEY", "app key (required)"), .option("name", "NAME", "use a saved segment instead of EXPR")] + StoreOptions.specs)
+        options: SegmentInput.specs + StoreOptions.specs)
 
     static func run(_ arguments: ParsedArguments, _ context: CommandContext) async throws -> Int32 {
-        let app = try arguments.required("app")
-        let store = try await StoreOptions.open(arguments, context)
-        let expression = try await SegmentInput.expression(arguments, store, app: app)
+        let (app, store, expression) = try await SegmentInput.open(arguments, context)
         print(try await store.audience.count(app: app, segment: expression, now: store.clock.wallMillis))
         return 0
     }
@@ -43,15 +51,10 @@ struct SegmentsSampleCommand: Command {
         name: "segments sample",
         summary: "Show some devices matching a segment",
         positionals: ["[EXPR]"],
-        options: [
-            .option("app", "KEY", "app key (required)"), .option("name", "NAME", "use a saved segment instead of EXPR"),
-            .option("limit", "N", "how many (default 10)"),
-        ] + StoreOptions.specs)
+        options: SegmentInput.specs + [.option("limit", "N", "how many (default 10)")] + StoreOptions.specs)
 
     static func run(_ arguments: ParsedArguments, _ context: CommandContext) async throws -> Int32 {
-        let app = try arguments.required("app")
-        let store = try await StoreOptions.open(arguments, context)
-        let expression = try await SegmentInput.expression(arguments, store, app: app)
+        let (app, store, expression) = try await SegmentInput.open(arguments, context)
         let limit = try arguments.int("limit", default: 10, range: 1...10_000)
         let devices = try await store.audience.page(app: app, segment: expression, shard: ShardRange(after: nil, through: nil), cursor: nil, limit: limit, now: store.clock.wallMillis)
         for device in devices {

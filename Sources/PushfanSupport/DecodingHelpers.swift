@@ -147,22 +147,20 @@ extension KeyedDecodingContainerProtocol {
     /// `decode` that names the field when the parser raises its own, pathless
     /// error (see `ParserFailure`).
     package func field<T: Decodable>(_ key: Key, as type: T.Type = T.self) throws -> T {
-        do {
-            return try decode(T.self, forKey: key)
-        } catch let error as DecodingError {
-            throw error
-        } catch let error as MessageDecodingError {
-            throw error
-        } catch {
-            throw ParserFailure.classify(error, at: codingPath + [key], expected: T.self)
-        }
+        try naming(key, T.self) { try decode(T.self, forKey: key) }
     }
 
     /// `decodeIfPresent` (absent or null gives nil) that names the field when
     /// the parser raises its own, pathless error (see `ParserFailure`).
     package func optionalField<T: Decodable>(_ key: Key, as type: T.Type = T.self) throws -> T? {
+        try naming(key, T.self) { try decodeIfPresent(T.self, forKey: key) }
+    }
+
+    /// `read`, with a pathless parser error turned into one that names `key`; errors that
+    /// already name their field pass unchanged.
+    private func naming<T, Result>(_ key: Key, _ expected: T.Type, _ read: () throws -> Result) throws -> Result {
         do {
-            return try decodeIfPresent(T.self, forKey: key)
+            return try read()
         } catch let error as DecodingError {
             throw error
         } catch let error as MessageDecodingError {
