@@ -17,6 +17,9 @@ package final class KafkaConsumer: Sendable {
     private let poller: ServiceThread
     private let logger: Logger
     private let closed = Atomic<Bool>(false)
+    /// True once `close` began; held while offsets are stored, so a store that finishes late
+    /// (work still in flight at shutdown) is refused instead of reaching a freed handle.
+    private let closing = Locked(false)
 
     package init(configuration: KafkaConsumerConfiguration, logger: Logger) throws(KafkaError) {
         let channel = ConsumerEventChannel(capacity: configuration.bufferCapacity)
@@ -115,11 +118,14 @@ package final class KafkaConsumer: Sendable {
     /// is refused (its new owner re-reads the records), which is reported, not hidden.
     package func storeNextOffsets(_ offsets: [TopicPartition: Int64]) throws(KafkaError) {
         let entries = offsets.map { ($0.key, $0.value) }
-        try withPartitionList(entries.map(\.0)) { list throws(KafkaError) in
-            for (index, entry) in entries.enumerated() { list.pointee.elems[index].offset = entry.1 }
-            try KafkaError.check(rd_kafka_offsets_store(handle.raw, list), "store offsets")
-            for index in 0..<Int(list.pointee.cnt) where list.pointee.elems[index].err != RD_KAFKA_RESP_ERR_NO_ERROR {
-                throw KafkaError(operation: "store offsets for \(entries[index].0)", code: list.pointee.elems[index].err)
+        try closing.withLock { closing throws(KafkaError) in
+            guard !closing else { throw KafkaError.closed("store offsets") }
+            try withPartitionList(entries.map(\.0)) { list throws(KafkaError) in
+                for (index, entry) in entries.enumerated() { list.pointee.elems[index].offset = entry.1 }
+                try KafkaError.check(rd_kafka_offsets_store(handle.raw, list), "store offsets")
+                for index in 0..<Int(list.pointee.cnt) where list.pointee.elems[index].err != RD_KAFKA_RESP_ERR_NO_ERROR {
+                    throw KafkaError(operation: "store offsets for \(entries[index].0)", code: list.pointee.elems[index].err)
+                }
             }
         }
     }
@@ -203,6 +209,7 @@ package final class KafkaConsumer: Sendable {
     /// on (logged); the close finishes in the background if it ever does.
     package func close(timeout: Duration = .seconds(20)) async {
         if closed.exchange(true, ordering: .relaxed) { return }
+        closing.withLock { $0 = true }
         channel.finish()
         poller.stop()
         let (handle, context, logger) = (self.handle, self.context, self.logger)

@@ -151,7 +151,9 @@ package struct EngagementTallies: Sendable {
                     if first { tallies[line.group, default: (0, 0, 0)].devices += 1 }
                     tallies[line.group, default: (0, 0, 0)].value += line.value
                 }
-                for (group, tally) in tallies {
+                // In one order for every writer: two counting at once on PostgreSQL then wait
+                // for each other's rows instead of deadlocking.
+                for (group, tally) in tallies.sorted(by: { ($0.key.campaign, $0.key.variant, $0.key.kind, $0.key.detail) < ($1.key.campaign, $1.key.variant, $1.key.kind, $1.key.detail) }) {
                     try connection.execute("""
                         INSERT INTO engagement_counts (campaign, variant, kind, detail, events, devices, value) VALUES
                         (\(group.campaign), \(group.variant), \(group.kind), \(group.detail), \(tally.events), \(tally.devices), \(SQLValue.real(tally.value)))

@@ -23,8 +23,9 @@ enum Schema {
     }
 
     /// Where the dialects' table definitions differ, once per dialect. Migrations 1 to 9
-    /// are written in these words (the first says only its device tables apart); most later ones are one text for both (BIGINT has
-    /// SQLite's integer affinity too, and PostgreSQL has no rowid to leave out).
+    /// are written in these words (the first says only its device tables apart); most later
+    /// ones are one text for both (BIGINT has SQLite's integer affinity too, and PostgreSQL
+    /// has no rowid to leave out).
     struct Words {
         /// A 64-bit integer column.
         let int64: String

@@ -105,7 +105,16 @@ package struct PushfanConfiguration: Codable, Sendable, Equatable {
             case credentialsPauseSeconds = "credentials_pause_s", credentialsGiveUpSeconds = "credentials_give_up_s"
         }
 
+        /// Keys that once were settings, refused with what to do instead.
+        private enum RetiredKeys: String, CodingKey { case clockOffset = "clock_offset_s" }
+
         package init(from decoder: any Decoder) throws {
+            let retired = try decoder.container(keyedBy: RetiredKeys.self)
+            if retired.contains(.clockOffset) {
+                throw DecodingError.dataCorruptedError(
+                    forKey: .clockOffset, in: retired,
+                    debugDescription: "is no longer a setting: a worker's clock is the machine's; tests shift it by running pushfan-shifted-clock (docs/operations.md); remove it")
+            }
             let c = try decoder.container(keyedBy: CodingKeys.self)
             let defaults = Worker()
             lanes = try c.decodeIfPresent(Int.self, forKey: .lanes) ?? defaults.lanes

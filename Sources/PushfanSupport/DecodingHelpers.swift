@@ -147,18 +147,18 @@ extension KeyedDecodingContainerProtocol {
     /// `decode` that names the field when the parser raises its own, pathless
     /// error (see `ParserFailure`).
     package func field<T: Decodable>(_ key: Key, as type: T.Type = T.self) throws -> T {
-        try naming(key, T.self) { try decode(T.self, forKey: key) }
+        try naming(key, expected: T.self) { try decode(T.self, forKey: key) }
     }
 
     /// `decodeIfPresent` (absent or null gives nil) that names the field when
     /// the parser raises its own, pathless error (see `ParserFailure`).
     package func optionalField<T: Decodable>(_ key: Key, as type: T.Type = T.self) throws -> T? {
-        try naming(key, T.self) { try decodeIfPresent(T.self, forKey: key) }
+        try naming(key, expected: T.self) { try decodeIfPresent(T.self, forKey: key) }
     }
 
-    /// `read`, with a pathless parser error turned into one that names `key`; errors that
-    /// already name their field pass unchanged.
-    private func naming<T, Result>(_ key: Key, _ expected: T.Type, _ read: () throws -> Result) throws -> Result {
+    /// `read`, with a pathless parser error turned into one that names `key` (and the
+    /// `expected` type); errors that already name their field pass unchanged.
+    private func naming<Value>(_ key: Key, expected: Any.Type, _ read: () throws -> Value) throws -> Value {
         do {
             return try read()
         } catch let error as DecodingError {
@@ -166,7 +166,7 @@ extension KeyedDecodingContainerProtocol {
         } catch let error as MessageDecodingError {
             throw error
         } catch {
-            throw ParserFailure.classify(error, at: codingPath + [key], expected: T.self)
+            throw ParserFailure.classify(error, at: codingPath + [key], expected: expected)
         }
     }
 }

@@ -68,8 +68,7 @@ package final class Worker: Sendable {
         self.options = options
         self.store = store
         self.logger = logger
-        // The store's clock: the one the process was started with (shifted by
-        // `worker.clock_offset_s` when a test asks), so rows and records agree.
+        // The store's clock: the one the process was started with, so rows and records agree.
         let clock = store.clock
         self.clock = clock
         stopping = StopSignal(clock: clock)
@@ -315,7 +314,7 @@ package final class Worker: Sendable {
                 await counting?.value
                 counting = Task {
                     guard let new = await Self.untilDone(records, logger, stopping, { try await counter.count(checked) }) else { return }
-                    for record in records { try? consumer.storeOffset(record) }
+                    try? consumer.storeOffsets(records)
                     logger.info("events.counted", ["records": String(records.count), "new": String(new)])
                 }
             case .revoked: break

@@ -96,9 +96,9 @@ final class Pipeline: @unchecked Sendable {
         return arguments
     }
 
-    @discardableResult
     /// Starts worker `id`; with `clockOffset`, its wall clock reads that many seconds ahead
     /// (`pushfan-shifted-clock`; the simulator's must be shifted alike).
+    @discardableResult
     func startWorker(_ id: String, lease: Int = 4, database: String? = nil, extra: [String] = [], clockOffset: Int? = nil) throws -> ManagedProcess {
         var arguments = ["worker", "--id", id, "--database", database ?? self.database, "--url", sim.url, "--lease", String(lease), "--log-level", "info"]
         if let caFile = sim.caFile { arguments += ["--ca-file", caFile] }

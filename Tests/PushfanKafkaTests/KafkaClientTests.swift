@@ -76,6 +76,13 @@ struct KafkaClientTests {
         #expect(byKey["k-0"]?.first?.partition == report.partition)
         try await consumer.commit()
         await consumer.close()
+        // Work that ends after the close (a count still in flight at shutdown) has its
+        // offsets refused, rather than handed to a client being freed.
+        #expect {
+            try consumer.storeOffsets(received)
+        } throws: { error in
+            (error as? KafkaError).map { "\($0)".contains("closed") } ?? false
+        }
     }
 
     /// The abort itself needs a close in the narrow window between the group's JoinGroup and

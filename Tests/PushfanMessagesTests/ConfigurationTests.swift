@@ -41,6 +41,15 @@ import Testing
         }
     }
 
+    @Test("the retired worker.clock_offset_s is refused, saying what to do instead, rather than ignored (a test relying on it would run unshifted)")
+    func theRetiredClockOffsetIsRefused() throws {
+        #expect {
+            _ = try PushfanConfiguration.load(file: try write(#"{"worker": {"clock_offset_s": 3600}}"#), environment: [:])
+        } throws: { error in
+            "\(error)".contains("worker.clock_offset_s: is no longer a setting") && "\(error)".contains("pushfan-shifted-clock")
+        }
+    }
+
     @Test func theWorkerSectionReadsItsKeysAndKeepsDefaultsForTheRest() throws {
         let path = try write(#"{"worker": {"lanes": 8, "shard_size": 2000, "lease_s": 5, "shutdown_timeout_s": 20}}"#)
         let worker = try PushfanConfiguration.load(file: path, environment: [:]).worker
