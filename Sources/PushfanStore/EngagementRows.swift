@@ -29,6 +29,19 @@ enum EngagementRows {
         }
     }
 
+    /// What a group's lines add to its counts.
+    struct Tally {
+        var events = 0
+        var devices = 0
+        var value = 0.0
+
+        mutating func add(_ line: Line, first: Bool) {
+            events += 1
+            if first { devices += 1 }
+            value += line.value
+        }
+    }
+
     /// Inserts each event's id unless its app has it; for each event (ids distinct), whether
     /// it was inserted.
     static func insertAbsentEvents(_ connection: any SQLConnection, _ events: [EngagementEvent], now: Int64) throws(StoreError) -> [Bool] {
@@ -83,7 +96,8 @@ enum EngagementRows {
         return known
     }
 
-    private struct EventKey: Hashable {
+    /// An event's identity: its id within its app.
+    struct EventKey: Hashable {
         let app: String
         let id: String
     }

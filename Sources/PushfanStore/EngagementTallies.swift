@@ -135,8 +135,8 @@ package struct EngagementTallies: Sendable {
     /// event's id and each first device of a group are rows (`EngagementRows`, written the
     /// backend's fastest way); each (campaign, variant, kind, detail) then gets one update.
     package func count(_ events: [Counted], now: Int64) async throws(StoreError) -> [Counted] {
-        var seen: Set<String> = []
-        let unique = events.filter { seen.insert($0.event.app + "\n" + $0.event.id).inserted }
+        var seen: Set<EngagementRows.EventKey> = []
+        let unique = events.filter { seen.insert(EngagementRows.EventKey(app: $0.event.app, id: $0.event.id)).inserted }
         guard !unique.isEmpty else { return [] }
         let backend = executor.backend
         return try await executor.run { connection throws(StoreError) -> [Counted] in
@@ -145,12 +145,8 @@ package struct EngagementTallies: Sendable {
                 let new = zip(unique, isNew).filter(\.1).map(\.0)
                 let lines = new.flatMap { counted in counted.attributions.map { EngagementRows.Line(counted.event, $0) } }
                 let isFirst = try backend.insertAbsentDeviceLines(connection, lines)
-                var tallies: [EngagementRows.Line.Group: (events: Int, devices: Int, value: Double)] = [:]
-                for (line, first) in zip(lines, isFirst) {
-                    tallies[line.group, default: (0, 0, 0)].events += 1
-                    if first { tallies[line.group, default: (0, 0, 0)].devices += 1 }
-                    tallies[line.group, default: (0, 0, 0)].value += line.value
-                }
+                var tallies: [EngagementRows.Line.Group: EngagementRows.Tally] = [:]
+                for (line, first) in zip(lines, isFirst) { tallies[line.group, default: EngagementRows.Tally()].add(line, first: first) }
                 // In one order for every writer: two counting at once on PostgreSQL then wait
                 // for each other's rows instead of deadlocking.
                 for (group, tally) in tallies.sorted(by: { ($0.key.campaign, $0.key.variant, $0.key.kind, $0.key.detail) < ($1.key.campaign, $1.key.variant, $1.key.kind, $1.key.detail) }) {

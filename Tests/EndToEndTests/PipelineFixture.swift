@@ -103,13 +103,9 @@ final class Pipeline: @unchecked Sendable {
         var arguments = ["worker", "--id", id, "--database", database ?? self.database, "--url", sim.url, "--lease", String(lease), "--log-level", "info"]
         if let caFile = sim.caFile { arguments += ["--ca-file", caFile] }
         arguments += kafkaArguments + extra
-        var executable = TestBinaries.pushfan
-        if let clockOffset {
-            let shifted = TestBinaries.shiftedClock(by: clockOffset)
-            executable = shifted[0]
-            arguments = Array(shifted.dropFirst()) + arguments
-        }
-        let worker = try ManagedProcess(executable, arguments, name: "worker-\(id)")
+        let worker = try clockOffset.map { offset in
+            try ManagedProcess(TestBinaries.shiftedClock, [String(offset)] + arguments, name: "worker-\(id)")
+        } ?? ManagedProcess(TestBinaries.pushfan, arguments, name: "worker-\(id)")
         workers[id] = worker
         return worker
     }

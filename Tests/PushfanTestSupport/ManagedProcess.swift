@@ -138,9 +138,9 @@ package enum TestBinaries {
     }
 
     /// `pushfan-shifted-clock` (Tests/ShiftedClock), built beside `pushfan`: the same
-    /// commands with the wall clock shifted, as `[executable, seconds]` to put before them.
-    package static func shiftedClock(by seconds: Int) -> [String] {
-        [URL(fileURLWithPath: pushfan).deletingLastPathComponent().appendingPathComponent("pushfan-shifted-clock").path, String(seconds)]
+    /// commands after a first argument, the seconds its wall clock is shifted by.
+    package static var shiftedClock: String {
+        URL(fileURLWithPath: pushfan).deletingLastPathComponent().appendingPathComponent("pushfan-shifted-clock").path
     }
 
     package static var packageRoot: URL {
