@@ -8,7 +8,7 @@ import PushfanSupport
 /// answers call for.
 package struct DeviceDirectory: Sendable {
     let executor: StoreExecutor
-    private let registrations: GroupCommit<(app: String, device: ValidatedDevice), RegistrationResult>
+    private let registrations: GroupCommit<DeviceRegistrations.Item, Result<RegistrationResult, RegistrationRefusal>>
 
     init(executor: StoreExecutor) {
         self.executor = executor
@@ -24,7 +24,18 @@ package struct DeviceDirectory: Sendable {
 
     /// The same, for a registration its caller validated already (`Validation.device`).
     package func register(app: String, validated: ValidatedDevice) async throws(StoreError) -> RegistrationResult {
-        try await registrations.submit((app, validated))
+        switch try await registrations.submit((app, validated, nil)) {
+        case .success(let result): return result
+        case .failure(let refusal): throw StoreError.database("a registration without a claim was refused: \(refusal)")
+        }
+    }
+
+    /// The same, made with the application secret: written only when `claim` holds
+    /// (`ApplicationClaim`), checked in the transaction that writes it.
+    package func register(
+        app: String, validated: ValidatedDevice, claim: ApplicationClaim
+    ) async throws(StoreError) -> Result<RegistrationResult, RegistrationRefusal> {
+        try await registrations.submit((app, validated, claim))
     }
 
     /// Imports a batch; every registration must already be validated (`Validation.device`).
@@ -189,13 +200,6 @@ package struct DeviceDirectory: Sendable {
                 }
                 return restored
             }
-        }
-    }
-
-    /// The device id that holds `token` (normalised) in `environment`, if any.
-    package func holder(app: String, environment: APNsEnvironment, token: String) async throws(StoreError) -> String? {
-        try await executor.run { connection throws(StoreError) in
-            try connection.queryOne("SELECT device_id FROM devices WHERE app = \(app) AND environment = \(environment.rawValue) AND token = \(token)") { $0.text(0) ?? "" }
         }
     }
 

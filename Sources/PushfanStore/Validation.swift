@@ -20,6 +20,8 @@ package struct ValidatedDevice: Sendable, Equatable {
     package let attributesJSON: String
     package let seenAt: Int64?
     package var quietHours: QuietHours? = nil
+    /// Its user (the `user_id` attribute), if it has one.
+    package var userID: String? = nil
     /// Its tokens of other kinds, checked (`KindToken.validated`).
     package var tokens: [KindToken] = []
 }
@@ -134,12 +136,14 @@ package enum Validation {
                 throw StoreError.invalidInput("attribute name must be 1-64 characters of A-Z a-z 0-9 . _ -, got '\(clip(key))'")
             }
         }
+        var userID: String?
         if let user = registration.attributes[Users.attribute] {
             // The device's user (`Users`): looked up as text, so only text is one.
             guard case .string(let id) = user else {
                 throw StoreError.invalidInput("attributes.user_id: the device's user is a string (or absent), got \(user.compactJSON)")
             }
             try Users.checkID(id, field: "user_id")
+            userID = id
         }
         guard registration.attributes.count <= maxAttributes else {
             throw StoreError.invalidInput("attributes: at most \(maxAttributes) per device, got \(registration.attributes.count)")
@@ -163,7 +167,8 @@ package enum Validation {
             deviceID: id, token: token, environment: registration.environment, locale: locale, timezone: registration.timezone,
             appVersion: registration.appVersion, appVersionKey: registration.appVersion.flatMap(VersionKey.key),
             osVersion: registration.osVersion, osVersionKey: registration.osVersion.flatMap(VersionKey.key),
-            tags: tags, attributesJSON: attributes, seenAt: registration.seenAt, quietHours: registration.quietHours, tokens: kindTokens)
+            tags: tags, attributesJSON: attributes, seenAt: registration.seenAt, quietHours: registration.quietHours, userID: userID,
+            tokens: kindTokens)
     }
 
     /// Quiet hours from their `HH:MM` start and end: both or neither.

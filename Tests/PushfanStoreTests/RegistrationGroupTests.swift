@@ -66,6 +66,39 @@ struct RegistrationGroupTests {
         #expect(try await store.audience.count(app: "shop-ios", segment: nil, now: store.clock.wallMillis) == 1)
     }
 
+    @Test("an application claim is checked where the registration is written: a token held elsewhere moves only to the named previous device, a user changes only with the device's own token, and of many devices claiming one token at once exactly one gets it", arguments: Backend.enabled)
+    func applicationClaimsAreCheckedInTheWritingTransaction(_ backend: Backend) async throws {
+        let store = try await backend.openFresh()
+        try await store.addTestApp()
+        func register(_ device: String, _ token: Int, user: String? = nil, previous: String? = nil) async throws -> Result<RegistrationResult, RegistrationRefusal> {
+            var registration = DeviceRegistration(deviceID: device, token: Synthetic.token(token))
+            if let user { registration.attributes[Users.attribute] = .string(user) }
+            let validated = try Validation.device(registration, now: store.clock.wallMillis)
+            return try await store.devices.register(app: "shop-ios", validated: validated, claim: ApplicationClaim(previousDeviceID: previous))
+        }
+        #expect(try await register("phone", 1, user: "ann").get().created)
+        // Another device id with phone's token: refused, and nothing was written.
+        #expect(try await register("thief", 1) == .failure(.tokenRegisteredElsewhere))
+        #expect(try await store.devices.get(app: "shop-ios", deviceID: "thief") == nil)
+        #expect(try await register("reinstall", 1, user: "ann", previous: "some-other-device") == .failure(.tokenRegisteredElsewhere))
+        // Naming the registration it moves from is the proof.
+        #expect(try await register("reinstall", 1, user: "ann", previous: "phone").get().tokenMovedFrom == ["phone"])
+        // Changing the user needs the device's own token, dropping the user as well.
+        #expect(try await register("reinstall", 2, user: "bob") == .failure(.userChangeNeedsDevice))
+        #expect(try await register("reinstall", 2) == .failure(.userChangeNeedsDevice))
+        #expect(try await store.devices.get(app: "shop-ios", deviceID: "reinstall")?.token == Synthetic.token(1))
+        #expect(try await register("reinstall", 1, user: "bob").get().created == false)
+        // Eight new devices claim one new token in one group: the first written holds it,
+        // and each later one sees that write before its own.
+        let outcomes = try await withThrowingTaskGroup(of: Result<RegistrationResult, RegistrationRefusal>.self) { group in
+            for index in 0..<8 { group.addTask { try await register("racer-\(index)", 9) } }
+            return try await group.reduce(into: []) { $0.append($1) }
+        }
+        #expect(outcomes.filter { (try? $0.get()) != nil }.count == 1)
+        #expect(outcomes.filter { $0 == .failure(.tokenRegisteredElsewhere) }.count == 7)
+        #expect(try await store.audience.count(app: "shop-ios", segment: nil, now: store.clock.wallMillis) == 2)
+    }
+
     @Test(arguments: Backend.enabled)
     func secretsRotatedElsewhereCountAtOnceAndOldOnesStopWithinASecond(_ backend: Backend) async throws {
         let url = try backend.freshDatabase()

@@ -23,20 +23,18 @@ enum DeviceRoutes {
                 // Checked first, so that bad input is a 400 whoever holds the token.
                 let validated = try Validation.device(registration, now: store.clock.wallMillis)
                 if call.role == .application {
-                    let holder = try await store.devices.holder(app: app, environment: registration.environment, token: validated.token)
-                    if let holder, holder != registration.deviceID, holder != call.request.query["previous_device_id"] {
+                    let claim = ApplicationClaim(previousDeviceID: call.request.query["previous_device_id"])
+                    switch try await store.devices.register(app: app, validated: validated, claim: claim) {
+                    case .success(let registered): result = registered
+                    case .failure(.tokenRegisteredElsewhere):
                         throw APIError(
                             409, "token_registered_elsewhere",
                             "this token is registered to another device of the app; to move it here, name that registration as ?previous_device_id= (or register with the master secret)")
+                    case .failure(.userChangeNeedsDevice): throw UserRoutes.changeNeedsDevice
                     }
-                    // The device's own token is its proof of being that device; without it
-                    // the registration may not move the device to another user.
-                    if holder != registration.deviceID, let existing = try await store.devices.get(app: app, deviceID: registration.deviceID),
-                       existing.attributes[Users.attribute] != registration.attributes[Users.attribute] {
-                        throw UserRoutes.changeNeedsDevice
-                    }
+                } else {
+                    result = try await store.devices.register(app: app, validated: validated)
                 }
-                result = try await store.devices.register(app: app, validated: validated)
             } catch let error as StoreError where error.code == .invalidInput && error.message.hasPrefix("device token") {
                 // The token's rules speak of "device token"; the field is `token`.
                 throw APIError(400, "invalid_input", error.message, field: "token")
