@@ -206,7 +206,10 @@ struct WorkerPipelineTests {
         let alert = try #require(alerted?.split(separator: "\n").first { $0.contains("event=app.paused") })
         #expect(alert.contains("level=error") && alert.contains("app=locked") && alert.contains("locked.p8"), "\(alert)")
         #expect(pipeline.delivered(topic: "com.example.locked").isEmpty)
-        try await Task.sleep(for: .seconds(3))
+        // After its pause (2 s) the worker tries the key again, fails, and pauses again.
+        let pausedAgain = await worker.waitForError(timeout: .seconds(30)) { $0.components(separatedBy: "event=app.paused").count > 2 }
+        #expect(pausedAgain != nil, "the worker did not try the key again: \(worker.standardError.suffix(1500))")
+        #expect(pipeline.delivered(topic: "com.example.locked").isEmpty)
         try FileManager.default.moveItem(atPath: keyFile + ".away", toPath: keyFile)
         let results = try await pipeline.results(of: "patient", timeout: .seconds(60))
         #expect(results.completed?.count(of: .delivered) == 300)
@@ -259,19 +262,21 @@ struct WorkerPipelineTests {
         #expect(Set(pipeline.delivered(topic: "com.example.shop").compactMap { $0["token"] as? String }).count == count)
     }
 
-    @Test("a broker down for 10 s mid-campaign: nothing lost")
+    @Test("a broker down mid-campaign until both workers have met it: nothing lost")
     func brokerOutageLosesNothing() async throws {
         let pipeline = try await Pipeline()
         defer { pipeline.stop() }
         let count = 8_000
         try await pipeline.addApp("shop", topic: "com.example.shop", rate: 1_000, devices: count)
-        try pipeline.startWorker("a")
-        try pipeline.startWorker("b")
+        let workers = [try pipeline.startWorker("a"), try pipeline.startWorker("b")]
         try await pipeline.submit(Pipeline.campaign("outage", app: "shop"))
         let started = await Pipeline.eventually(timeout: .seconds(60)) { pipeline.delivered(topic: "com.example.shop").count >= 1_000 }
         #expect(started)
+        func kafkaErrors(_ worker: ManagedProcess) -> Int { worker.standardError.components(separatedBy: "event=kafka.error").count - 1 }
+        let errorsBefore = workers.map(kafkaErrors)
         #expect(try await pipeline.cluster.control("broker down 1") == "ok")
-        try await Task.sleep(for: .seconds(10))
+        let met = await Pipeline.eventually(timeout: .seconds(30)) { zip(workers, errorsBefore).allSatisfy { kafkaErrors($0) > $1 } }
+        #expect(met, "the workers did not meet the outage: \(workers.map { $0.standardError.suffix(800) })")
         #expect(try await pipeline.cluster.control("broker up 1") == "ok")
         let results = try await pipeline.results(of: "outage", timeout: .seconds(120))
         #expect(results.completed?.finished == count)
