@@ -10,7 +10,9 @@ import Testing
 /// `pushfan apps add` and `pushfan devices import`, and `pushfan worker` processes.
 /// Results are read back with an independent consumer of the results topic.
 final class Pipeline: @unchecked Sendable {
-    let directory: String
+    /// This pipeline's files (store, simulator log, keys), removed after the pipeline.
+    private let scratch: ScratchDirectory
+    var directory: String { scratch.path }
     let cluster: DevClusterProcess
     let sim: SimulatorProcess
     let database: String
@@ -24,8 +26,9 @@ final class Pipeline: @unchecked Sendable {
     /// `postgres: true` puts the device store in a fresh database of the test PostgreSQL
     /// server (scripts/with-postgres); otherwise a SQLite file.
     init(simArguments: [String] = [], partitions: Int = 6, postgres: Bool = false) async throws {
-        directory = FileManager.default.temporaryDirectory.appendingPathComponent("pushfan-pipeline-\(UUID().uuidString.prefix(8))").path
-        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        let scratch = try ScratchDirectory("pushfan-pipeline")
+        self.scratch = scratch
+        let directory = scratch.path
         self.partitions = partitions
         cluster = try await DevClusterProcess(partitions: partitions)
         // The 20-minute provider-token rule per key, across connections: the workers must

@@ -15,12 +15,14 @@ struct SenderHarness {
     let simulator: SimulatorProcess
     let key: ES256PrivateKey
     let keyFile: String
+    /// The key, keys file and log, removed when the last copy of the harness goes.
+    let scratch: ScratchDirectory
 
     /// Starts `pushfan apns-sim` with the harness key registered for `topic`
     /// (and the suffixed topics) plus `arguments` (rules, faults, --log).
     static func start(_ arguments: [String] = [], rules: [String: Any]? = nil, log: Bool = true) async throws -> SenderHarness {
-        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("pushfan-sender-\(UUID().uuidString.prefix(8))").path
-        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        let scratch = try ScratchDirectory("pushfan-sender")
+        let directory = scratch.path
         let key = ES256PrivateKey.generate()
         let keyFile = directory + "/AuthKey.p8"
         try Data(key.pkcs8PEM.utf8).write(to: URL(fileURLWithPath: keyFile))
@@ -34,7 +36,7 @@ struct SenderHarness {
             full += ["--rules", rulesFile]
         }
         if log { full += ["--log", directory + "/accepted.ndjson"] }
-        return SenderHarness(simulator: try await SimulatorProcess(full), key: key, keyFile: keyFile)
+        return SenderHarness(simulator: try await SimulatorProcess(full), key: key, keyFile: keyFile, scratch: scratch)
     }
 
     var endpoint: APNsEndpoint {

@@ -61,6 +61,10 @@ package final class ManagedProcess: Sendable {
             kill(process.processIdentifier, SIGKILL)
             process.waitUntilExit()
         }
+        // Its output goes with it (`ScratchDirectory` says why and how to keep it).
+        if ProcessInfo.processInfo.environment["PUSHFAN_KEEP_TEST_FILES"] != "1" {
+            for path in [stdoutPath, stderrPath] { try? FileManager.default.removeItem(atPath: path) }
+        }
     }
 
     package var pid: Int32 { process.processIdentifier }

@@ -7,10 +7,12 @@ package final class ProxyProcess: Sendable {
     package let url: String
     private let logFile: String
     private let process: ManagedProcess
+    private let scratch: ScratchDirectory
 
     package init(allowedPorts: [Int]? = nil) async throws {
-        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("pushfan-proxy-\(UUID().uuidString.prefix(8))").path
-        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        let scratch = try ScratchDirectory("pushfan-proxy")
+        self.scratch = scratch
+        let directory = scratch.path
         let port = try FreePort.pick()
         logFile = directory + "/tinyproxy.log"
         var lines = [

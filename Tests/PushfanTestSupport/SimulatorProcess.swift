@@ -27,12 +27,13 @@ package final class SimulatorProcess: Sendable {
     package let isCleartext: Bool
     package let logFile: String?
     /// A private directory for this simulator's files (CA, anything a test wants to put there).
-    package let directory: String
+    package var directory: String { scratch.path }
+    private let scratch: ScratchDirectory
 
     package init(_ arguments: [String] = ["--accept-any-key"]) async throws {
-        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("pushfan-sim-\(UUID().uuidString.prefix(8))").path
-        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
-        self.directory = directory
+        let scratch = try ScratchDirectory("pushfan-sim")
+        self.scratch = scratch
+        let directory = scratch.path
         isCleartext = arguments.contains("--h2c")
         let generatesCA = !isCleartext && !arguments.contains("--tls-cert")
         let caFile = generatesCA ? directory + "/ca.pem" : nil
