@@ -72,7 +72,7 @@ extension Campaign {
     private func weightedShare(of device: String) -> Share {
         guard !variants.isEmpty || holdout > 0 else { return .base }
         let total = variants.reduce(holdout) { $0 + $1.weight }
-        var point = Int(Self.spread(FNV1a.hash("\(id)/\(device)")) % UInt64(total))
+        var point = Int(Self.spread(FNV1a.hash(device, after: FNV1a.hash("\(id)/"))) % UInt64(total))
         for (index, variant) in variants.enumerated() {
             if point < variant.weight { return .variant(index) }
             point -= variant.weight

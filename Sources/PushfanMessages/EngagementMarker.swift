@@ -30,7 +30,7 @@ package struct EngagementMarker: Sendable, Hashable {
     /// retry, or a re-send after a worker's crash, is the same push); with the device's id
     /// it names its campaign among the app's and is checked against both.
     package static func sendID(campaign: CampaignKey, device: String) -> String {
-        hex(campaignTag(campaign)) + hex(deviceCheck(campaign: campaign, device: device))
+        SendIDs(campaign).sendID(device: device)
     }
 
     /// The first half of its campaign's send ids.
@@ -38,13 +38,30 @@ package struct EngagementMarker: Sendable, Hashable {
         UInt32(truncatingIfNeeded: Campaign.spread(FNV1a.hash("tag\n\(campaign.stored)")))
     }
 
-    private static func deviceCheck(campaign: CampaignKey, device: String) -> UInt32 {
-        UInt32(truncatingIfNeeded: Campaign.spread(FNV1a.hash("send\n\(campaign.stored)\n\(device)")))
-    }
+    /// One campaign's send ids, what they share worked out once: a sender makes one per
+    /// device, so the campaign's tag and the hash of its part of each device's check are
+    /// not made again for each.
+    package struct SendIDs: Sendable {
+        private let tag: UInt32
+        /// FNV-1a of `send\n<campaign>\n`, the part of every device's check before its id.
+        private let checkPrefix: UInt64
 
-    private static func hex(_ value: UInt32) -> String {
-        let digits = String(value, radix: 16)
-        return String(repeating: "0", count: 8 - digits.count) + digits
+        package init(_ campaign: CampaignKey) {
+            tag = EngagementMarker.campaignTag(campaign)
+            checkPrefix = FNV1a.hash("send\n\(campaign.stored)\n")
+        }
+
+        package func sendID(device: String) -> String {
+            let check = UInt32(truncatingIfNeeded: Campaign.spread(FNV1a.hash(device, after: checkPrefix)))
+            let value = UInt64(tag) << 32 | UInt64(check)
+            return String(unsafeUninitializedCapacity: EngagementMarker.sendIDLength) { digits in
+                for index in 0..<EngagementMarker.sendIDLength {
+                    let nibble = UInt8(truncatingIfNeeded: value >> (60 - 4 * index)) & 0xF
+                    digits[index] = nibble < 10 ? UInt8(ascii: "0") + nibble : UInt8(ascii: "a") + nibble - 10
+                }
+                return EngagementMarker.sendIDLength
+            }
+        }
     }
 
     /// The campaign tag a well-formed send id starts with; nil for anything else.

@@ -66,6 +66,7 @@ package struct EngagementTallies: Sendable {
             }
             return (known, campaigns, reached)
         }
+        let sendIDs = campaigns.mapValues { EngagementMarker.SendIDs($0.key) }
         return events.map { event in
             Result { () throws(Refusal) -> Counted in
                 guard event.app == app else { throw Refusal(field: "app", reason: "the event is for app \(event.app), not \(app)") }
@@ -85,7 +86,7 @@ package struct EngagementTallies: Sendable {
                     return Counted(event: event, attributions: attributions)
                 }
                 guard let campaign = campaigns[key] else { throw Refusal(field: "campaign", reason: "app \(app) has no campaign \(key.id)") }
-                if let sendID = event.sendID, sendID != EngagementMarker.sendID(campaign: key, device: event.device) {
+                if let sendID = event.sendID, sendID != sendIDs[key]?.sendID(device: event.device) {
                     throw Refusal(field: "send_id", reason: "is not the send id of campaign \(key.id)'s push to device \(event.device)")
                 }
                 let variant = campaign.countedName(of: campaign.share(of: event.device)) ?? ""

@@ -35,6 +35,25 @@ struct EngagementMarkerTests {
         #expect(try Self.object(plain.stamped(sendID: first).bytes)["pushfan"] as? [String: String] == ["campaign": "spring-sale-2026", "send_id": first])
     }
 
+    @Test("send ids keep their definition (pushes already sent carry them): FNV-1a of the campaign and of campaign and device, spread, as 8 + 8 hex digits, leading zeros kept")
+    func sendIDsKeepTheirDefinition() {
+        // Worked out apart from this code (a few lines of Python on the definition).
+        let pinned: [(String, String, String, String)] = [
+            ("shop", "sale", "d1", "5c6c450b0549fc12"),
+            ("shop", "sale", "device-ünïcode-42", "5c6c450b10baabb8"),
+            ("news", "spring-sale-2026", "A1B2C3D4-0000-4000-8000-000000000001", "5fac4eaef49a6a92"),
+        ]
+        for (app, id, device, expected) in pinned {
+            let key = CampaignKey(app: app, id: id)
+            #expect(EngagementMarker.sendID(campaign: key, device: device) == expected)
+            #expect(EngagementMarker.SendIDs(key).sendID(device: device) == expected)
+        }
+        // Hashing in parts is hashing the whole, which is what lets a part be hashed once.
+        for (head, tail) in [("", ""), ("send\nshop/sale\n", "d1"), ("spring/", "ünïcode"), ("a", "")] {
+            #expect(FNV1a.hash(tail, after: FNV1a.hash(head)) == FNV1a.hash(head + tail))
+        }
+    }
+
     @Test("a send id is the same for every attempt to one device and differs by campaign and app")
     func sendIDIsStable() {
         let id = EngagementMarker.sendID(campaign: CampaignKey(app: "shop", id: "sale"), device: "d1")

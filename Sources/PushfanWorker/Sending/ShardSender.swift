@@ -274,6 +274,8 @@ package struct ShardSender: Sendable {
         var templates = TemplateCache()
         /// The campaign as each variant's devices get it, made once per task.
         var variantCampaigns: [Int: Campaign] = [:]
+        /// The campaign's send ids, made ready once per task.
+        var sendIDs: EngagementMarker.SendIDs?
 
         /// The payload for a device in its variant (`variant`: an index of
         /// `campaign.variants`, nil for the notification as given), its engagement marker
@@ -293,7 +295,9 @@ package struct ShardSender: Sendable {
                 let notificare = plan.notificare ? NotificareMarker(application: campaign.app, campaign: campaign.id, variant: variantID) : nil
                 return EngagementMarker(campaign: campaign.id, variant: variantID, notificare: notificare)
             }
-            let sendID = EngagementMarker.sendID(campaign: campaign.key, device: target.deviceID)
+            let sendIDs = self.sendIDs ?? EngagementMarker.SendIDs(campaign.key)
+            self.sendIDs = sendIDs
+            let sendID = sendIDs.sendID(device: target.deviceID)
             if plan.personalised {
                 sent.notification = sent.notification.personalised(for: target.templateDevice, locale: locale, templates: &templates)
                 return try APNsPreparedPayload(campaign: sent, locale: locale, marker: marker()).stamped(sendID: sendID)
