@@ -1,4 +1,5 @@
 import PushfanMessages
+import PushfanSupport
 
 /// Single-device registrations, written in groups (`GroupCommit`). Measured with 64 clients
 /// registering over the API (scripts/bench-api), one transaction per registration left the
@@ -6,10 +7,12 @@ import PushfanMessages
 /// turns at the lock.
 ///
 /// A registration made with the application secret carries an `ApplicationClaim`, checked
-/// in the same transaction that writes it: no other registration can come between the check
-/// and the write, and the API's call costs one trip to the store, not three (measured with
-/// scripts/bench-api: 21-23k registrations/s with the checks as reads of their own, 32k with
-/// them here).
+/// in the same transaction that writes it, so the API's call costs one trip to the store, not
+/// three (measured with scripts/bench-api: 21-23k registrations/s with the checks as reads of
+/// their own, 32k with them here). No registration of the same process comes between the
+/// check and the write (groups are written one after another), nor, on SQLite, of another
+/// process (the write lock is taken at BEGIN). On PostgreSQL, at read committed, a device
+/// another process commits with the same token in between can still lose it to this one.
 enum DeviceRegistrations {
     typealias Item = (app: String, device: ValidatedDevice, claim: ApplicationClaim?)
 
@@ -25,14 +28,18 @@ enum DeviceRegistrations {
         _ connection: any SQLConnection, _ backend: any SQLBackend, _ item: Item, now: Int64
     ) throws(StoreError) -> Result<RegistrationResult, RegistrationRefusal> {
         let (app, device) = (item.app, item.device)
-        // nil: no such device; .some(nil): a device without a user.
-        let existing = try connection.queryOne("SELECT \(userOf: "d") FROM devices d WHERE d.app = \(app) AND d.device_id = \(device.deviceID)") { $0.text(0) }
+        // nil: no such device; otherwise its attributes as stored.
+        let existing = try connection.queryOne("SELECT attributes FROM devices WHERE app = \(app) AND device_id = \(device.deviceID)") { $0.text(0) }
         if let claim = item.claim {
             let holder = try connection.queryOne(
                 "SELECT device_id FROM devices WHERE app = \(app) AND environment = \(device.environment.rawValue) AND token = \(device.token)"
             ) { $0.text(0) ?? "" }
             if let holder, holder != device.deviceID, holder != claim.previousDeviceID { return .failure(.tokenRegisteredElsewhere) }
-            if holder != device.deviceID, let user = existing, user != device.userID { return .failure(.userChangeNeedsDevice) }
+            // Compared as JSON: a user_id stored before it had to be text never matches.
+            let user = device.userID.map { JSONValue.string($0) }
+            if holder != device.deviceID, let existing, DeviceDirectory.attributes(existing)[Users.attribute] != user {
+                return .failure(.userChangeNeedsDevice)
+            }
         }
         let written = try backend.upsert(connection, app: app, devices: [device], now: now, returningRowKeys: true)
         guard let rowKey = written.rowKeys[device.deviceID] else { throw StoreError.database("upsert returned no row key") }

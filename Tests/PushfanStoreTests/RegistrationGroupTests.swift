@@ -88,6 +88,12 @@ struct RegistrationGroupTests {
         #expect(try await register("reinstall", 2) == .failure(.userChangeNeedsDevice))
         #expect(try await store.devices.get(app: "shop-ios", deviceID: "reinstall")?.token == Synthetic.token(1))
         #expect(try await register("reinstall", 1, user: "bob").get().created == false)
+        // A user_id stored before it had to be text is matched as JSON: 5 is not "5".
+        _ = try await store.devices.executor.run { connection throws(StoreError) in
+            try connection.execute("UPDATE devices SET attributes = \(#"{"user_id":5}"#) WHERE app = 'shop-ios' AND device_id = 'reinstall'")
+        }
+        #expect(try await register("reinstall", 2, user: "5") == .failure(.userChangeNeedsDevice))
+        #expect(try await register("reinstall", 2) == .failure(.userChangeNeedsDevice))
         // Eight new devices claim one new token in one group: the first written holds it,
         // and each later one sees that write before its own.
         let outcomes = try await withThrowingTaskGroup(of: Result<RegistrationResult, RegistrationRefusal>.self) { group in

@@ -274,7 +274,8 @@ package struct ShardSender: Sendable {
         var templates = TemplateCache()
         /// The campaign as each variant's devices get it, made once per task.
         var variantCampaigns: [Int: Campaign] = [:]
-        /// The campaign's send ids, made ready once per task.
+        /// The campaign's send ids, made ready once per task (and per page: pages start from a
+        /// copy made before, and do not hand it back).
         var sendIDs: EngagementMarker.SendIDs?
 
         /// The payload for a device in its variant (`variant`: an index of
