@@ -66,7 +66,8 @@ package struct EngagementTallies: Sendable {
             }
             return (known, campaigns, reached)
         }
-        let sendIDs = campaigns.mapValues { EngagementMarker.SendIDs($0.key) }
+        // Keyed as the events name their campaigns, as each send id was checked before.
+        let sendIDs = Dictionary(uniqueKeysWithValues: campaigns.keys.map { ($0, EngagementMarker.SendIDs($0)) })
         return events.map { event in
             Result { () throws(Refusal) -> Counted in
                 guard event.app == app else { throw Refusal(field: "app", reason: "the event is for app \(event.app), not \(app)") }
