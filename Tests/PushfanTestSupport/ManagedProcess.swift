@@ -62,7 +62,7 @@ package final class ManagedProcess: Sendable {
             process.waitUntilExit()
         }
         // Its output goes with it (`ScratchDirectory` says why and how to keep it).
-        if ProcessInfo.processInfo.environment["PUSHFAN_KEEP_TEST_FILES"] != "1" {
+        if !ScratchDirectory.keepsFiles {
             for path in [stdoutPath, stderrPath] { try? FileManager.default.removeItem(atPath: path) }
         }
     }

@@ -7,6 +7,9 @@ import Foundation
 package final class ScratchDirectory: Sendable {
     package let path: String
 
+    /// `PUSHFAN_KEEP_TEST_FILES=1`: fixtures leave their files (this and processes' output).
+    package static let keepsFiles = ProcessInfo.processInfo.environment["PUSHFAN_KEEP_TEST_FILES"] == "1"
+
     /// `prefix` names the directory (`pushfan-pipeline-1A2B3C4D`), so a kept one is found.
     package init(_ prefix: String) throws {
         path = FileManager.default.temporaryDirectory.appendingPathComponent("\(prefix)-\(UUID().uuidString.prefix(8))").path
@@ -14,7 +17,6 @@ package final class ScratchDirectory: Sendable {
     }
 
     deinit {
-        guard ProcessInfo.processInfo.environment["PUSHFAN_KEEP_TEST_FILES"] != "1" else { return }
-        try? FileManager.default.removeItem(atPath: path)
+        if !Self.keepsFiles { try? FileManager.default.removeItem(atPath: path) }
     }
 }

@@ -9,9 +9,10 @@ import PushfanTopics
 /// poll's events against the store and counts them there (`EngagementTallies`), then stores
 /// their offsets. Counting is keyed by event id in the same transaction as the counts, so a
 /// record read again after a crash or a rebalance, or the whole topic replayed, counts
-/// nothing twice: the counts are exact under at-least-once reading. A record that does not decode, or whose device,
-/// campaign or send id the store does not know (a direct producer's mistake), goes to the
-/// deadletter topic with the reason, before its offset is stored.
+/// nothing twice: the counts are exact under at-least-once reading. A record that does not
+/// decode, or whose device, campaign or send id the store does not know (a direct
+/// producer's mistake), goes to the deadletter topic with the reason, before its offset is
+/// stored.
 struct EventCounter {
     let store: DeviceStore
     let writer: ResultsWriter
