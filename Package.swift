@@ -65,7 +65,7 @@ let package = Package(
         .executableTarget(name: "pushfan", dependencies: ["PushfanCLI", "PushfanSupport"]),
         // Fuzz targets for every parser of outside bytes (`FuzzTarget`), and the executable
         // scripts/fuzz builds with libFuzzer (`-sanitize=fuzzer,address -DFUZZING`).
-        .target(name: "PushfanFuzzing", dependencies: ["PushfanSegments", "PushfanTemplates", "PushfanMessages", "PushfanAPNsModel", "PushfanStore", "PushfanAPNsSim", "PushfanAPI"]),
+        .target(name: "PushfanFuzzing", dependencies: ["PushfanSegments", "PushfanTemplates", "PushfanMessages", "PushfanAPNsModel", "PushfanStore", "PushfanAPNsSim", "PushfanAPI", "PushfanSupport"]),
         .executableTarget(name: "pushfan-fuzz", dependencies: ["PushfanFuzzing"]),
 
         // `pushfan` with its wall clock shifted, for tests and benchmarks of moments hours away.

@@ -404,7 +404,7 @@ package final class APIService: Sendable {
         if let problem = JSONShapeCheck.problem(in: body) {
             throw APIError(400, "invalid_input", "\(problem.field.isEmpty ? "body" : problem.field): \(problem.reason)", field: problem.field.isEmpty ? nil : problem.field)
         }
-        guard let value = try? JSONDecoder().decode(JSONValue.self, from: Data(body)), case .object(let members) = value else {
+        guard let value = try? JSONValue.decoding(body), case .object(let members) = value else {
             throw APIError(400, "not_json", "the body must be a JSON object")
         }
         return members

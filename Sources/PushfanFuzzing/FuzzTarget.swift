@@ -5,6 +5,7 @@ import PushfanAPNsSim
 import PushfanMessages
 import PushfanSegments
 import PushfanStore
+import PushfanSupport
 import PushfanTemplates
 
 /// What the fuzzers feed: every parser that reads bytes from outside. Each target runs one
@@ -32,6 +33,8 @@ package enum FuzzTarget: String, CaseIterable, Sendable {
     case apiRouting = "api-routing"
     /// The API server's request heads and chunked bodies, as they come off a socket.
     case httpHead = "http-head"
+    /// Request bodies as the API reads them: the fast JSON reader against `JSONDecoder`.
+    case json
 
     package func run(_ bytes: UnsafeRawBufferPointer) {
         switch self {
@@ -51,10 +54,18 @@ package enum FuzzTarget: String, CaseIterable, Sendable {
         case .simRequest: Self.simRequest(bytes)
         case .apiRouting: Self.apiRouting(bytes)
         case .httpHead: Self.httpHead(bytes)
+        case .json: Self.json(bytes)
         }
     }
 
     package func run(_ data: [UInt8]) { data.withUnsafeBytes { run($0) } }
+
+    /// What the fast reader reads, the decoder reads to the same value.
+    static func json(_ bytes: UnsafeRawBufferPointer) {
+        if let fast = JSONValue.parsedFast(bytes) {
+            check((try? JSONDecoder().decode(JSONValue.self, from: Data(bytes))) == fast, "the fast JSON reader accepted what the decoder reads otherwise")
+        }
+    }
 
     /// A fixed "now" for imports, so a run depends on its input only.
     static let importTime: Int64 = 1_800_000_000_000
@@ -117,6 +128,9 @@ package enum FuzzTarget: String, CaseIterable, Sendable {
         // The events role's fast reader likewise, and it reads every event the API writes.
         if let event = try? MessageCodec.decodeGenerically(EngagementEvent.self, from: Data(bytes)) {
             check(MessageCodec.encode(event).withUnsafeBytes { EngagementEvent(canonicalJSON: $0) } == event, "the canonical event reader disagrees with the writer")
+        }
+        if let event = try? MessageCodec.decodeGenerically(EngagementEvent.self, from: Data(bytes)) {
+            check(event.canonicalJSON.map { Data($0) } == MessageCodec.encodeGenerically(event), "the hand-written event differs from the generic encoder's")
         }
         if let fast = EngagementEvent(canonicalJSON: bytes) {
             check((try? MessageCodec.decodeGenerically(EngagementEvent.self, from: Data(bytes))) == fast, "the fast event reader accepted what the decoder reads otherwise")

@@ -16,6 +16,9 @@ struct CanonicalWriter {
         if let value { JSONWriter.writeString(value, into: &bytes) } else { literal("null") }
     }
 
+    /// Text that is already JSON (a number's spelling).
+    mutating func text(_ json: String) { bytes.append(contentsOf: json.utf8) }
+
     mutating func integer(_ value: Int64?) {
         if let value { bytes.append(contentsOf: String(value).utf8) } else { literal("null") }
     }

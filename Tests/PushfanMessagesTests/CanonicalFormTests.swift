@@ -78,3 +78,37 @@ import Testing
         #expect(Array((text + " ").utf8).withUnsafeBytes { TaskRecord.canonical($0) } == nil)
     }
 }
+
+/// The engagement event the API writes for every event it takes, by hand.
+@Suite struct EngagementEventFormTests {
+    static let events: [EngagementEvent] = [
+        EngagementEvent(
+            id: "e-00ff", app: "shop", kind: .opened, device: "d-1", campaign: "spring", variant: "a", sendID: "00ff00ff00ff00ff", at: 1_765_000_000_000,
+            action: nil, name: nil, value: nil, currency: nil, receivedAt: 1_765_000_000_100),
+        EngagementEvent(
+            id: "k-1", app: "shop", kind: .action, device: "d:1.x_y", campaign: "c", variant: nil, sendID: "0123456789abcdef", at: 1_765_000_000_000,
+            action: "buy", name: nil, value: nil, currency: nil, receivedAt: nil),
+        EngagementEvent(
+            id: "e-0123456789abcdef", app: "a", kind: .custom, device: "d", campaign: nil, variant: nil, sendID: nil, at: 1_765_000_000_001, action: nil, name: "level_up",
+            value: nil, currency: nil, receivedAt: nil),
+    ] + [5, 4.99, 0.1, 1e-5, 2e-7, 1e12, 0, 123_456_789.125, 1.0 / 3].map { value in
+        EngagementEvent(
+            id: "v", app: "a", kind: .converted, device: "d", campaign: "c", variant: "holdout", sendID: nil, at: 1_765_000_000_002, action: nil, name: nil,
+            value: value, currency: "EUR", receivedAt: 1_765_000_000_003)
+    }
+
+    @Test("an event by hand: the generic encoder's bytes, values written as it writes a Double", arguments: events)
+    func eventForm(event: EngagementEvent) throws {
+        let bytes = try #require(event.canonicalJSON)
+        #expect(bytes == Array(MessageCodec.encodeGenerically(event)), "\(String(decoding: bytes, as: UTF8.self))")
+        #expect(try MessageCodec.decodeGenerically(EngagementEvent.self, from: Data(bytes)) == event)
+    }
+
+    @Test("the events role reads what the API writes directly")
+    func readBack() throws {
+        for event in Self.events {
+            let bytes = try #require(event.canonicalJSON)
+            #expect(bytes.withUnsafeBytes { EngagementEvent(canonicalJSON: $0) } == event, "\(String(decoding: bytes, as: UTF8.self))")
+        }
+    }
+}

@@ -1,0 +1,65 @@
+import Foundation
+import PushfanSupport
+import Testing
+
+/// `JSONValue.parsedFast` against `JSONDecoder`, the reader it stands in for: whatever it
+/// reads, it reads to the decoder's value; what it leaves, the decoder still reads or refuses.
+@Suite struct JSONFastParserTests {
+    private static func fast(_ text: String) -> JSONValue? {
+        Array(text.utf8).withUnsafeBytes { JSONValue.parsedFast($0) }
+    }
+
+    private static func decoded(_ text: String) -> JSONValue? {
+        try? JSONDecoder().decode(JSONValue.self, from: Data(text.utf8))
+    }
+
+    /// What clients send: read here, to the decoder's value.
+    static let common = [
+        #"{"events":[{"kind":"opened","device_id":"d-1","campaign":"spring","send_id":"00ff00ff00ff00ff","variant":"a","at":1765000000000}]}"#,
+        #"{"kind":"converted","value":4.99,"currency":"EUR","at":1765000000000,"value2":5.0,"tiny":1e-5,"big":1e12,"neg":-0.25}"#,
+        " {\n\t\"a\" : [ 1 , -2 , 0 , true , false , null , \"\" , { } , [ ] ] } \r\n",
+        #"{"text":"quote \" slash \/ back \\ \b\f\n\r\t \u00e9 \u2713 \ud83d\ude00 ü ✓ 😀","n":123456789012345678}"#,
+        #"{"e\u0301":1,"é":2}"#, // keys equal as Swift strings: left to the decoder (below)
+        #"[1.0,1e2,1E+2,-0,-0.0,0.5,1.5e-3,123.456]"#,
+        #"{"aps":{"alert":{"title":"Sale","body":"20% off"},"badge":3,"sound":"default"},"data":{"x":[{"y":null}]}}"#,
+    ]
+
+    /// Not read here; the decoder reads or refuses each as before.
+    static let left = [
+        "", " ", "{", "}", "[1,]", "{\"a\":1,}", "{\"a\" 1}", "{a:1}", "[01]", "[1.]", "[.5]", "[-]", "[1e]", "[+1]",
+        "[1e400]", "[12345678901234567890]", "[1234567890123456789]", "[100000000000000000000.0]", "[NaN]", "[Infinity]",
+        "\"\\ud800\"", "\"\\udc00\"", "\"\\ud800\\u0041\"", "\"\\x41\"", "\"\\u12\"", "\"tab\there\"", "\"a\u{0}b\"",
+        "{\"a\":1,\"a\":2}", "\u{FEFF}{}", "{} x", "[1] [2]", "[truee]", "[nul]", "nul", "[1,nul]", "[fals]", "'a'", "\"unterminated",
+        String(repeating: "[", count: 40) + String(repeating: "]", count: 40),
+    ]
+
+    @Test("what clients send is read here, to the decoder's value", arguments: common)
+    func readsWhatTheDecoderReads(_ text: String) throws {
+        let expected = Self.decoded(text)
+        if text.contains(#""e\u0301""#) {
+            #expect(Self.fast(text) == Optional<JSONValue>.none, "keys equal as strings but not as bytes are the decoder's to judge")
+            return
+        }
+        let value = try #require(Self.fast(text), "left to the decoder: \(text)")
+        #expect(value == expected, "\(text)")
+    }
+
+    @Test("odd and broken texts are left to the decoder", arguments: left)
+    func leavesTheRest(_ text: String) {
+        #expect(Self.fast(text) == Optional<JSONValue>.none, "read: \(text)")
+    }
+
+    @Test("numbers read to the decoder's kinds: whole ones as integers")
+    func numberKinds() throws {
+        let value = try #require(Self.fast("[1.0,1e2,-0,0.5,1.5e-3,9007199254740991,123456789012345678]"))
+        #expect(value == .array([.int(1), .int(100), .int(0), .number(0.5), .number(0.0015), .int(9_007_199_254_740_991), .int(123_456_789_012_345_678)]))
+        #expect(value == Self.decoded("[1.0,1e2,-0,0.5,1.5e-3,9007199254740991,123456789012345678]"))
+    }
+
+    @Test("decoding: the fast value where it is sure, the decoder's value or error otherwise")
+    func decodingFallsBack() throws {
+        #expect(try JSONValue.decoding(Array("[12345678901234567890]".utf8)) == .array([.number(Double("12345678901234567890")!)]))
+        #expect(throws: DecodingError.self) { try JSONValue.decoding(Array("[1e400]".utf8)) }
+        #expect(throws: DecodingError.self) { try JSONValue.decoding(Array("{\"a\":".utf8)) }
+    }
+}
