@@ -25,7 +25,7 @@ struct AppsListCommand: Command {
 struct AppsShowCommand: Command {
     static let spec = CommandSpec(
         name: "apps show", summary: "Show one app: topic, credentials reference, environment, rate, time zone (never its secrets)",
-        options: [.option("app", "KEY", "app key (required)")] + StoreOptions.specs)
+        options: [.app] + StoreOptions.specs)
 
     static func run(_ arguments: ParsedArguments, _ context: CommandContext) async throws -> Int32 {
         let key = try arguments.required("app")
@@ -54,7 +54,7 @@ struct AppsShowCommand: Command {
 struct AppsSetRateCommand: Command {
     static let spec = CommandSpec(
         name: "apps set-rate", summary: "Change an app's send rate across all workers (workers take it up within their catalog refresh)",
-        options: [.option("app", "KEY", "app key (required)"), .option("rate", "N", "sends per second (required)")] + StoreOptions.specs)
+        options: [.app, .option("rate", "N", "sends per second (required)")] + StoreOptions.specs)
 
     static func run(_ arguments: ParsedArguments, _ context: CommandContext) async throws -> Int32 {
         let key = try arguments.required("app")
@@ -81,7 +81,7 @@ struct AppsSetCapsCommand: Command {
             or counted (docs/messages.md).
             """,
         options: [
-            .option("app", "KEY", "app key (required)"), .option("caps", "RULES", "comma-separated rules, or none (required)"),
+            .app, .option("caps", "RULES", "comma-separated rules, or none (required)"),
             .option("per", "device|user", "whose pushes the caps count (default device)"),
         ] + StoreOptions.specs)
 
@@ -113,7 +113,7 @@ struct AppsRotateSecretCommand: Command {
         summary: "Replace an app's master or application secret; the old one keeps working for --grace seconds",
         discussion: "Prints the new secret once. The old secret is accepted until the grace period ends (default 86400 s), so apps and servers can move over.",
         options: [
-            .option("app", "KEY", "app key (required)"), .option("which", "SECRET", "master or application (required)"),
+            .app, .option("which", "SECRET", "master or application (required)"),
             .option("grace", "SECONDS", "how long the old secret keeps working (default 86400; 0 stops it now)"),
         ] + StoreOptions.specs)
 
@@ -134,7 +134,7 @@ struct AppsSetCredentialsCommand: Command {
     static let spec = CommandSpec(
         name: "apps set-credentials",
         summary: "Replace an app's APNs credentials (checked first); workers take them up when they next re-read the app",
-        options: [.option("app", "KEY", "app key (required)")] + AppsAddCommand.credentialSpecs + StoreOptions.specs)
+        options: [.app] + AppsAddCommand.credentialSpecs + StoreOptions.specs)
 
     static func run(_ arguments: ParsedArguments, _ context: CommandContext) async throws -> Int32 {
         let key = try arguments.required("app")
@@ -160,7 +160,7 @@ struct AppsAddCommand: Command {
             as salted hashes; keep the printed values, they cannot be shown again.
             """,
         options: [
-            .option("app", "KEY", "app key (required)"),
+            .app,
             .option("topic", "BUNDLE", "bundle id, the APNs topic (required)"),
         ] + credentialSpecs + [
             .option("rate", "N", "sends per second across all workers (default 1000)"),

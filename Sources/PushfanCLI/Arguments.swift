@@ -14,6 +14,9 @@ package struct OptionSpec: Sendable {
     package static func flag(_ name: String, _ help: String) -> OptionSpec {
         OptionSpec(name: name, value: nil, help: help, repeatable: false)
     }
+
+    /// `--app KEY`, which most commands about one app require.
+    package static let app = option("app", "KEY", "app key (required)")
 }
 
 /// What a command accepts; `--help` is generated from it.

@@ -9,7 +9,7 @@ struct DevicesShowCommand: Command {
         name: "devices show",
         summary: "Show one device with its tokens of every kind",
         discussion: "Exit 1 when the app has no device of that id.",
-        options: [.option("app", "KEY", "app key (required)"), .option("device", "ID", "device id (required)")] + StoreOptions.specs)
+        options: [.app, .option("device", "ID", "device id (required)")] + StoreOptions.specs)
 
     static func run(_ arguments: ParsedArguments, _ context: CommandContext) async throws -> Int32 {
         let (app, id) = (try arguments.required("app"), try arguments.required("device"))

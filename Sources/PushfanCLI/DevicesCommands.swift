@@ -11,7 +11,7 @@ struct DevicesRegisterCommand: Command {
         summary: "Register or update one device (idempotent)",
         discussion: "A token registered before under another device id moves to this one.",
         options: [
-            .option("app", "KEY", "app key (required)"),
+            .app,
             .option("token", "HEX", "APNs device token, hexadecimal (required)"),
             .option("device-id", "ID", "stable device id (default: the token)"),
             .option("environment", "E", "production or sandbox (default production)"),
@@ -56,7 +56,7 @@ struct DevicesUnregisterCommand: Command {
     static let spec = CommandSpec(
         name: "devices unregister",
         summary: "Stop sending to a device",
-        options: [.option("app", "KEY", "app key (required)"), .option("device-id", "ID", "device id (required)")] + StoreOptions.specs)
+        options: [.app, .option("device-id", "ID", "device id (required)")] + StoreOptions.specs)
 
     static func run(_ arguments: ParsedArguments, _ context: CommandContext) async throws -> Int32 {
         let store = try await StoreOptions.open(arguments, context)
@@ -75,7 +75,7 @@ struct DevicesListCommand: Command {
         name: "devices list",
         summary: "List an app's devices in registration order",
         options: [
-            .option("app", "KEY", "app key (required)"),
+            .app,
             .option("limit", "N", "how many (default 20)"),
             .option("after", "ROW", "continue after this row key"),
         ] + StoreOptions.specs)

@@ -20,7 +20,7 @@ struct DevicesExportCommand: Command {
             identify people's phones: --out creates it readable by its owner only.
             """,
         options: [
-            .option("app", "KEY", "app key (required)"),
+            .app,
             .option("out", "FILE", "write here (created or replaced, mode 0600) instead of standard output"),
         ] + StoreOptions.specs)
 

@@ -18,7 +18,7 @@ struct DevicesImportCommand: Command {
             """,
         positionals: ["FILE"],
         options: [
-            .option("app", "KEY", "app key (required)"),
+            .app,
             .option("format", "F", "ndjson or csv (default: from the file name, else ndjson)"),
             .option("batch", "N", "devices per batch (default 50000); a batch is written in one transaction, on PostgreSQL in one per connection"),
         ] + StoreOptions.specs)

@@ -8,7 +8,7 @@ import PushfanSupport
 /// Commands that read an app's audience share its options (`--app`, then EXPR or `--name`
 /// of a saved segment) and their lookup.
 enum SegmentInput {
-    static let specs: [OptionSpec] = [.option("app", "KEY", "app key (required)"), .option("name", "NAME", "use a saved segment instead of EXPR")]
+    static let specs: [OptionSpec] = [.app, .option("name", "NAME", "use a saved segment instead of EXPR")]
 
     /// The app, its store, and the segment (nil: every active device).
     static func open(_ arguments: ParsedArguments, _ context: CommandContext) async throws -> (app: String, store: DeviceStore, segment: SegmentExpression?) {
@@ -69,7 +69,7 @@ struct SegmentsSaveCommand: Command {
         name: "segments save",
         summary: "Save a named segment for an app (campaigns can target it by name)",
         positionals: ["EXPR"],
-        options: [.option("app", "KEY", "app key (required)"), .option("name", "NAME", "segment name (required)")] + StoreOptions.specs)
+        options: [.app, .option("name", "NAME", "segment name (required)")] + StoreOptions.specs)
 
     static func run(_ arguments: ParsedArguments, _ context: CommandContext) async throws -> Int32 {
         let app = try arguments.required("app")

@@ -15,7 +15,7 @@ struct TemplatesSetCommand: Command {
             campaign keeps the template as it was when it was planned.
             """,
         positionals: ["FILE"],
-        options: [.option("app", "KEY", "app key (required)"), .option("name", "NAME", "template name (required)")] + StoreOptions.specs)
+        options: [.app, .option("name", "NAME", "template name (required)")] + StoreOptions.specs)
 
     static func run(_ arguments: ParsedArguments, _ context: CommandContext) async throws -> Int32 {
         let app = try arguments.required("app")
@@ -41,7 +41,7 @@ struct TemplatesSetCommand: Command {
 struct TemplatesListCommand: Command {
     static let spec = CommandSpec(
         name: "templates list", summary: "List an app's stored notification templates with their JSON",
-        options: [.option("app", "KEY", "app key (required)")] + StoreOptions.specs)
+        options: [.app] + StoreOptions.specs)
 
     static func run(_ arguments: ParsedArguments, _ context: CommandContext) async throws -> Int32 {
         let store = try await StoreOptions.open(arguments, context)
@@ -56,7 +56,7 @@ struct TemplatesListCommand: Command {
 struct TemplatesRemoveCommand: Command {
     static let spec = CommandSpec(
         name: "templates remove", summary: "Remove a stored template (campaigns already planned with it keep their copy)",
-        options: [.option("app", "KEY", "app key (required)"), .option("name", "NAME", "template name (required)")] + StoreOptions.specs)
+        options: [.app, .option("name", "NAME", "template name (required)")] + StoreOptions.specs)
 
     static func run(_ arguments: ParsedArguments, _ context: CommandContext) async throws -> Int32 {
         let (app, name) = (try arguments.required("app"), try arguments.required("name"))

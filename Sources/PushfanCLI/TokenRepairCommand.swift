@@ -22,7 +22,7 @@ struct DevicesRepairTokensCommand: Command {
             DeviceTokenNotForTopic. Without --apply nothing changes.
             """,
         options: [
-            .option("app", "KEY", "app key (required)"),
+            .app,
             .flag("apply", "restore the devices listed (default: only list them)"),
         ] + StoreOptions.specs)
 
