@@ -46,15 +46,7 @@ package final class ES256PrivateKey: @unchecked Sendable {
         guard pem.contains("-----BEGIN") else {
             throw CryptoError("not a PEM key: expected a '-----BEGIN PRIVATE KEY-----' block like Apple's .p8 files")
         }
-        let key = try Self.withBIO(pem) { bio in PEM_read_bio_PrivateKey(bio, nil, nil, nil) }
-        guard let key else { throw .openSSL("the PEM block is not a readable private key") }
-        do {
-            try Self.requireP256(key, what: "private key")
-        } catch {
-            EVP_PKEY_free(key)
-            throw error
-        }
-        self.init(key: key)
+        self.init(key: try Self.readP256(pem, what: "private key") { bio in PEM_read_bio_PrivateKey(bio, nil, nil, nil) })
     }
 
     /// Reads a PEM key file (see `init(pem:)`); errors name the file.
@@ -126,6 +118,19 @@ package final class ES256PrivateKey: @unchecked Sendable {
         return String(decoding: UnsafeRawBufferPointer(start: data, count: length), as: UTF8.self)
     }
 
+    /// The key `read` takes from a PEM text, if it is a P-256 key (`what` names it in errors);
+    /// the caller owns it.
+    static func readP256(_ pem: String, what: String, _ read: (OpaquePointer?) -> OpaquePointer?) throws(CryptoError) -> OpaquePointer {
+        guard let key = try withBIO(pem, read) else { throw .openSSL("the PEM block is not a readable \(what)") }
+        do {
+            try requireP256(key, what: what)
+        } catch {
+            EVP_PKEY_free(key)
+            throw error
+        }
+        return key
+    }
+
     static func requireP256(_ key: OpaquePointer, what: String) throws(CryptoError) {
         guard EVP_PKEY_get_base_id(key) == EVP_PKEY_EC else {
             throw CryptoError("the \(what) is not an EC key; ES256 needs a P-256 (prime256v1) key")
@@ -156,15 +161,7 @@ package final class ES256PublicKey: @unchecked Sendable {
         guard pem.contains("-----BEGIN PUBLIC KEY-----") else {
             throw CryptoError("not a PEM public key: expected a '-----BEGIN PUBLIC KEY-----' block")
         }
-        let key = try ES256PrivateKey.withBIO(pem) { bio in PEM_read_bio_PUBKEY(bio, nil, nil, nil) }
-        guard let key else { throw .openSSL("the PEM block is not a readable public key") }
-        do {
-            try ES256PrivateKey.requireP256(key, what: "public key")
-        } catch {
-            EVP_PKEY_free(key)
-            throw error
-        }
-        self.init(key: key)
+        self.init(key: try ES256PrivateKey.readP256(pem, what: "public key") { bio in PEM_read_bio_PUBKEY(bio, nil, nil, nil) })
     }
 
     /// True when `signature` (raw r||s, 64 bytes) is a valid ES256 signature of `message`.

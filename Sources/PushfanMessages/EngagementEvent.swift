@@ -194,6 +194,7 @@ extension EngagementEvent {
         if let sendID { out.literal(#","send_id":"#); out.string(sendID) }
         out.literal(#","v":"#); out.integer(Self.currentVersion)
         if let value {
+            // Not a value `validate` lets through; the generic encoder then has it.
             guard value.isFinite else { return nil }
             var text = value.description
             if text.hasSuffix(".0") { text.removeLast(2) }
@@ -203,8 +204,6 @@ extension EngagementEvent {
         out.literal("}")
         return out.bytes
     }
-
-    package static func canonical(_ bytes: UnsafeRawBufferPointer) -> EngagementEvent? { EngagementEvent(canonicalJSON: bytes) }
 
     /// Reads back exactly what `MessageCodec.encode` writes for an event (sorted keys, no
     /// whitespace, strings without escapes), validated; nil for any other spelling, which

@@ -270,59 +270,19 @@ package final class DeviceJSONReader {
             guard byte >= 0x20 else { throw Self.notAnObject }
             index += 1
         }
-        var unescaped = Array(UnsafeRawBufferPointer(rebasing: bytes[start..<index]))
+        // Escapes: find the closing quote, then resolve the string whole.
         while index < bytes.count {
             let byte = bytes[index]
-            index += 1
-            switch byte {
-            case UInt8(ascii: "\""):
+            if byte == UInt8(ascii: "\"") {
+                let raw = UnsafeRawBufferPointer(rebasing: bytes[start..<index])
+                index += 1
+                guard let unescaped = JSONStringEscapes.resolve(raw) else { throw Self.notAnObject }
                 guard let text = String(validating: unescaped, as: UTF8.self) else { throw StoreError.invalidInput("not valid UTF-8") }
                 return text
-            case UInt8(ascii: "\\"):
-                guard let escaped = peek else { throw Self.notAnObject }
-                index += 1
-                switch escaped {
-                case UInt8(ascii: "\""), UInt8(ascii: "\\"), UInt8(ascii: "/"): unescaped.append(escaped)
-                case UInt8(ascii: "b"): unescaped.append(0x08)
-                case UInt8(ascii: "f"): unescaped.append(0x0C)
-                case UInt8(ascii: "n"): unescaped.append(0x0A)
-                case UInt8(ascii: "r"): unescaped.append(0x0D)
-                case UInt8(ascii: "t"): unescaped.append(0x09)
-                case UInt8(ascii: "u"):
-                    var scalar = try readHex4()
-                    if (0xD800...0xDBFF).contains(scalar) {
-                        guard take(UInt8(ascii: "\\")), take(UInt8(ascii: "u")) else { throw Self.notAnObject }
-                        let low = try readHex4()
-                        guard (0xDC00...0xDFFF).contains(low) else { throw Self.notAnObject }
-                        scalar = 0x10000 + ((scalar - 0xD800) << 10) + (low - 0xDC00)
-                    }
-                    guard let unicode = Unicode.Scalar(scalar) else { throw Self.notAnObject }
-                    unescaped.append(contentsOf: String(Character(unicode)).utf8)
-                default: throw Self.notAnObject
-                }
-            default:
-                guard byte >= 0x20 else { throw Self.notAnObject }
-                unescaped.append(byte)
             }
+            guard byte >= 0x20 else { throw Self.notAnObject }
+            index += byte == UInt8(ascii: "\\") ? 2 : 1
         }
         throw Self.notAnObject
-    }
-
-    private func readHex4() throws(StoreError) -> UInt32 {
-        guard index + 4 <= bytes.count else { throw Self.notAnObject }
-        var value: UInt32 = 0
-        for _ in 0..<4 {
-            let byte = bytes[index]
-            index += 1
-            let digit: UInt8
-            switch byte {
-            case 0x30...0x39: digit = byte - 0x30
-            case 0x41...0x46: digit = byte - 0x41 + 10
-            case 0x61...0x66: digit = byte - 0x61 + 10
-            default: throw Self.notAnObject
-            }
-            value = value << 4 | UInt32(digit)
-        }
-        return value
     }
 }

@@ -177,6 +177,18 @@ extension SQLConnection {
     }
 }
 
+extension SQLValue {
+    /// The value as libpq's text form of a parameter (nil for NULL).
+    var postgresText: String? {
+        switch self {
+        case .null: nil
+        case .integer(let number): String(number)
+        case .real(let number): String(number)
+        case .text(let text): text
+        }
+    }
+}
+
 /// PostgreSQL array literals (`{"a","b",NULL}`), for passing many values as one parameter.
 enum PostgresArray {
     /// Built from UTF-8 bytes: iterating `Character`s here cost a quarter of an import.

@@ -48,16 +48,10 @@ package struct PushfanConfiguration: Codable, Sendable, Equatable {
         enum CodingKeys: String, CodingKey {
             case url, caFile = "ca_file", proxy, connections, streamsPerConnection = "streams_per_connection"
         }
-        /// Keys that once were settings, refused with what to do instead.
-        private enum RetiredKeys: String, CodingKey { case transport }
-
         package init(from decoder: any Decoder) throws {
-            let retired = try decoder.container(keyedBy: RetiredKeys.self)
-            if retired.contains(.transport) {
-                throw DecodingError.dataCorruptedError(
-                    forKey: .transport, in: retired,
-                    debugDescription: "is no longer a setting: every APNs connection is libcurl's, carrying nghttp2's HTTP/2 (docs/apns.md); remove it")
-            }
+            try refuseRetired(
+                "transport", in: decoder,
+                "is no longer a setting: every APNs connection is libcurl's, carrying nghttp2's HTTP/2 (docs/apns.md); remove it")
             let c = try decoder.container(keyedBy: CodingKeys.self)
             url = try c.decodeIfPresent(String.self, forKey: .url)
             caFile = try c.decodeIfPresent(String.self, forKey: .caFile)
@@ -105,16 +99,10 @@ package struct PushfanConfiguration: Codable, Sendable, Equatable {
             case credentialsPauseSeconds = "credentials_pause_s", credentialsGiveUpSeconds = "credentials_give_up_s"
         }
 
-        /// Keys that once were settings, refused with what to do instead.
-        private enum RetiredKeys: String, CodingKey { case clockOffset = "clock_offset_s" }
-
         package init(from decoder: any Decoder) throws {
-            let retired = try decoder.container(keyedBy: RetiredKeys.self)
-            if retired.contains(.clockOffset) {
-                throw DecodingError.dataCorruptedError(
-                    forKey: .clockOffset, in: retired,
-                    debugDescription: "is no longer a setting: a worker's clock is the machine's; tests shift it by running pushfan-shifted-clock (docs/operations.md); remove it")
-            }
+            try refuseRetired(
+                "clock_offset_s", in: decoder,
+                "is no longer a setting: a worker's clock is the machine's; tests shift it by running pushfan-shifted-clock (docs/operations.md); remove it")
             let c = try decoder.container(keyedBy: CodingKeys.self)
             let defaults = Worker()
             lanes = try c.decodeIfPresent(Int.self, forKey: .lanes) ?? defaults.lanes
@@ -229,4 +217,11 @@ package struct ConfigurationError: Error, CustomStringConvertible, Equatable {
             return "\(error)"
         }
     }
+}
+
+/// Refuses `key`, which once was a setting, with what to do instead (`advice`).
+private func refuseRetired(_ key: String, in decoder: any Decoder, _ advice: String) throws {
+    let members = try decoder.container(keyedBy: AnyCodingKey.self)
+    let retired = AnyCodingKey(stringValue: key)
+    if members.contains(retired) { throw DecodingError.dataCorruptedError(forKey: retired, in: members, debugDescription: advice) }
 }

@@ -8,10 +8,11 @@ extension JSONValue {
     /// Why a reader of its own: decoding through `Decodable` builds coding paths and key
     /// lists for every member, and was 55 % of the API's CPU taking events in batches of a
     /// thousand (scripts/bench-events). Only what is certain is read here: strict RFC 8259,
-    /// valid UTF-8, no duplicate keys, at most `maxDecodingDepth` levels, and numbers whose
+    /// valid UTF-8, no duplicate keys, half the decoder's nesting limit, and numbers whose
     /// `.int`/`.number` reading leaves no doubt (whole numbers of up to 18 digits; others
-    /// when a Double holds them exactly). Anything else (huge integers, lone surrogates,
-    /// trailing bytes, a byte-order mark, invalid text) is the decoder's to judge.
+    /// read as the decoder reads a Double, below 2^53 when whole). Anything else (huge
+    /// integers, lone surrogates, trailing bytes, a byte-order mark, invalid text) is the
+    /// decoder's to judge.
     package static func parsedFast(_ bytes: UnsafeRawBufferPointer) -> JSONValue? {
         var reader = FastJSONReader(bytes: bytes)
         reader.skipSpace()
@@ -145,68 +146,13 @@ private struct FastJSONReader {
         let raw = UnsafeRawBufferPointer(rebasing: bytes[start..<index])
         index += 1
         guard escaped else { return String(validating: raw, as: UTF8.self) }
-        return Self.unescaped(raw)
-    }
-
-    private static func unescaped(_ raw: UnsafeRawBufferPointer) -> String? {
-        var out: [UInt8] = []
-        out.reserveCapacity(raw.count)
-        var at = 0
-        func hex4() -> UInt16? {
-            guard at + 4 <= raw.count else { return nil }
-            var value: UInt16 = 0
-            for byte in raw[at..<(at + 4)] {
-                let digit: UInt8
-                switch byte {
-                case UInt8(ascii: "0")...UInt8(ascii: "9"): digit = byte - UInt8(ascii: "0")
-                case UInt8(ascii: "a")...UInt8(ascii: "f"): digit = byte - UInt8(ascii: "a") + 10
-                case UInt8(ascii: "A")...UInt8(ascii: "F"): digit = byte - UInt8(ascii: "A") + 10
-                default: return nil
-                }
-                value = value << 4 | UInt16(digit)
-            }
-            at += 4
-            return value
-        }
-        while at < raw.count {
-            let byte = raw[at]
-            at += 1
-            guard byte == UInt8(ascii: "\\") else {
-                out.append(byte)
-                continue
-            }
-            guard at < raw.count else { return nil }
-            let escape = raw[at]
-            at += 1
-            switch escape {
-            case UInt8(ascii: "\""), UInt8(ascii: "\\"), UInt8(ascii: "/"): out.append(escape)
-            case UInt8(ascii: "b"): out.append(0x08)
-            case UInt8(ascii: "f"): out.append(0x0C)
-            case UInt8(ascii: "n"): out.append(0x0A)
-            case UInt8(ascii: "r"): out.append(0x0D)
-            case UInt8(ascii: "t"): out.append(0x09)
-            case UInt8(ascii: "u"):
-                guard let unit = hex4() else { return nil }
-                var scalar: Unicode.Scalar?
-                if UTF16.isLeadSurrogate(unit) {
-                    guard at + 2 <= raw.count, raw[at] == UInt8(ascii: "\\"), raw[at + 1] == UInt8(ascii: "u") else { return nil }
-                    at += 2
-                    guard let trail = hex4(), UTF16.isTrailSurrogate(trail) else { return nil }
-                    scalar = Unicode.Scalar(0x10000 + (UInt32(unit - 0xD800) << 10) + UInt32(trail - 0xDC00))
-                } else {
-                    scalar = Unicode.Scalar(unit)
-                }
-                guard let scalar else { return nil }
-                out.append(contentsOf: UTF8.encode(scalar)!)
-            default: return nil
-            }
-        }
-        return out.withUnsafeBytes { String(validating: $0, as: UTF8.self) }
+        return JSONStringEscapes.resolve(raw)?.withUnsafeBytes { String(validating: $0, as: UTF8.self) }
     }
 
     /// `-`, digits (no leading zero), a fraction, an exponent. Whole numbers of up to 18
-    /// digits are `.int` as written; a fraction or exponent is read as a Double, `.int` when
-    /// that is whole below 2^53 (so exact) and `.number` when it is not whole.
+    /// digits are `.int` as written. With a fraction or exponent the text is read as the
+    /// decoder reads a Double: `.number` when that is not whole, `.int` when it is whole and
+    /// below 2^53 (`1.0000000000000001` is `.int(1)` there too), else nil.
     private mutating func number() -> JSONValue? {
         let start = index
         if index < bytes.count, bytes[index] == UInt8(ascii: "-") { index += 1 }

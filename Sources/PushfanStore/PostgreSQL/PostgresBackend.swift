@@ -30,15 +30,7 @@ struct PostgresBackend: SQLBackend {
     }
 
     func isIn(_ values: [SQLValue], type: String) -> SQLStatement {
-        let texts: [String?] = values.map { value in
-            switch value {
-            case .null: nil
-            case .integer(let number): String(number)
-            case .real(let number): String(number)
-            case .text(let text): text
-            }
-        }
-        return " = ANY(\(SQLValue.text(PostgresArray.literal(texts)))::\(raw: type)[])"
+        " = ANY(\(SQLValue.text(PostgresArray.literal(values.map(\.postgresText))))::\(raw: type)[])"
     }
 
     /// Under READ COMMITTED two tasks finishing at once would each miss the other's row and

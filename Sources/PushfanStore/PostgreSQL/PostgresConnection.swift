@@ -82,14 +82,7 @@ final class PostgresConnection: SQLConnection {
         let (sql, parameters) = statement.render(PostgresSyntax())
         // Inside a transaction a reconnect would silently lose the earlier statements.
         if !inTransaction { try ensureConnected() }
-        let texts: [String?] = parameters.map { value in
-            switch value {
-            case .null: nil
-            case .integer(let number): String(number)
-            case .real(let number): String(number)
-            case .text(let text): text
-            }
-        }
+        let texts = parameters.map(\.postgresText)
         let name = parameters.count <= maxPreparedParameters ? try preparedName(for: sql, parameterCount: parameters.count) : nil
         let result = withCStrings(texts) { pointers in
             if let name { return PQexecPrepared(connection, name, Int32(pointers.count), pointers, nil, nil, 0) }
