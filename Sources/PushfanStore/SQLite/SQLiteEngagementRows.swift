@@ -1,7 +1,8 @@
 import PushfanMessages
 
 /// SQLite's half of `EngagementRows`: statements prepared once per connection, one row bound
-/// at a time, whether a row went in read from the change count. The set-based statements'
+/// at a time in nearly the key's order (`KeyOrder`), whether a row went in read from the
+/// change count. The set-based statements'
 /// text, their thousands of parameters and their RETURNING rows cost SQLite's own B-tree
 /// work twice over (scripts/bench-events: 31 ms per 5,000 events before, the B-trees alone
 /// 11 ms).
@@ -12,7 +13,8 @@ enum SQLiteEngagementRows {
             ON CONFLICT (app, id) DO NOTHING
             """)
         try insert.bind(6, now)
-        return try events.map { event throws(StoreError) -> Bool in
+        let order = KeyOrder.indices(events, group: \.app, by: <, text: \.id)
+        return try inOrder(events, order) { event throws(StoreError) -> Bool in
             try insert.bind(1, event.app)
             try insert.bind(2, event.id)
             try insert.bind(3, event.campaignKey?.stored)
@@ -28,7 +30,9 @@ enum SQLiteEngagementRows {
             INSERT INTO engagement_devices (campaign, variant, kind, detail, device) VALUES (?1, ?2, ?3, ?4, ?5)
             ON CONFLICT (campaign, variant, kind, detail, device) DO NOTHING
             """)
-        return try lines.map { line throws(StoreError) -> Bool in
+        let order = KeyOrder.indices(
+            lines, group: \.group, by: { ($0.campaign, $0.variant, $0.kind, $0.detail) < ($1.campaign, $1.variant, $1.kind, $1.detail) }, text: \.device)
+        return try inOrder(lines, order) { line throws(StoreError) -> Bool in
             try insert.bind(1, line.group.campaign)
             try insert.bind(2, line.group.variant)
             try insert.bind(3, line.group.kind)
@@ -37,6 +41,13 @@ enum SQLiteEngagementRows {
             try insert.run()
             return connection.changes == 1
         }
+    }
+
+    /// `insert` of each item in `order`, its results in the items' order.
+    private static func inOrder<Item>(_ items: [Item], _ order: [Int], _ insert: (Item) throws(StoreError) -> Bool) throws(StoreError) -> [Bool] {
+        var results = [Bool](repeating: false, count: items.count)
+        for index in order { results[index] = try insert(items[index]) }
+        return results
     }
 
     static func knownDevices(_ connection: SQLiteConnection, app: String, _ ids: [String]) throws(StoreError) -> Set<String> {
@@ -50,5 +61,56 @@ enum SQLiteEngagementRows {
             if found { known.insert(id) }
         }
         return known
+    }
+}
+
+/// The order a poll's rows go into their B-tree: close to their key's order, so that random
+/// keys meet each page of the tree once, in turn, instead of at random again and again
+/// (counting 20,000 events inserts 25-30 % faster in key order). Only close: a key's group
+/// (app; campaign, variant, kind and detail) in full, then 8 bytes of its text from where
+/// the poll's texts first differ, as one integer; sorting the keys themselves cost more than
+/// it saved.
+enum KeyOrder {
+    static func indices<Item, Group: Hashable>(
+        _ items: [Item], group: (Item) -> Group, by precedes: (Group, Group) -> Bool, text: (Item) -> String
+    ) -> [Int] {
+        var ranks: [Group: Int] = [:]
+        let groups = items.map { item in
+            let key = group(item)
+            if ranks[key] == nil { ranks[key] = 0 }
+            return key
+        }
+        for (rank, key) in ranks.keys.sorted(by: precedes).enumerated() { ranks[key] = rank }
+        let texts = items.map(text)
+        let skip = commonPrefix(texts)
+        let keys = zip(groups, texts).map { (ranks[$0]!, eightBytes($1, from: skip)) }
+        return items.indices.sorted { (keys[$0].0, keys[$0].1, $0) < (keys[$1].0, keys[$1].1, $1) }
+    }
+
+    /// How many leading UTF-8 bytes all `texts` share.
+    static func commonPrefix(_ texts: [String]) -> Int {
+        guard var first = texts.first else { return 0 }
+        return first.withUTF8 { head in
+            var length = head.count
+            for var text in texts.dropFirst() where length > 0 {
+                length = text.withUTF8 { bytes in
+                    var same = 0
+                    while same < min(length, bytes.count), bytes[same] == head[same] { same += 1 }
+                    return same
+                }
+            }
+            return length
+        }
+    }
+
+    /// Bytes `offset..<offset + 8` of `text` (zero past its end), big-endian: their order is
+    /// the bytes' order.
+    static func eightBytes(_ text: String, from offset: Int) -> UInt64 {
+        var text = text
+        return text.withUTF8 { bytes in
+            var value: UInt64 = 0
+            for position in offset..<(offset + 8) { value = value << 8 | UInt64(position < bytes.count ? bytes[position] : 0) }
+            return value
+        }
     }
 }
