@@ -2,10 +2,9 @@ import PushfanMessages
 
 /// SQLite's half of `EngagementRows`: statements prepared once per connection, one row bound
 /// at a time in nearly the key's order (`KeyOrder`), whether a row went in read from the
-/// change count. The set-based statements'
-/// text, their thousands of parameters and their RETURNING rows cost SQLite's own B-tree
-/// work twice over (scripts/bench-events: 31 ms per 5,000 events before, the B-trees alone
-/// 11 ms).
+/// change count. The set-based statements' text, their thousands of parameters and their
+/// RETURNING rows cost SQLite's own B-tree work twice over (scripts/bench-events: 31 ms per
+/// 5,000 events before, the B-trees alone 11 ms).
 enum SQLiteEngagementRows {
     static func insertAbsentEvents(_ connection: SQLiteConnection, _ events: [EngagementEvent], now: Int64) throws(StoreError) -> [Bool] {
         let insert = try connection.pinned("""
