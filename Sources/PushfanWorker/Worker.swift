@@ -102,7 +102,7 @@ package final class Worker: Sendable {
         // Events are counted a poll at a time in one transaction: many share the B-tree pages
         // their random ids and devices touch, where batches of 1,000 wrote most pages anew
         // (scripts/bench-events: the stats caught up 0.9 s after a burst instead of 2.1 s
-        // with 5,000; with 20,000, 0.5-0.8 s instead of 0.9-1.2 s at twice that API rate).
+        // with 5,000; with 20,000, 0.5-0.8 s instead of 0.9-1.2 s at 1.5 times that API rate).
         eventsConsumer = options.events ? try makeConsumer(group: options.groupID + "-events", topic: options.topics.events, pollBatch: 20_000) : nil
         if options.sender {
             let consumer = try makeConsumer(group: options.groupID, topic: options.topics.tasks)

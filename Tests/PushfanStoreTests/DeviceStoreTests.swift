@@ -252,6 +252,27 @@ struct DeviceStoreTests {
         #expect(throws: StoreError.invalidInput("not a JSON object")) { try parser.parse(#"{"device_id":"x","token":"\#(Synthetic.token(1))",}"#) }
     }
 
+    @Test("strings with escapes: resolved, and each broken one refused with the reader's own error")
+    func ndjsonReaderResolvesAndRefusesEscapes() throws {
+        var parser = DeviceImportParser(format: .ndjson, now: epochMillis(Date()))
+        let token = Synthetic.token(1)
+        let device = try #require(try parser.parse(#"{"device_id":"x","token":"\#(token)","attributes":{"s":"q\"b\\n\n\u00e9\ud83c\udf89"}}"#))
+        #expect(try JSONDecoder().decode(JSONValue.self, from: Data(device.attributesJSON.utf8))["s"] == .string("q\"b\\n\n\u{E9}\u{1F389}"))
+        let notAnObject = [
+            #"{"device_id":"x\"#,  // a backslash at the end of the input
+            #"{"device_id":"\x41","token":"\#(token)"}"#,  // an escape JSON does not have
+            "{\"device_id\":\"a\\\u{01}\",\"token\":\"\(token)\"}",  // a backslash before a raw control byte
+            #"{"device_id":"\udc00","token":"\#(token)"}"#,  // half a surrogate pair
+        ]
+        for line in notAnObject {
+            #expect(throws: StoreError.invalidInput("not a JSON object"), "\(line)") { try parser.parse(line) }
+        }
+        var bytes = Array(#"{"device_id":"x","token":"\#(token)","locale":"\n"#.utf8)
+        bytes += [0xC3, 0x28] + Array(#""}"#.utf8)  // invalid UTF-8 after an escape
+        let result = bytes.withUnsafeBytes { raw in Result { () throws(StoreError) -> ValidatedDevice? in try parser.parse(bytes: raw) } }
+        #expect(throws: StoreError.invalidInput("not valid UTF-8")) { try result.get() }
+    }
+
     @Test(arguments: Backend.enabled)
     func bulkImportFollowsTheRegistrationRules(_ backend: Backend) async throws {
         let store = try await backend.openFresh()

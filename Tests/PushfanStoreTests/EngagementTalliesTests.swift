@@ -114,6 +114,23 @@ struct EngagementTalliesTests {
         #expect(stats.groups[variant]?.engagement.contains { $0.kind == .converted } == true)
     }
 
+    @Test("a batch of seen and new events in any order: exactly the new ones come back, however SQLite orders their rows", arguments: Backend.enabled)
+    func newEventsComeBackInTheirOrder(_ backend: Backend) async throws {
+        let (store, campaign) = try await store(backend)
+        let devices = (0..<10).map { "d\($0)" }.filter { campaign.share(of: $0) != .holdout }
+        let events = devices.flatMap { [event(.opened, $0), event(.dismissed, $0)] }
+        let seen = Set(events.indices.filter { $0 % 3 == 0 })
+        let first = try await store.engagement.resolve(seen.sorted().map { events[$0] }, app: "shop-ios", now: now).map { try $0.get() }
+        #expect(try await store.engagement.count(first, now: now).count == seen.count)
+        // All of them, in reverse order of their ids: the new ones come back, in that order.
+        let all = events.sorted { $0.id > $1.id }
+        let resolved = try await store.engagement.resolve(all, app: "shop-ios", now: now).map { try $0.get() }
+        let new = try await store.engagement.count(resolved, now: now).map(\.event.id)
+        #expect(new == all.map(\.id).filter { id in !seen.contains { events[$0].id == id } })
+        let opened = try await store.engagement.counts(campaign: sale).filter { $0.kind == .opened }
+        #expect(opened.map(\.devices).reduce(0, +) == Int64(devices.count))
+    }
+
     @Test("ids of events past the horizon are forgotten, and such an event read again is refused as too old rather than counted twice", arguments: Backend.enabled)
     func oldEventIDsArePruned(_ backend: Backend) async throws {
         let (store, campaign) = try await store(backend)
