@@ -2,8 +2,8 @@ import Foundation
 
 extension JSONValue {
     /// The value of a JSON text, read in one pass over its bytes; nil for any text this
-    /// reader is not sure to read exactly as `JSONDecoder` reads `JSONValue` (then
-    /// `decoding(_:)` asks the decoder, for the value or its error).
+    /// reader is not sure to read exactly as `JSONDecoder` reads `JSONValue`, which its
+    /// callers then ask, for the value or its error.
     ///
     /// Why a reader of its own: decoding through `Decodable` builds coding paths and key
     /// lists for every member, and was 55 % of the API's CPU taking events in batches of a
@@ -21,13 +21,6 @@ extension JSONValue {
         // Not `atEnd ? value : nil`: JSONValue takes `nil` as a literal, and that is `.null`.
         guard reader.atEnd else { return nil }
         return value
-    }
-
-    /// The value of a JSON text: `parsedFast` where it is sure, else `JSONDecoder`, whose
-    /// errors are the ones callers see.
-    package static func decoding(_ bytes: [UInt8]) throws -> JSONValue {
-        if let value = bytes.withUnsafeBytes({ parsedFast($0) }) { return value }
-        return try JSONDecoder().decode(JSONValue.self, from: Data(bytes))
     }
 }
 

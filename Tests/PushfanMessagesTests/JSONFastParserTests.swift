@@ -63,11 +63,4 @@ import Testing
             #expect(value == Self.decoded(text), "\(text)")
         }
     }
-
-    @Test("decoding: the fast value where it is sure, the decoder's value or error otherwise")
-    func decodingFallsBack() throws {
-        #expect(try JSONValue.decoding(Array("[12345678901234567890]".utf8)) == .array([.number(Double("12345678901234567890")!)]))
-        #expect(throws: DecodingError.self) { try JSONValue.decoding(Array("[1e400]".utf8)) }
-        #expect(throws: DecodingError.self) { try JSONValue.decoding(Array("{\"a\":".utf8)) }
-    }
 }

@@ -74,13 +74,8 @@ enum KeyOrder {
     static func indices<Item, Group: Hashable>(
         _ items: [Item], group: (Item) -> Group, by precedes: (Group, Group) -> Bool, text: (Item) -> String
     ) -> [Int] {
-        var ranks: [Group: Int] = [:]
-        let groups = items.map { item in
-            let key = group(item)
-            if ranks[key] == nil { ranks[key] = 0 }
-            return key
-        }
-        for (rank, key) in ranks.keys.sorted(by: precedes).enumerated() { ranks[key] = rank }
+        let groups = items.map(group)
+        let ranks = Dictionary(uniqueKeysWithValues: Set(groups).sorted(by: precedes).enumerated().map { ($1, $0) })
         let texts = items.map(text)
         let skip = commonPrefix(texts)
         let keys = zip(groups, texts).map { (ranks[$0]!, eightBytes($1, from: skip)) }
