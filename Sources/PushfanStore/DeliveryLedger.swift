@@ -88,6 +88,36 @@ package struct DeliveryLedger: Sendable {
         return Claim(toSend: targets.filter { mine.contains($0.rowKey) }, alreadyFinal: final, heldElsewhere: elsewhere)
     }
 
+    /// Extends this owner's claims on `rowKeys` to `now + lease`; returns the keys that are
+    /// still its own (claimed by it, not final), now renewed. A claim whose lease ran out is
+    /// renewed too if no other owner took it over meanwhile: the row says who holds it, and a
+    /// takeover and a renewal of one row go one after the other.
+    package func renew(campaign: CampaignKey, owner: String, rowKeys: [Int64], lease: Duration, now: Int64) async throws(StoreError) -> Set<Int64> {
+        guard !rowKeys.isEmpty else { return [] }
+        let leaseUntil = now + lease.milliseconds
+        let backend = executor.backend
+        return try await executor.run { connection throws(StoreError) in
+            try connection.transaction { () throws(StoreError) -> Set<Int64> in
+                var kept = Set<Int64>()
+                for chunk in StoreExecutor.chunks(rowKeys) {
+                    let keys = chunk.map { SQLValue.integer($0) }
+                    var update: SQLStatement = """
+                        UPDATE deliveries SET lease_until = \(leaseUntil)
+                        WHERE campaign = \(campaign) AND state = 'claimed' AND claimed_by = \(owner) AND row_key
+                        """
+                    update.append(backend.isIn(keys, type: "bigint"))
+                    var query: SQLStatement = "SELECT row_key FROM deliveries WHERE campaign = \(campaign) AND state = 'claimed' AND claimed_by = \(owner) AND row_key"
+                    query.append(backend.isIn(keys, type: "bigint"))
+                    try connection.execute(update)
+                    try connection.query(query) { row throws(StoreError) in
+                        if let key = row.int(0) { kept.insert(key) }
+                    }
+                }
+                return kept
+            }
+        }
+    }
+
     /// Records final outcomes of claimed devices. A device that already has a final outcome
     /// keeps it (the first outcome wins); returns how many rows were finalised now.
     @discardableResult

@@ -32,6 +32,28 @@ extension DeviceStoreTests {
         #expect(try await store.ledger.variantCounts(campaign: shop("other")).isEmpty)
     }
 
+    @Test("renewing claims: the owner's own (even past their lease) are renewed; one taken over, one final or another's are not, and the renewal keeps a takeover out", arguments: Backend.enabled)
+    func renewingClaims(_ backend: Backend) async throws {
+        let store = try await backend.openFresh()
+        try await store.addTestApp()
+        let targets = try await store.importSynthetic(6, now: now)
+        let keys = targets.map(\.rowKey)
+        let start = store.clock.wallMillis
+        _ = try await store.ledger.claim(campaign: shop("r"), targets: Array(targets[0..<4]), owner: "w1", lease: .seconds(10), now: start)
+        _ = try await store.ledger.claim(campaign: shop("r"), targets: [targets[4]], owner: "w2", lease: .seconds(10), now: start)
+        // 15 s on, every lease has run out: w2 takes device 2 over, device 3 is final.
+        let later = start + 15_000
+        #expect(try await store.ledger.claim(campaign: shop("r"), targets: [targets[2]], owner: "w2", lease: .seconds(10), now: later).toSend.count == 1)
+        #expect(try await store.ledger.record(campaign: shop("r"), [LedgerOutcome(rowKey: keys[3], state: .cancelled)], now: later) == 1)
+        // Device 4 is w2's, device 5 was never claimed.
+        let kept = try await store.ledger.renew(campaign: shop("r"), owner: "w1", rowKeys: keys, lease: .seconds(10), now: later)
+        #expect(kept == [keys[0], keys[1]])
+        // Renewed until later + 10 s: a third worker cannot take them over before then.
+        let third = try await store.ledger.claim(campaign: shop("r"), targets: Array(targets[0..<2]), owner: "w3", lease: .seconds(10), now: later + 9_000)
+        #expect(third.toSend.isEmpty && third.heldElsewhere == 2)
+        #expect(try await store.ledger.renew(campaign: shop("r"), owner: "w1", rowKeys: [], lease: .seconds(10), now: later).isEmpty)
+    }
+
     @Test(arguments: Backend.enabled)
     func ledgerClaimsAreIdempotentAndFinalOutcomesStick(_ backend: Backend) async throws {
         let url = try backend.freshDatabase()

@@ -25,8 +25,12 @@ final class SendingCoreHarness: Sendable {
     private let controlWrites: Task<Void, Never>
     static let app = InProcessPipeline.app
 
-    /// An app sending `rate` per second with `devices` devices `d-0`…, tokens 1…, in locale en_US.
-    init(devices: Int, rate: Int = 1_000, retryPolicy: RetryPolicy = RetryPolicy(), answer: @escaping ScriptedAPNs.Script = { _, _ in .accepted }) async throws {
+    /// An app sending `rate` per second with `devices` devices `d-0`…, tokens 1…, in locale
+    /// en_US; the worker's claims last `lease` seconds.
+    init(
+        devices: Int, rate: Int = 1_000, lease: Int = 30, retryPolicy: RetryPolicy = RetryPolicy(),
+        answer: @escaping ScriptedAPNs.Script = { _, _ in .accepted }
+    ) async throws {
         let logger = Logger(label: "test", threshold: .error)
         let topics = TopicNames()
         pipeline = try await InProcessPipeline.start(
@@ -36,6 +40,7 @@ final class SendingCoreHarness: Sendable {
         apns = ScriptedAPNs(clock: clock, answer: answer)
         var settings = PushfanConfiguration.Worker()
         settings.pageSize = 100
+        settings.leaseSeconds = lease
         context = SenderContext(
             workerID: "w1", store: store, writer: writer,
             catalog: CampaignCatalog(store: store, clients: APNsClients(), endpointOverride: nil), apns: apns,
@@ -88,6 +93,13 @@ final class SendingCoreHarness: Sendable {
         context.controls.read(ControlRecord(campaign: task.campaignKey, action: action, at: clock.wallMillis))
     }
 
+    /// Every device of the app, as a page of the audience gives them to the sender.
+    func targets() async throws -> [DeviceTarget] {
+        try await store.audience.page(
+            app: Self.app, segment: nil, shard: ShardRange(after: nil, through: nil), cursor: nil, limit: 100_000, zones: nil, traits: false,
+            tokens: nil, now: clock.wallMillis)
+    }
+
     /// Final outcomes in the ledger, by state.
     func outcomes(_ task: TaskRecord) async throws -> [LedgerState: Int] {
         try await store.ledger.outcomeCounts(campaign: task.campaignKey)
@@ -116,15 +128,22 @@ final class ScriptedAPNs: APNsConnector, APNsRequestSink {
         let at: ContinuousClock.Instant
     }
 
+    /// Runs before a batch is answered, with the number of requests answered so far: what
+    /// happens while the batch waits in the client's queue for a stream.
+    typealias BatchHook = @Sendable (_ requestsSoFar: Int) async -> Void
+
     private let clock: ManualClock
     private let answer: Script
     private let log = Locked<[Request]>([])
+    private let hook = Locked<BatchHook?>(nil)
 
     init(clock: ManualClock, answer: @escaping Script) {
         (self.clock, self.answer) = (clock, answer)
     }
 
     var requests: [Request] { log.withLock { $0 } }
+
+    func beforeEachBatch(_ run: @escaping BatchHook) { hook.withLock { $0 = run } }
 
     /// Requests per token.
     var attempts: [String: Int] { Dictionary(requests.map { ($0.token, 1) }, uniquingKeysWith: +) }
@@ -133,6 +152,7 @@ final class ScriptedAPNs: APNsConnector, APNsRequestSink {
 
     func send(batch: [APNsNotification], started: (@Sendable () -> Void)?, ahead: Bool, withdrawn: (@Sendable () -> Bool)?) async -> [APNsSendResult] {
         defer { started?() }
+        if let run = hook.withLock({ $0 }) { await run(requests.count) }
         return batch.map { notification in
             if withdrawn?() == true { return .failed(APNsTransportFailure(.withdrawn)) }
             let token = notification.token?.hex ?? ""

@@ -113,6 +113,77 @@ struct SendingCoreTests {
         await harness.stop()
     }
 
+    @Test("stopped past its lease while a batch waited for a stream: the worker sends nothing another worker took over and ended cancelled meanwhile")
+    func stoppedPastItsLease() async throws {
+        let harness = try await SendingCoreHarness(devices: 50, lease: 15)
+        let task = try await harness.campaign("c1")
+        let targets = try await harness.targets()
+        let stopped = Locked(false)
+        harness.apns.beforeEachBatch { _ in
+            let before = stopped.withLock { was in
+                defer { was = true }
+                return was
+            }
+            guard !before else { return }
+            // Stopped (SIGSTOP) for 20 s: the lease runs out, the campaign is cancelled, and
+            // another worker takes every device over and ends it without a request.
+            harness.clock.advance(by: .seconds(20))
+            let now = harness.clock.wallMillis
+            guard let claim = try? await harness.store.ledger.claim(campaign: task.campaignKey, targets: targets, owner: "w2", lease: .seconds(15), now: now)
+            else { return }
+            let ended = claim.toSend.map { LedgerOutcome(rowKey: $0.rowKey, state: .cancelled, attempts: 0, reason: "cancelled") }
+            _ = try? await harness.store.ledger.record(campaign: task.campaignKey, ended, now: now)
+        }
+        #expect(await harness.run(task) == .finished)
+        #expect(harness.apns.requests.isEmpty, "\(harness.apns.requests.count) devices sent that another worker had ended unsent")
+        #expect(try await harness.outcomes(task) == [.cancelled: 50])
+        await harness.stop()
+    }
+
+    @Test("a page that waits longer than its lease for the rate keeps its claims: renewed before each batch, no other worker can take them over, each device sent once")
+    func longWaitsRenewTheLease() async throws {
+        // 60 devices at 2/s take 30 s, twice the lease.
+        let harness = try await SendingCoreHarness(devices: 60, rate: 2, lease: 15)
+        let task = try await harness.campaign("c1")
+        let targets = try await harness.targets()
+        let rival = Locked<DeliveryLedger.Claim?>(nil)
+        harness.apns.beforeEachBatch { sent in
+            // 20 s in: a worker that runs the same task tries to claim the page.
+            guard sent >= 40, rival.withLock({ $0 == nil }) else { return }
+            let claim = try? await harness.store.ledger.claim(
+                campaign: task.campaignKey, targets: targets, owner: "w2", lease: .seconds(15), now: harness.clock.wallMillis)
+            rival.withLock { $0 = claim }
+        }
+        #expect(await harness.run(task) == .finished)
+        let claim = try #require(rival.withLock { $0 })
+        #expect(claim.toSend.isEmpty, "the other worker took over \(claim.toSend.count) devices this one still had to send")
+        #expect(claim.heldElsewhere > 0 && claim.heldElsewhere + claim.alreadyFinal == 60)
+        #expect(harness.apns.requests.count == 60)
+        #expect(Set(harness.apns.requests.map(\.token)).count == 60)
+        #expect(try await harness.outcomes(task) == [.delivered: 60])
+        await harness.stop()
+    }
+
+    @Test("stopped past its lease with nobody taking over: the batch is withdrawn unsent, claimed again, and every device sent once")
+    func lapsedClaimsAreClaimedAgain() async throws {
+        let harness = try await SendingCoreHarness(devices: 50, lease: 15)
+        let task = try await harness.campaign("c1")
+        let stopped = Locked(false)
+        harness.apns.beforeEachBatch { _ in
+            let before = stopped.withLock { was in
+                defer { was = true }
+                return was
+            }
+            guard !before else { return }
+            harness.clock.advance(by: .seconds(20))
+        }
+        #expect(await harness.run(task) == .finished)
+        #expect(harness.apns.requests.count == 50)
+        #expect(Set(harness.apns.requests.map(\.token)).count == 50)
+        #expect(try await harness.outcomes(task) == [.delivered: 50])
+        await harness.stop()
+    }
+
     @Test("a campaign cancelled before its task runs ends every device cancelled without a request")
     func cancelledBeforeStart() async throws {
         let harness = try await SendingCoreHarness(devices: 40)

@@ -28,10 +28,9 @@ def audit_findings(audit_line, campaigns):
 
 
 def duplicate_budget(rows, crashes, page_size, lanes, dropped_connections, streams):
-    """APNs duplicates within four pages per lane per crash (a killed or stopped worker: a
-    stopped one that continues past its lease may still send the claimed pages it had
-    ready, at most four, docs/ARCHITECTURE.md), plus what a dropped connection had in flight (its outcome
-    unknown to the sender)."""
+    """APNs duplicates within four pages per lane per crash (a killed or stopped worker: what
+    it had on its streams and answered but not yet recorded, docs/ARCHITECTURE.md), plus
+    what a dropped connection had in flight (its outcome unknown to the sender)."""
     duplicates = sum(row["apns_duplicates"] for row in rows.values())
     budget = crashes * 4 * page_size * lanes + dropped_connections * streams
     violations = [] if duplicates <= budget else [f"{duplicates} APNs duplicates, over the budget of {budget}"]

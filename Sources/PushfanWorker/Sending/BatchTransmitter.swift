@@ -2,6 +2,7 @@ import Foundation
 import PushfanAPNs
 import PushfanAPNsModel
 import PushfanMessages
+import PushfanStore
 import PushfanSupport
 
 /// Hands one round's requests to APNs in rate-sized batches, several in flight, while the
@@ -15,10 +16,12 @@ struct BatchTransmitter {
     typealias Answers = [(ShardSender.Pending, APNsSendResult, answeredAt: Date)]
 
     /// A sent batch: its answers, and the requests the pool gave back unsent because an
-    /// operator's pause or cancel came while they waited for a stream.
+    /// operator's pause or cancel came while they waited for a stream, or their claims ran
+    /// short.
     struct BatchAnswers: Sendable {
         var answers: Answers = []
         var withdrawn: [ShardSender.Pending] = []
+        var lapsed: [ShardSender.Pending] = []
     }
 
     /// What became of the requests handed to `transmit` that were not sent.
@@ -33,6 +36,11 @@ struct BatchTransmitter {
         var cancelled: [ShardSender.Pending] = []
         /// Not sent: an operator paused the campaign; they wait for the resume.
         var paused: [ShardSender.Pending] = []
+        /// Not sent: their claims ran short before they went on a stream (or could not be
+        /// renewed); to be claimed again first.
+        var lapsed: [ShardSender.Pending] = []
+        /// Not sent: another owner took them over (or ended them) while their lease ran out.
+        var takenOver: [ShardSender.Pending] = []
     }
 
     let context: SenderContext
@@ -52,9 +60,16 @@ struct BatchTransmitter {
     /// failed), and no further batch starts. Batches already sent are still handed to it.
     /// `page` (a pipelined page's) is told of each batch handed to the client, of each
     /// batch the client has wholly started, and when no further batch will start.
+    ///
+    /// No request starts on a claim that has run out, or nearly (`SenderContext.leaseMargin`):
+    /// a batch whose claims have less than half the lease left renews them first, and the pool
+    /// withdraws a request whose claim runs short while it waits for a stream. So a worker
+    /// stopped past its lease (SIGSTOP, a long pause of the machine) and then continued never
+    /// sends a device another worker took over, and perhaps ended `cancelled` unsent.
     func transmit(
         _ ready: [(ShardSender.Pending, APNsNotification)], page: PagesOnTheWay.Page? = nil, answered: (Answers) async -> Bool
     ) async -> Transmission {
+        var ready = ready
         let appBucket = context.rates.bucket(lane, rate: Double(plan.app.ratePerSecond) / Double(task.lanes))
         var campaignBucket: TokenBucket?
         if let rate = plan.campaign.options.rate, rate < plan.app.ratePerSecond {
@@ -66,6 +81,7 @@ struct BatchTransmitter {
         /// The batch before: the next one's tokens wait for it to be on streams (`BatchStart`).
         var previous: BatchStart?
         var withdrawn: [ShardSender.Pending] = []
+        var lapsed: [ShardSender.Pending] = []
         await withTaskGroup(of: BatchAnswers.self) { group in
             var running = 0
             sending: while index < ready.count {
@@ -108,6 +124,7 @@ struct BatchTransmitter {
                     if running >= context.batchesInFlight, let done = await group.next() {
                         running -= 1
                         withdrawn += done.withdrawn
+                        lapsed += done.lapsed
                         guard await answered(done.answers) else {
                             stop = \.unsent
                             break
@@ -121,6 +138,17 @@ struct BatchTransmitter {
                         stop = \.expired
                         break
                     }
+                    do {
+                        transmission.takenOver += try await renewShortClaims(&ready, from: index, next: granted)
+                    } catch {
+                        // The store did not answer: the claims cannot be vouched for, so the
+                        // rest waits to be claimed again (the retry pass meets the store's error).
+                        context.logger.warning("task.lease_renewal_failed", ["campaign.id": task.campaignKey.stored, "error": "\(error)"])
+                        stop = \.lapsed
+                        break
+                    }
+                    granted = min(granted, ready.count - index)
+                    guard granted > 0 else { continue }
                     let batch = Array(ready[index..<index + granted])
                     index += granted
                     let (send, start) = sendBatch(batch, probe: probe, page: page)
@@ -137,10 +165,12 @@ struct BatchTransmitter {
             page?.allLaunched()
             for await done in group {
                 withdrawn += done.withdrawn
+                lapsed += done.lapsed
                 _ = await answered(done.answers)
             }
         }
-        if let stop { transmission[keyPath: stop] = ready[index...].map(\.0) }
+        if let stop { transmission[keyPath: stop] += ready[index...].map(\.0) }
+        transmission.lapsed += lapsed
         if !withdrawn.isEmpty {
             // Withdrawn by a cancel, or by a pause (they wait for the resume, as unsent ones do).
             if context.controls.current(task.campaignKey) == .cancelled {
@@ -151,6 +181,34 @@ struct BatchTransmitter {
             context.controls.obeyed(task.campaignKey)
         }
         return transmission
+    }
+
+    /// Renews the round's claims when those of the next `next` requests run short: those
+    /// handed over but not yet recorded too (answers wait for a few batches in flight before
+    /// they are recorded). Returns, removed from `ready`, the requests not yet handed over
+    /// that are no longer this worker's. Throws the store's error.
+    private func renewShortClaims(
+        _ ready: inout [(ShardSender.Pending, APNsNotification)], from index: Int, next: Int
+    ) async throws(StoreError) -> [ShardSender.Pending] {
+        let now = context.clock.wallMillis
+        guard let soonest = ready[index..<index + next].lazy.map(\.0.leaseUntil).min(), soonest - now < context.renewBelow.milliseconds else { return [] }
+        let rest = ready[index...]
+        let kept = try await context.store.ledger.renew(
+            campaign: task.campaignKey, owner: context.workerID, rowKeys: ready.map(\.0.target.rowKey), lease: context.lease, now: now)
+        let leaseUntil = now + context.lease.milliseconds
+        var mine: [(ShardSender.Pending, APNsNotification)] = []
+        var lost: [ShardSender.Pending] = []
+        for (item, notification) in rest {
+            if kept.contains(item.target.rowKey) {
+                var item = item
+                item.leaseUntil = leaseUntil
+                mine.append((item, notification))
+            } else {
+                lost.append(item)
+            }
+        }
+        ready.replaceSubrange(index..., with: mine)
+        return lost
     }
 
     /// Where the rest goes when an operator's command stops the campaign; nil to go on (and
@@ -179,8 +237,12 @@ struct BatchTransmitter {
         }
         let (apns, circuits, app, lane, clock, ahead) = (context.apns, context.circuits, plan.app, lane, context.clock, task.transactional)
         let (controls, campaign) = (context.controls, task.campaignKey)
+        // The last moment a request of the batch may go on a stream: its claim then still has
+        // the margin left.
+        let startBy = (batch.lazy.map(\.0.leaseUntil).min() ?? .max) - context.leaseMargin.milliseconds
+        let lapsed: @Sendable () -> Bool = { clock.wallMillis >= startBy }
         // The rule `controlled()` applies before each batch, asked again before each request.
-        let withdrawn: @Sendable () -> Bool = { controls.current(campaign).map { !$0.sends } ?? false }
+        let withdrawn: @Sendable () -> Bool = { (controls.current(campaign).map { !$0.sends } ?? false) || lapsed() }
         // The environments' sends go out together: one after another, the second would wait
         // for the first one's slowest answer before it even started.
         let send: @Sendable () async -> BatchAnswers = {
@@ -194,9 +256,12 @@ struct BatchTransmitter {
                             // follow the sends (a round holds many batches over a second or more).
                             let answeredAt = clock.wall
                             var part = BatchAnswers()
+                            let claimsRanShort = lapsed()
                             for (member, answer) in zip(members, answers) {
                                 if case .failed(let failure) = answer, failure.cause == .withdrawn {
-                                    part.withdrawn.append(member.0)
+                                    // A claim run short goes first: claimed again, the device
+                                    // meets the cancel or pause in its next round if still ours.
+                                    if claimsRanShort { part.lapsed.append(member.0) } else { part.withdrawn.append(member.0) }
                                 } else {
                                     part.answers.append((member.0, answer, answeredAt))
                                 }
@@ -214,6 +279,7 @@ struct BatchTransmitter {
                 for await part in sends {
                     results.answers += part.answers
                     results.withdrawn += part.withdrawn
+                    results.lapsed += part.lapsed
                 }
                 return results
             }

@@ -34,7 +34,7 @@ struct SendRound {
         switch context.controls.current(task.campaignKey) {
         case .paused?:
             // They wait, claimed, for the resume; the retry pass claims them again first.
-            state.holdForResume(pending, now: context.clock.now)
+            state.claimAgain(pending, now: context.clock.now)
             return
         case .cancelled?:
             try await end(pending, as: .cancelled, reason: Self.cancelledReason, state: &state)
@@ -74,7 +74,14 @@ struct SendRound {
             for item in transmission.expired { finals.add(item, state: .expired, reason: Self.expiredReason, at: at) }
             for item in transmission.givenUp { finals.add(item, state: .failed, reason: Self.credentialsReason, at: at) }
             for item in transmission.cancelled { finals.add(item, state: .cancelled, reason: Self.cancelledReason, at: at) }
-            state.holdForResume(transmission.paused, now: context.clock.now)
+            state.claimAgain(transmission.paused + transmission.lapsed, now: context.clock.now)
+            if !transmission.takenOver.isEmpty {
+                // Another owner took them over while this worker could not renew (stopped, or
+                // cut off from the store): they are that owner's to send and record.
+                context.logger.warning("task.claims_taken_over", [
+                    "campaign.id": task.campaignKey.stored, "task.shard": String(task.shard), "devices": String(transmission.takenOver.count),
+                ])
+            }
             unsent = transmission.unsent
         }
         if failure == nil { try await flush(&finals, state: &state) }

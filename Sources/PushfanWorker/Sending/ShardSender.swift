@@ -64,7 +64,14 @@ package struct SenderContext: Sendable {
         return clock.wall.timeIntervalSince1970 >= Double(expiration)
     }
 
+    /// How long a claim holds a device for this worker.
     var lease: Duration { .seconds(settings.leaseSeconds) }
+    /// A batch whose claims have less than this left is renewed before it starts: its
+    /// devices waited long for the rate, or the process was stopped.
+    var renewBelow: Duration { lease / 2 }
+    /// No request goes on a stream with less than this left of its claim: after the lease
+    /// another worker may take the device over, and end it (cancelled, say) without a request.
+    var leaseMargin: Duration { lease / 10 }
 }
 
 /// How a task ended.
@@ -101,6 +108,8 @@ package struct ShardSender: Sendable {
         var attempts: Int
         var firstAttemptAt: Date?
         var notBefore: ContinuousClock.Instant
+        /// When this worker's claim on the device runs out (wall ms), as the ledger says.
+        var leaseUntil: Int64
     }
 
     /// Runs the task; returns `.handedBack` when cancelled. Store and Kafka outages are
@@ -235,9 +244,11 @@ package struct ShardSender: Sendable {
         /// Payloads by device locale: built and checked once, not once per device.
         var payloads: [String: Result<APNsPreparedPayload, APNsRequestError>] = [:]
 
-        /// Devices kept claimed while the campaign is paused: due as soon as it resumes (the
-        /// retry pass claims them again first, renewing their lease).
-        mutating func holdForResume(_ items: [Pending], now: ContinuousClock.Instant) {
+        /// Devices to claim again before they are sent: kept while the campaign is paused (due
+        /// as soon as it resumes), or whose claim ran short before they went on a stream. The
+        /// retry pass claims them again first, renewing the lease and giving way to any owner
+        /// that took them over.
+        mutating func claimAgain(_ items: [Pending], now: ContinuousClock.Instant) {
             for var item in items {
                 item.notBefore = now
                 retries.append(item)
@@ -352,6 +363,7 @@ package struct ShardSender: Sendable {
         let claim = try await context.store.ledger.claim(
             campaign: task.campaignKey, targets: targets, owner: context.workerID, lease: context.lease, now: now,
             admitting: plan.capped ? admission(targets, plan: plan, now: now, state: &state) : nil)
+        let leaseUntil = now + context.lease.milliseconds
         let round = SendRound(context: context, task: task, plan: plan)
         // The usual case: every device of the page is newly ours.
         if claim.toSend.count != targets.count {
@@ -363,14 +375,14 @@ package struct ShardSender: Sendable {
         if !claim.capped.isEmpty {
             let capped = owned.filter { claim.capped.contains($0.rowKey) }
             owned.removeAll { claim.capped.contains($0.rowKey) }
-            try await round.end(capped.map { Pending(target: $0, attempts: 0, firstAttemptAt: nil, notBefore: context.clock.now) },
+            try await round.end(capped.map { Pending(target: $0, attempts: 0, firstAttemptAt: nil, notBefore: context.clock.now, leaseUntil: leaseUntil) },
                                 as: .skipped, reason: Campaign.frequencyCapReason, state: &state)
         }
         if QuietHold.applies(to: plan.campaign), !context.hasExpired(plan.campaign), owned.contains(where: { $0.quietHours != nil }) {
             owned = try await holdQuiet(owned, plan: plan, round: round, now: now, state: &state)
         }
         let start = context.clock.now
-        try await round.send(owned.map { Pending(target: $0, attempts: 0, firstAttemptAt: nil, notBefore: start) }, state: &state)
+        try await round.send(owned.map { Pending(target: $0, attempts: 0, firstAttemptAt: nil, notBefore: start, leaseUntil: leaseUntil) }, state: &state)
     }
 
     /// Frequency caps, checked in the claim's transaction: the page's devices that would be
@@ -408,7 +420,7 @@ package struct ShardSender: Sendable {
             ])
         }
         if !split.expired.isEmpty {
-            try await round.end(split.expired.map { Pending(target: $0, attempts: 0, firstAttemptAt: nil, notBefore: context.clock.now) },
+            try await round.end(split.expired.map { Pending(target: $0, attempts: 0, firstAttemptAt: nil, notBefore: context.clock.now, leaseUntil: now + context.lease.milliseconds) },
                                 as: .expired, reason: QuietHold.expiredReason, state: &state)
         }
         return split.send
@@ -446,10 +458,16 @@ package struct ShardSender: Sendable {
             }
             state.retries.removeAll { $0.notBefore <= now }
             // Claim again: renews the lease, and tells if another worker took a device over.
+            let claimedAt = context.clock.wallMillis
             let claim = try await context.store.ledger.claim(
-                campaign: task.campaignKey, targets: due.map(\.target), owner: context.workerID, lease: context.lease, now: context.clock.wallMillis)
+                campaign: task.campaignKey, targets: due.map(\.target), owner: context.workerID, lease: context.lease, now: claimedAt)
             let owned = Set(claim.toSend.map(\.rowKey))
-            try await SendRound(context: context, task: task, plan: plan).send(due.filter { owned.contains($0.target.rowKey) }, state: &state)
+            let mine = due.filter { owned.contains($0.target.rowKey) }.map { item in
+                var item = item
+                item.leaseUntil = claimedAt + context.lease.milliseconds
+                return item
+            }
+            try await SendRound(context: context, task: task, plan: plan).send(mine, state: &state)
             if !waitForAll { return }
         }
     }
