@@ -145,6 +145,18 @@ final class ScriptedAPNs: APNsConnector, APNsRequestSink {
 
     func beforeEachBatch(_ run: @escaping BatchHook) { hook.withLock { $0 = run } }
 
+    /// Runs `work` once, before the first batch is answered.
+    func beforeFirstBatch(_ work: @escaping @Sendable () async -> Void) {
+        let done = Locked(false)
+        beforeEachBatch { _ in
+            let first = done.withLock { done in
+                defer { done = true }
+                return !done
+            }
+            if first { await work() }
+        }
+    }
+
     /// Requests per token.
     var attempts: [String: Int] { Dictionary(requests.map { ($0.token, 1) }, uniquingKeysWith: +) }
 

@@ -118,13 +118,7 @@ struct SendingCoreTests {
         let harness = try await SendingCoreHarness(devices: 50, lease: 15)
         let task = try await harness.campaign("c1")
         let targets = try await harness.targets()
-        let stopped = Locked(false)
-        harness.apns.beforeEachBatch { _ in
-            let before = stopped.withLock { was in
-                defer { was = true }
-                return was
-            }
-            guard !before else { return }
+        harness.apns.beforeFirstBatch {
             // Stopped (SIGSTOP) for 20 s: the lease runs out, the campaign is cancelled, and
             // another worker takes every device over and ends it without a request.
             harness.clock.advance(by: .seconds(20))
@@ -168,15 +162,7 @@ struct SendingCoreTests {
     func lapsedClaimsAreClaimedAgain() async throws {
         let harness = try await SendingCoreHarness(devices: 50, lease: 15)
         let task = try await harness.campaign("c1")
-        let stopped = Locked(false)
-        harness.apns.beforeEachBatch { _ in
-            let before = stopped.withLock { was in
-                defer { was = true }
-                return was
-            }
-            guard !before else { return }
-            harness.clock.advance(by: .seconds(20))
-        }
+        harness.apns.beforeFirstBatch { harness.clock.advance(by: .seconds(20)) }
         #expect(await harness.run(task) == .finished)
         #expect(harness.apns.requests.count == 50)
         #expect(Set(harness.apns.requests.map(\.token)).count == 50)
