@@ -26,9 +26,10 @@ final class SendingCoreHarness: Sendable {
     static let app = InProcessPipeline.app
 
     /// An app sending `rate` per second with `devices` devices `d-0`…, tokens 1…, in locale
-    /// en_US; the worker's claims last `lease` seconds.
+    /// en_US; the worker's claims last `lease` seconds, and at most `batchesInFlight` batches
+    /// of a round are out at once.
     init(
-        devices: Int, rate: Int = 1_000, lease: Int = 30, retryPolicy: RetryPolicy = RetryPolicy(),
+        devices: Int, rate: Int = 1_000, lease: Int = 30, batchesInFlight: Int = 64, retryPolicy: RetryPolicy = RetryPolicy(),
         answer: @escaping ScriptedAPNs.Script = { _, _ in .accepted }
     ) async throws {
         let logger = Logger(label: "test", threshold: .error)
@@ -41,13 +42,15 @@ final class SendingCoreHarness: Sendable {
         var settings = PushfanConfiguration.Worker()
         settings.pageSize = 100
         settings.leaseSeconds = lease
-        context = SenderContext(
+        var context = SenderContext(
             workerID: "w1", store: store, writer: writer,
             catalog: CampaignCatalog(store: store, clients: APNsClients(), endpointOverride: nil), apns: apns,
             rates: RateLanes(clock: clock), pauses: AppPauses(logger: logger, clock: clock), circuits: LaneCircuits(logger: logger, clock: clock),
             controls: CampaignControls(store: store, logger: logger, clock: clock),
             progress: ProgressReporter(store: store, writer: writer, interval: .seconds(3_600), clock: clock, logger: logger),
             settings: settings, retryPolicy: retryPolicy, clock: clock, logger: logger)
+        context.batchesInFlight = batchesInFlight
+        self.context = context
         let (controls, stop) = (context.controls, StopSignal(clock: clock))
         controlWrites = Task { await controls.runWrites(until: stop) }
     }

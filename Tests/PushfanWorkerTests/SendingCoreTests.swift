@@ -158,6 +158,24 @@ struct SendingCoreTests {
         await harness.stop()
     }
 
+    @Test("stopped for more than half its lease while the campaign was cancelled, its control record missed: the renewal reads the store's status and nothing more is sent")
+    func aLongStopReadsTheStatusAgain() async throws {
+        // One batch out at a time: the next waits for the first's answers (and the stop in them).
+        let harness = try await SendingCoreHarness(devices: 50, rate: 100, lease: 15, batchesInFlight: 1)
+        let task = try await harness.campaign("c1")
+        let started = try await harness.context.controls.refresh(task.campaignKey)
+        harness.apns.beforeFirstBatch {
+            harness.clock.advance(by: .seconds(10))
+            _ = try? await harness.store.campaigns.control(task.campaignKey, .cancel, now: harness.clock.wallMillis)
+        }
+        #expect(await harness.run(task) == .finished)
+        #expect(started == .running)
+        let firstBatch = harness.apns.requests.count
+        #expect(firstBatch > 0 && firstBatch < 50, "\(firstBatch) sent")
+        #expect(try await harness.outcomes(task) == [.delivered: firstBatch, .cancelled: 50 - firstBatch])
+        await harness.stop()
+    }
+
     @Test("stopped past its lease with nobody taking over: the batch is withdrawn unsent, claimed again, and every device sent once")
     func lapsedClaimsAreClaimedAgain() async throws {
         let harness = try await SendingCoreHarness(devices: 50, lease: 15)

@@ -130,14 +130,6 @@ struct BatchTransmitter {
                             break
                         }
                     }
-                    if let held = controlled() {
-                        stop = held
-                        break
-                    }
-                    if context.hasExpired(plan.campaign) {
-                        stop = \.expired
-                        break
-                    }
                     do {
                         transmission.takenOver += try await renewShortClaims(&ready, from: index, next: granted)
                     } catch {
@@ -149,6 +141,14 @@ struct BatchTransmitter {
                     }
                     granted = min(granted, ready.count - index)
                     guard granted > 0 else { continue }
+                    if let held = controlled() {
+                        stop = held
+                        break
+                    }
+                    if context.hasExpired(plan.campaign) {
+                        stop = \.expired
+                        break
+                    }
                     let batch = Array(ready[index..<index + granted])
                     index += granted
                     let (send, start) = sendBatch(batch, probe: probe, page: page)
@@ -186,7 +186,9 @@ struct BatchTransmitter {
     /// Renews the round's claims when those of the next `next` requests run short: those
     /// handed over but not yet recorded too (answers wait for a few batches in flight before
     /// they are recorded). Returns, removed from `ready`, the requests not yet handed over
-    /// that are no longer this worker's. Throws the store's error.
+    /// that are no longer this worker's. The campaign's status is read from the store too: a
+    /// worker stopped this long may have missed an operator's record (its control consumer
+    /// is still rejoining its group), and the store has the command. Throws the store's error.
     private func renewShortClaims(
         _ ready: inout [(ShardSender.Pending, APNsNotification)], from index: Int, next: Int
     ) async throws(StoreError) -> [ShardSender.Pending] {
@@ -208,6 +210,7 @@ struct BatchTransmitter {
             }
         }
         ready.replaceSubrange(index..., with: mine)
+        _ = try await context.controls.refresh(task.campaignKey)
         return lost
     }
 
