@@ -99,7 +99,8 @@ package struct DeliveryLedger: Sendable {
         return try await executor.run { connection throws(StoreError) in
             try connection.transaction { () throws(StoreError) -> Set<Int64> in
                 var kept = Set<Int64>()
-                for chunk in StoreExecutor.chunks(rowKeys) {
+                // In key order, as claims lock their rows: two writers never wait on each other in a cycle.
+                for chunk in StoreExecutor.chunks(rowKeys.sorted()) {
                     let keys = chunk.map { SQLValue.integer($0) }
                     var update: SQLStatement = """
                         UPDATE deliveries SET lease_until = \(leaseUntil)
@@ -120,17 +121,25 @@ package struct DeliveryLedger: Sendable {
 
     /// Records final outcomes of claimed devices. A device that already has a final outcome
     /// keeps it (the first outcome wins); returns how many rows were finalised now.
+    ///
+    /// With `owner`, an outcome without an APNs status (decided without an answer: cancelled,
+    /// expired, skipped, a request never built or never answered) is recorded only on a row
+    /// `owner` still holds: another worker that took the device over may have sent it, and
+    /// its answer is the truth. An outcome with APNs' status is a fact about a request that
+    /// reached APNs, recorded whoever holds the row.
     @discardableResult
-    package func record(campaign: CampaignKey, _ outcomes: [LedgerOutcome], now: Int64) async throws(StoreError) -> Int {
+    package func record(campaign: CampaignKey, _ outcomes: [LedgerOutcome], owner: String? = nil, now: Int64) async throws(StoreError) -> Int {
         let backend = executor.backend
         return try await executor.run { connection throws(StoreError) in
             try connection.transaction { () throws(StoreError) -> Int in
                 var total = 0
                 // Per state and variant, so the rows that really changed can be added to the
                 // running totals.
-                let groups = Dictionary(grouping: outcomes.filter(\.state.isFinal), by: { ShareState(state: $0.state, variant: $0.variant) })
+                let groups = Dictionary(grouping: outcomes.filter(\.state.isFinal)) { outcome in
+                    ShareState(state: outcome.state, variant: outcome.variant, holder: outcome.status == nil ? owner : nil)
+                }
                 for (group, outcomes) in groups {
-                    let changed = try Self.finalize(connection, backend, campaign: campaign, outcomes, now: now)
+                    let changed = try Self.finalize(connection, backend, campaign: campaign, outcomes, holder: group.holder, now: now)
                     guard changed > 0 else { continue }
                     try connection.execute("""
                         INSERT INTO campaign_counts (campaign, state, count) VALUES (\(campaign), \(group.state.rawValue), \(changed))
@@ -149,10 +158,10 @@ package struct DeliveryLedger: Sendable {
         }
     }
 
-    /// Sets final outcomes of claimed rows; returns how many changed. One `UPDATE … FROM`
-    /// per chunk (SQLite 3.33+ and PostgreSQL both have it).
+    /// Sets final outcomes of claimed rows (only those `holder` holds, if given); returns how
+    /// many changed. One `UPDATE … FROM` per chunk (SQLite 3.33+ and PostgreSQL both have it).
     private static func finalize(
-        _ connection: any SQLConnection, _ backend: any SQLBackend, campaign: CampaignKey, _ final: [LedgerOutcome], now: Int64
+        _ connection: any SQLConnection, _ backend: any SQLBackend, campaign: CampaignKey, _ final: [LedgerOutcome], holder: String?, now: Int64
     ) throws(StoreError) -> Int {
         var changed = 0
         for chunk in StoreExecutor.chunks(final) {
@@ -161,6 +170,7 @@ package struct DeliveryLedger: Sendable {
                 """
             update.append(backend.outcomeRows(chunk))
             update.append(" WHERE deliveries.campaign = \(campaign) AND deliveries.row_key = v.r AND deliveries.state = 'claimed'")
+            if let holder { update.append(" AND deliveries.claimed_by = \(holder)") }
             changed += try connection.execute(update)
         }
         return changed
@@ -264,4 +274,6 @@ package struct DeliveryLedger: Sendable {
 private struct ShareState: Hashable {
     let state: LedgerState
     let variant: String?
+    /// Recorded only where this owner holds the row.
+    let holder: String?
 }

@@ -32,7 +32,7 @@ extension DeviceStoreTests {
         #expect(try await store.ledger.variantCounts(campaign: shop("other")).isEmpty)
     }
 
-    @Test("renewing claims: the owner's own (even past their lease) are renewed; one taken over, one final or another's are not, and the renewal keeps a takeover out", arguments: Backend.enabled)
+    @Test("renewing claims: the owner's own (even past their lease) are renewed; one taken over, one final or another's are not, and the renewal keeps a takeover out; an outcome decided without a request is recorded only by the row's holder", arguments: Backend.enabled)
     func renewingClaims(_ backend: Backend) async throws {
         let store = try await backend.openFresh()
         try await store.addTestApp()
@@ -52,6 +52,11 @@ extension DeviceStoreTests {
         let third = try await store.ledger.claim(campaign: shop("r"), targets: Array(targets[0..<2]), owner: "w3", lease: .seconds(10), now: later + 9_000)
         #expect(third.toSend.isEmpty && third.heldElsewhere == 2)
         #expect(try await store.ledger.renew(campaign: shop("r"), owner: "w1", rowKeys: [], lease: .seconds(10), now: later).isEmpty)
+        // w1 records device 2, which w2 holds now: an outcome decided without a request is
+        // refused; APNs' answer to a request w1 sent before is recorded (the first wins).
+        #expect(try await store.ledger.record(campaign: shop("r"), [LedgerOutcome(rowKey: keys[2], state: .cancelled)], owner: "w1", now: later) == 0)
+        #expect(try await store.ledger.record(campaign: shop("r"), [LedgerOutcome(rowKey: keys[2], state: .delivered, status: 200)], owner: "w1", now: later) == 1)
+        #expect(try await store.ledger.record(campaign: shop("r"), [LedgerOutcome(rowKey: keys[0], state: .expired)], owner: "w1", now: later) == 1)
     }
 
     @Test(arguments: Backend.enabled)

@@ -139,12 +139,16 @@ final class ScriptedAPNs: APNsConnector, APNsRequestSink {
     private let answer: Script
     private let log = Locked<[Request]>([])
     private let hook = Locked<BatchHook?>(nil)
+    private let withdrawals = Locked(0)
 
     init(clock: ManualClock, answer: @escaping Script) {
         (self.clock, self.answer) = (clock, answer)
     }
 
     var requests: [Request] { log.withLock { $0 } }
+
+    /// Requests the sender withdrew before they went on a stream.
+    var withdrawn: Int { withdrawals.withLock { $0 } }
 
     func beforeEachBatch(_ run: @escaping BatchHook) { hook.withLock { $0 = run } }
 
@@ -169,7 +173,10 @@ final class ScriptedAPNs: APNsConnector, APNsRequestSink {
         defer { started?() }
         if let run = hook.withLock({ $0 }) { await run(requests.count) }
         return batch.map { notification in
-            if withdrawn?() == true { return .failed(APNsTransportFailure(.withdrawn)) }
+            if withdrawn?() == true {
+                withdrawals.withLock { $0 += 1 }
+                return .failed(APNsTransportFailure(.withdrawn))
+            }
             let token = notification.token?.hex ?? ""
             let attempt = log.withLock { log in
                 log.append(Request(token: token, at: clock.now))

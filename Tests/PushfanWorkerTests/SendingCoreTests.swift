@@ -152,9 +152,34 @@ struct SendingCoreTests {
         let claim = try #require(rival.withLock { $0 })
         #expect(claim.toSend.isEmpty, "the other worker took over \(claim.toSend.count) devices this one still had to send")
         #expect(claim.heldElsewhere > 0 && claim.heldElsewhere + claim.alreadyFinal == 60)
+        #expect(harness.apns.withdrawn == 0, "requests withdrawn because their claims ran short")
         #expect(harness.apns.requests.count == 60)
         #expect(Set(harness.apns.requests.map(\.token)).count == 60)
         #expect(try await harness.outcomes(task) == [.delivered: 60])
+        await harness.stop()
+    }
+
+    @Test("stopped past its lease, another worker holding its devices now: it sends none of them, waits for that worker, and takes them back once that worker's lease runs out")
+    func takenOverDevicesAreWaitedFor() async throws {
+        // Batches of 5, one out at a time: after the stop the rest meet the renewal.
+        let harness = try await SendingCoreHarness(devices: 50, rate: 100, lease: 15, batchesInFlight: 1)
+        let task = try await harness.campaign("c1")
+        let targets = try await harness.targets()
+        let rival = Locked<DeliveryLedger.Claim?>(nil)
+        harness.apns.beforeFirstBatch {
+            harness.clock.advance(by: .seconds(20))
+            let claim = try? await harness.store.ledger.claim(
+                campaign: task.campaignKey, targets: targets, owner: "w2", lease: .seconds(15), now: harness.clock.wallMillis)
+            rival.withLock { $0 = claim }
+        }
+        let started = harness.clock.now
+        #expect(await harness.run(task) == .finished)
+        #expect(rival.withLock { $0?.toSend.count } == 50, "the other worker took every device over")
+        // Nothing went out on w2's claims: each device was sent once, after they ran out.
+        #expect(harness.apns.requests.count == 50)
+        #expect(Set(harness.apns.requests.map(\.token)).count == 50)
+        #expect(harness.apns.requests.allSatisfy { $0.at - started >= .seconds(35) })
+        #expect(try await harness.outcomes(task) == [.delivered: 50])
         await harness.stop()
     }
 

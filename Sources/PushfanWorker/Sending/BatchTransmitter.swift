@@ -64,8 +64,10 @@ struct BatchTransmitter {
     /// No request starts on a claim that has run out, or nearly (`SenderContext.leaseMargin`):
     /// a batch whose claims have less than half the lease left renews them first, and the pool
     /// withdraws a request whose claim runs short while it waits for a stream. So a worker
-    /// stopped past its lease (SIGSTOP, a long pause of the machine) and then continued never
-    /// sends a device another worker took over, and perhaps ended `cancelled` unsent.
+    /// stopped past its lease (SIGSTOP, a long pause of the machine) and then continued does
+    /// not send a device another worker took over, and perhaps ended `cancelled` unsent, as
+    /// long as the hosts' clocks agree within the margin (the other worker reads the lease on
+    /// its own clock) and the stop did not fall between the pool's check and the socket write.
     func transmit(
         _ ready: [(ShardSender.Pending, APNsNotification)], page: PagesOnTheWay.Page? = nil, answered: (Answers) async -> Bool
     ) async -> Transmission {

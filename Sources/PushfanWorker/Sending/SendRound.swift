@@ -77,10 +77,12 @@ struct SendRound {
             state.claimAgain(transmission.paused + transmission.lapsed, now: context.clock.now)
             if !transmission.takenOver.isEmpty {
                 // Another owner took them over while this worker could not renew (stopped, or
-                // cut off from the store): they are that owner's to send and record.
+                // cut off from the store): theirs to send and record. The task waits for their
+                // outcomes like any device held elsewhere, and takes them back if that owner dies.
                 context.logger.warning("task.claims_taken_over", [
                     "campaign.id": task.campaignKey.stored, "task.shard": String(task.shard), "devices": String(transmission.takenOver.count),
                 ])
+                state.held += transmission.takenOver.map(\.target)
             }
             unsent = transmission.unsent
         }

@@ -462,6 +462,8 @@ package struct ShardSender: Sendable {
             let claim = try await context.store.ledger.claim(
                 campaign: task.campaignKey, targets: due.map(\.target), owner: context.workerID, lease: context.lease, now: claimedAt)
             let owned = Set(claim.toSend.map(\.rowKey))
+            // Taken over by another worker meanwhile: the task waits for their outcomes.
+            if claim.toSend.count != due.count { state.held += due.filter { !owned.contains($0.target.rowKey) }.map(\.target) }
             let mine = due.filter { owned.contains($0.target.rowKey) }.map { item in
                 var item = item
                 item.leaseUntil = claimedAt + context.lease.milliseconds
