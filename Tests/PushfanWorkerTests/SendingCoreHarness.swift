@@ -103,6 +103,13 @@ final class SendingCoreHarness: Sendable {
             tokens: nil, now: clock.wallMillis)
     }
 
+    /// Another worker ("w2") claiming every device of the task's campaign now, as after a
+    /// rebalance: it takes over claims whose lease ran out; nil if the store failed.
+    func rivalClaim(_ task: TaskRecord) async -> DeliveryLedger.Claim? {
+        guard let targets = try? await targets() else { return nil }
+        return try? await store.ledger.claim(campaign: task.campaignKey, targets: targets, owner: "w2", lease: .seconds(15), now: clock.wallMillis)
+    }
+
     /// Final outcomes in the ledger, by state.
     func outcomes(_ task: TaskRecord) async throws -> [LedgerState: Int] {
         try await store.ledger.outcomeCounts(campaign: task.campaignKey)

@@ -117,14 +117,12 @@ struct SendingCoreTests {
     func stoppedPastItsLease() async throws {
         let harness = try await SendingCoreHarness(devices: 50, lease: 15)
         let task = try await harness.campaign("c1")
-        let targets = try await harness.targets()
         harness.apns.beforeFirstBatch {
             // Stopped (SIGSTOP) for 20 s: the lease runs out, the campaign is cancelled, and
             // another worker takes every device over and ends it without a request.
             harness.clock.advance(by: .seconds(20))
             let now = harness.clock.wallMillis
-            guard let claim = try? await harness.store.ledger.claim(campaign: task.campaignKey, targets: targets, owner: "w2", lease: .seconds(15), now: now)
-            else { return }
+            guard let claim = await harness.rivalClaim(task) else { return }
             let ended = claim.toSend.map { LedgerOutcome(rowKey: $0.rowKey, state: .cancelled, attempts: 0, reason: "cancelled") }
             _ = try? await harness.store.ledger.record(campaign: task.campaignKey, ended, now: now)
         }
@@ -139,13 +137,11 @@ struct SendingCoreTests {
         // 60 devices at 2/s take 30 s, twice the lease.
         let harness = try await SendingCoreHarness(devices: 60, rate: 2, lease: 15)
         let task = try await harness.campaign("c1")
-        let targets = try await harness.targets()
         let rival = Locked<DeliveryLedger.Claim?>(nil)
         harness.apns.beforeEachBatch { sent in
             // 20 s in: a worker that runs the same task tries to claim the page.
             guard sent >= 40, rival.withLock({ $0 == nil }) else { return }
-            let claim = try? await harness.store.ledger.claim(
-                campaign: task.campaignKey, targets: targets, owner: "w2", lease: .seconds(15), now: harness.clock.wallMillis)
+            let claim = await harness.rivalClaim(task)
             rival.withLock { $0 = claim }
         }
         #expect(await harness.run(task) == .finished)
@@ -164,12 +160,10 @@ struct SendingCoreTests {
         // Batches of 5, one out at a time: after the stop the rest meet the renewal.
         let harness = try await SendingCoreHarness(devices: 50, rate: 100, lease: 15, batchesInFlight: 1)
         let task = try await harness.campaign("c1")
-        let targets = try await harness.targets()
         let rival = Locked<DeliveryLedger.Claim?>(nil)
         harness.apns.beforeFirstBatch {
             harness.clock.advance(by: .seconds(20))
-            let claim = try? await harness.store.ledger.claim(
-                campaign: task.campaignKey, targets: targets, owner: "w2", lease: .seconds(15), now: harness.clock.wallMillis)
+            let claim = await harness.rivalClaim(task)
             rival.withLock { $0 = claim }
         }
         let started = harness.clock.now
