@@ -199,6 +199,8 @@ struct BatchTransmitter {
         let rest = ready[index...]
         let kept = try await context.store.ledger.renew(
             campaign: task.campaignKey, owner: context.workerID, rowKeys: ready.map(\.0.target.rowKey), lease: context.lease, now: now)
+        // Before `ready` changes: if the store fails here, the whole rest is claimed again.
+        _ = try await context.controls.refresh(task.campaignKey)
         let leaseUntil = now + context.lease.milliseconds
         var mine: [(ShardSender.Pending, APNsNotification)] = []
         var lost: [ShardSender.Pending] = []
@@ -212,7 +214,6 @@ struct BatchTransmitter {
             }
         }
         ready.replaceSubrange(index..., with: mine)
-        _ = try await context.controls.refresh(task.campaignKey)
         return lost
     }
 
