@@ -16,6 +16,8 @@ package struct DeliveryLedger: Sendable {
         package let alreadyFinal: Int
         /// Devices claimed by another owner whose lease has not run out (retry later).
         package let heldElsewhere: Int
+        /// When the claims on `toSend` run out (wall ms): no request may start after it.
+        package let leaseUntil: Int64
         /// Devices of `toSend` that the app's frequency caps hold back (with `admitting`).
         package var capped: Set<Int64> = []
     }
@@ -29,10 +31,10 @@ package struct DeliveryLedger: Sendable {
         campaign: CampaignKey, targets: [DeviceTarget], owner: String, lease: Duration = .seconds(60), now: Int64,
         admitting admission: FrequencyLedger.Admission? = nil
     ) async throws(StoreError) -> Claim {
-        guard let low = targets.map(\.rowKey).min(), let high = targets.map(\.rowKey).max() else {
-            return Claim(toSend: [], alreadyFinal: 0, heldElsewhere: 0)
-        }
         let leaseUntil = now + lease.milliseconds
+        guard let low = targets.map(\.rowKey).min(), let high = targets.map(\.rowKey).max() else {
+            return Claim(toSend: [], alreadyFinal: 0, heldElsewhere: 0, leaseUntil: leaseUntil)
+        }
         let backend = executor.backend
         return try await executor.run { connection throws(StoreError) in
             try connection.transaction { () throws(StoreError) -> Claim in
@@ -62,7 +64,7 @@ package struct DeliveryLedger: Sendable {
             inserted += try connection.execute(insert)
         }
         // The usual case, a page seen for the first time: every device is new and ours.
-        if inserted == targets.count { return Claim(toSend: targets, alreadyFinal: 0, heldElsewhere: 0) }
+        if inserted == targets.count { return Claim(toSend: targets, alreadyFinal: 0, heldElsewhere: 0, leaseUntil: leaseUntil) }
         try connection.execute("""
             UPDATE deliveries SET claimed_by = \(owner), lease_until = \(leaseUntil)
             WHERE campaign = \(campaign) AND row_key >= \(low) AND row_key <= \(high) AND state = 'claimed'
@@ -85,7 +87,7 @@ package struct DeliveryLedger: Sendable {
                 elsewhere += 1
             }
         }
-        return Claim(toSend: targets.filter { mine.contains($0.rowKey) }, alreadyFinal: final, heldElsewhere: elsewhere)
+        return Claim(toSend: targets.filter { mine.contains($0.rowKey) }, alreadyFinal: final, heldElsewhere: elsewhere, leaseUntil: leaseUntil)
     }
 
     /// Extends this owner's claims on `rowKeys` to `now + lease`; returns the keys that are

@@ -39,7 +39,7 @@ extension DeviceStoreTests {
         let targets = try await store.importSynthetic(6, now: now)
         let keys = targets.map(\.rowKey)
         let start = store.clock.wallMillis
-        _ = try await store.ledger.claim(campaign: shop("r"), targets: Array(targets[0..<4]), owner: "w1", lease: .seconds(10), now: start)
+        #expect(try await store.ledger.claim(campaign: shop("r"), targets: Array(targets[0..<4]), owner: "w1", lease: .seconds(10), now: start).leaseUntil == start + 10_000)
         _ = try await store.ledger.claim(campaign: shop("r"), targets: [targets[4]], owner: "w2", lease: .seconds(10), now: start)
         // 15 s on, every lease has run out: w2 takes device 2 over, device 3 is final.
         let later = start + 15_000

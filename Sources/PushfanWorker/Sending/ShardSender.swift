@@ -110,6 +110,11 @@ package struct ShardSender: Sendable {
         var notBefore: ContinuousClock.Instant
         /// When this worker's claim on the device runs out (wall ms), as the ledger says.
         var leaseUntil: Int64
+
+        /// A device just claimed, not yet attempted.
+        init(claimed target: DeviceTarget, until leaseUntil: Int64, at now: ContinuousClock.Instant) {
+            (self.target, attempts, firstAttemptAt, notBefore, self.leaseUntil) = (target, 0, nil, now, leaseUntil)
+        }
     }
 
     /// Runs the task; returns `.handedBack` when cancelled. Store and Kafka outages are
@@ -363,7 +368,6 @@ package struct ShardSender: Sendable {
         let claim = try await context.store.ledger.claim(
             campaign: task.campaignKey, targets: targets, owner: context.workerID, lease: context.lease, now: now,
             admitting: plan.capped ? admission(targets, plan: plan, now: now, state: &state) : nil)
-        let leaseUntil = now + context.lease.milliseconds
         let round = SendRound(context: context, task: task, plan: plan)
         // The usual case: every device of the page is newly ours.
         if claim.toSend.count != targets.count {
@@ -375,14 +379,14 @@ package struct ShardSender: Sendable {
         if !claim.capped.isEmpty {
             let capped = owned.filter { claim.capped.contains($0.rowKey) }
             owned.removeAll { claim.capped.contains($0.rowKey) }
-            try await round.end(capped.map { Pending(target: $0, attempts: 0, firstAttemptAt: nil, notBefore: context.clock.now, leaseUntil: leaseUntil) },
+            try await round.end(capped.map { Pending(claimed: $0, until: claim.leaseUntil, at: context.clock.now) },
                                 as: .skipped, reason: Campaign.frequencyCapReason, state: &state)
         }
         if QuietHold.applies(to: plan.campaign), !context.hasExpired(plan.campaign), owned.contains(where: { $0.quietHours != nil }) {
-            owned = try await holdQuiet(owned, plan: plan, round: round, now: now, state: &state)
+            owned = try await holdQuiet(owned, plan: plan, round: round, now: now, leaseUntil: claim.leaseUntil, state: &state)
         }
         let start = context.clock.now
-        try await round.send(owned.map { Pending(target: $0, attempts: 0, firstAttemptAt: nil, notBefore: start, leaseUntil: leaseUntil) }, state: &state)
+        try await round.send(owned.map { Pending(claimed: $0, until: claim.leaseUntil, at: start) }, state: &state)
     }
 
     /// Frequency caps, checked in the claim's transaction: the page's devices that would be
@@ -405,8 +409,11 @@ package struct ShardSender: Sendable {
     /// Quiet hours: the owned devices inside their window are parked in the store as a hold
     /// (one more shard of the campaign, dispatched when the window ends) and their claims let
     /// go; those whose window outlasts the expiration end `expired`. Returns the rest.
-    /// `now`: the claim's, so the split agrees with what the claim admitted under the caps.
-    private func holdQuiet(_ owned: [DeviceTarget], plan: CampaignPlan, round: SendRound, now: Int64, state: inout TaskState) async throws -> [DeviceTarget] {
+    /// `now` and `leaseUntil`: the claim's, so the split agrees with what the claim admitted
+    /// under the caps.
+    private func holdQuiet(
+        _ owned: [DeviceTarget], plan: CampaignPlan, round: SendRound, now: Int64, leaseUntil: Int64, state: inout TaskState
+    ) async throws -> [DeviceTarget] {
         let split = QuietHold.split(
             owned, now: now, defaultZone: plan.app.defaultZone, expiration: plan.campaign.options.expiration, zones: &state.zones)
         for (until, devices) in split.held.sorted(by: { $0.key < $1.key }) {
@@ -420,7 +427,7 @@ package struct ShardSender: Sendable {
             ])
         }
         if !split.expired.isEmpty {
-            try await round.end(split.expired.map { Pending(target: $0, attempts: 0, firstAttemptAt: nil, notBefore: context.clock.now, leaseUntil: now + context.lease.milliseconds) },
+            try await round.end(split.expired.map { Pending(claimed: $0, until: leaseUntil, at: context.clock.now) },
                                 as: .expired, reason: QuietHold.expiredReason, state: &state)
         }
         return split.send
@@ -458,15 +465,14 @@ package struct ShardSender: Sendable {
             }
             state.retries.removeAll { $0.notBefore <= now }
             // Claim again: renews the lease, and tells if another worker took a device over.
-            let claimedAt = context.clock.wallMillis
             let claim = try await context.store.ledger.claim(
-                campaign: task.campaignKey, targets: due.map(\.target), owner: context.workerID, lease: context.lease, now: claimedAt)
+                campaign: task.campaignKey, targets: due.map(\.target), owner: context.workerID, lease: context.lease, now: context.clock.wallMillis)
             let owned = Set(claim.toSend.map(\.rowKey))
             // Taken over by another worker meanwhile: the task waits for their outcomes.
             if claim.toSend.count != due.count { state.held += due.filter { !owned.contains($0.target.rowKey) }.map(\.target) }
             let mine = due.filter { owned.contains($0.target.rowKey) }.map { item in
                 var item = item
-                item.leaseUntil = claimedAt + context.lease.milliseconds
+                item.leaseUntil = claim.leaseUntil
                 return item
             }
             try await SendRound(context: context, task: task, plan: plan).send(mine, state: &state)
