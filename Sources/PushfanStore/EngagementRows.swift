@@ -2,7 +2,8 @@ import PushfanMessages
 
 /// The per-event rows behind exact engagement counts, inside the caller's transaction: an
 /// event id is new or seen (`engagement_events`), a device is the first of its group or not
-/// (`engagement_devices`), and which of a batch's devices the app has. Each backend writes
+/// (`engagement_group_devices`, by the group's number and the device's row), and which of a
+/// batch's devices the app has. Each backend writes
 /// them its fastest way (`SQLBackend`): this file is the set-based way, a few multi-row
 /// statements per batch (PostgreSQL); SQLite binds one row at a time into statements
 /// prepared once (`SQLiteEngagementRows`).
@@ -14,19 +15,32 @@ enum EngagementRows {
             let variant: String
             let kind: String
             let detail: String
+
+            /// The order of their key in `engagement_counts` and `engagement_groups`.
+            static func precedes(_ one: Group, _ other: Group) -> Bool {
+                (one.campaign, one.variant, one.kind, one.detail) < (other.campaign, other.variant, other.kind, other.detail)
+            }
         }
 
         let group: Group
-        let device: String
+        /// The device's row.
+        let rowKey: Int64
         let value: Double
 
-        init(_ event: EngagementEvent, _ attribution: EngagementTallies.Attribution) {
+        init(_ counted: EngagementTallies.Counted, _ attribution: EngagementTallies.Attribution) {
+            let event = counted.event
             group = Group(
                 campaign: attribution.campaign.stored, variant: attribution.variant, kind: event.kind.rawValue,
                 detail: event.action ?? event.name ?? event.currency ?? "")
-            device = event.device
+            rowKey = counted.rowKey
             value = event.value ?? 0
         }
+    }
+
+    /// A device of a group: the group's number (`engagement_groups`) and the device's row.
+    struct GroupDevice: Hashable, Sendable {
+        let group: Int64
+        let rowKey: Int64
     }
 
     /// What a group's lines add to its counts.
@@ -53,18 +67,39 @@ enum EngagementRows {
         return events.map { added.contains(EventKey(app: $0.app, id: $0.id)) }
     }
 
-    /// Inserts each line's (campaign, variant, kind, detail, device) unless present; for
-    /// each line, whether it was the one inserted (of two equal lines, the first).
-    static func insertAbsentDeviceLines(_ connection: any SQLConnection, _ lines: [Line]) throws(StoreError) -> [Bool] {
-        var inserted: Set<DeviceKey> = []
+    /// Each group's number, numbering those not seen before (a poll has a few groups: a
+    /// lookup each, and an insert for a new one). In one order for every writer, as the
+    /// counts: PostgreSQL's writers then wait for each other instead of deadlocking.
+    static func groupNumbers(_ connection: any SQLConnection, _ groups: Set<Line.Group>) throws(StoreError) -> [Line.Group: Int64] {
+        var numbers: [Line.Group: Int64] = [:]
+        for group in groups.sorted(by: Line.Group.precedes) {
+            let find: SQLStatement = """
+                SELECT id FROM engagement_groups
+                WHERE campaign = \(group.campaign) AND variant = \(group.variant) AND kind = \(group.kind) AND detail = \(group.detail)
+                """
+            var number = try connection.queryOne(find) { $0.int(0) }.flatMap { $0 }
+            if number == nil {
+                try connection.execute("""
+                    INSERT INTO engagement_groups (campaign, variant, kind, detail) VALUES (\(group.campaign), \(group.variant), \(group.kind), \(group.detail))
+                    ON CONFLICT (campaign, variant, kind, detail) DO NOTHING
+                    """)
+                number = try connection.queryOne(find) { $0.int(0) }.flatMap { $0 }
+            }
+            guard let number else { throw StoreError.database("engagement group \(group.campaign) \(group.variant) \(group.kind) got no number") }
+            numbers[group] = number
+        }
+        return numbers
+    }
+
+    /// Inserts each (group, device) unless present; for each, whether it was the one
+    /// inserted (of two equal ones, the first).
+    static func insertAbsentGroupDevices(_ connection: any SQLConnection, _ devices: [GroupDevice]) throws(StoreError) -> [Bool] {
+        var inserted: Set<GroupDevice> = []
         try insertAbsent(
-            connection, lines, into: "engagement_devices (campaign, variant, kind, detail, device)", key: "campaign, variant, kind, detail, device",
-            row: { line in "(\(line.group.campaign), \(line.group.variant), \(line.group.kind), \(line.group.detail), \(line.device))" },
-            inserted: { row in
-                let group = Line.Group(campaign: row.text(0) ?? "", variant: row.text(1) ?? "", kind: row.text(2) ?? "", detail: row.text(3) ?? "")
-                inserted.insert(DeviceKey(group: group, device: row.text(4) ?? ""))
-            })
-        return lines.map { inserted.remove(DeviceKey(group: $0.group, device: $0.device)) != nil }
+            connection, devices, into: "engagement_group_devices (group_id, row_key)", key: "group_id, row_key",
+            row: { device in "(\(device.group), \(device.rowKey))" },
+            inserted: { row in inserted.insert(GroupDevice(group: row.int(0) ?? 0, rowKey: row.int(1) ?? 0)) })
+        return devices.map { inserted.remove($0) != nil }
     }
 
     /// Multi-row inserts of `items` into `table (columns)`, skipping rows whose `key` is
@@ -84,13 +119,13 @@ enum EngagementRows {
         }
     }
 
-    /// The ids among `ids` of devices `app` has.
-    static func knownDevices(_ connection: any SQLConnection, _ backend: any SQLBackend, app: String, _ ids: [String]) throws(StoreError) -> Set<String> {
-        var known: Set<String> = []
+    /// The devices among `ids` that `app` has, each id with its row.
+    static func knownDevices(_ connection: any SQLConnection, _ backend: any SQLBackend, app: String, _ ids: [String]) throws(StoreError) -> [String: Int64] {
+        var known: [String: Int64] = [:]
         for chunk in StoreExecutor.chunks(ids) {
             let list = backend.isIn(chunk.map(SQLValue.text), type: "text")
-            try connection.query("SELECT device_id FROM devices WHERE app = \(app) AND device_id" + list) { row in
-                if let id = row.text(0) { known.insert(id) }
+            try connection.query("SELECT device_id, row_key FROM devices WHERE app = \(app) AND device_id" + list) { row in
+                if let id = row.text(0), let rowKey = row.int(1) { known[id] = rowKey }
             }
         }
         return known
@@ -100,10 +135,5 @@ enum EngagementRows {
     struct EventKey: Hashable {
         let app: String
         let id: String
-    }
-
-    private struct DeviceKey: Hashable {
-        let group: Line.Group
-        let device: String
     }
 }

@@ -39,6 +39,8 @@ package struct EngagementTallies: Sendable {
     /// 24 h), so a holdout's conversions are its own.
     package struct Counted: Sendable, Hashable {
         package let event: EngagementEvent
+        /// The device's row: its distinct-device counts are kept by it.
+        package let rowKey: Int64
         package let attributions: [Attribution]
     }
 
@@ -56,7 +58,7 @@ package struct EngagementTallies: Sendable {
         let deviceIDs = Array(Set(events.map(\.device)))
         let campaignKeys = Array(Set(events.compactMap(\.campaignKey)))
         let unattributed = events.filter { $0.kind == .converted && $0.campaign == nil }
-        let (known, campaigns, reached) = try await executor.run { connection throws(StoreError) -> (Set<String>, [CampaignKey: Campaign], [String: [Reach]]) in
+        let (known, campaigns, reached) = try await executor.run { connection throws(StoreError) -> ([String: Int64], [CampaignKey: Campaign], [String: [Reach]]) in
             let known = try executor.backend.knownDevices(connection, app: app, deviceIDs)
             let reached = try Self.reaches(connection, executor.backend, app: app, of: unattributed)
             var campaigns: [CampaignKey: Campaign] = [:]
@@ -71,7 +73,7 @@ package struct EngagementTallies: Sendable {
         return events.map { event in
             Result { () throws(Refusal) -> Counted in
                 guard event.app == app else { throw Refusal(field: "app", reason: "the event is for app \(event.app), not \(app)") }
-                guard known.contains(event.device) else { throw Refusal(field: "device_id", reason: "app \(app) has no device \(event.device)") }
+                guard let rowKey = known[event.device] else { throw Refusal(field: "device_id", reason: "app \(app) has no device \(event.device)") }
                 guard event.at <= now + Self.futureAllowance else {
                     throw Refusal(field: "at", reason: "is \((event.at - now) / 1_000) s ahead of the server's clock; at most \(Self.futureAllowance / 60_000) minutes ahead are taken")
                 }
@@ -84,7 +86,7 @@ package struct EngagementTallies: Sendable {
                         guard let campaign = campaigns[reach.campaign], event.at <= reach.at + campaign.options.attributionWindowMillis else { return nil }
                         return Attribution(campaign: reach.campaign, variant: campaign.countedName(of: campaign.share(of: event.device)) ?? "")
                     }
-                    return Counted(event: event, attributions: attributions)
+                    return Counted(event: event, rowKey: rowKey, attributions: attributions)
                 }
                 guard let campaign = campaigns[key] else { throw Refusal(field: "campaign", reason: "app \(app) has no campaign \(key.id)") }
                 if let sendID = event.sendID, sendID != sendIDs[key]?.sendID(device: event.device) {
@@ -94,7 +96,7 @@ package struct EngagementTallies: Sendable {
                 if let given = event.variant, given != variant {
                     throw Refusal(field: "variant", reason: "device \(event.device) is in \(variant.isEmpty ? "no variant" : variant.debugDescription) of campaign \(key.id), not \(given.debugDescription)")
                 }
-                return Counted(event: event, attributions: [Attribution(campaign: key, variant: variant)])
+                return Counted(event: event, rowKey: rowKey, attributions: [Attribution(campaign: key, variant: variant)])
             }
         }
     }
@@ -134,8 +136,9 @@ package struct EngagementTallies: Sendable {
 
     /// Counts what it has not counted before; returns the events that were new. An event
     /// that counts for no campaign is remembered (its id) but counted under none. Each
-    /// event's id and each first device of a group are rows (`EngagementRows`, written the
-    /// backend's fastest way); each (campaign, variant, kind, detail) then gets one update.
+    /// event's id and each first device of a group (by number and row) are rows
+    /// (`EngagementRows`, written the backend's fastest way); each (campaign, variant, kind,
+    /// detail) then gets one update.
     package func count(_ events: [Counted], now: Int64) async throws(StoreError) -> [Counted] {
         var seen: Set<EngagementRows.EventKey> = []
         let unique = events.filter { seen.insert(EngagementRows.EventKey(app: $0.event.app, id: $0.event.id)).inserted }
@@ -145,13 +148,15 @@ package struct EngagementTallies: Sendable {
             try connection.transaction { () throws(StoreError) -> [Counted] in
                 let isNew = try backend.insertAbsentEvents(connection, unique.map(\.event), now: now)
                 let new = zip(unique, isNew).filter(\.1).map(\.0)
-                let lines = new.flatMap { counted in counted.attributions.map { EngagementRows.Line(counted.event, $0) } }
-                let isFirst = try backend.insertAbsentDeviceLines(connection, lines)
+                let lines = new.flatMap { counted in counted.attributions.map { EngagementRows.Line(counted, $0) } }
+                let numbers = try EngagementRows.groupNumbers(connection, Set(lines.map(\.group)))
+                let isFirst = try backend.insertAbsentGroupDevices(
+                    connection, lines.map { EngagementRows.GroupDevice(group: numbers[$0.group] ?? 0, rowKey: $0.rowKey) })
                 var tallies: [EngagementRows.Line.Group: EngagementRows.Tally] = [:]
                 for (line, first) in zip(lines, isFirst) { tallies[line.group, default: EngagementRows.Tally()].add(line, first: first) }
                 // In one order for every writer: two counting at once on PostgreSQL then wait
                 // for each other's rows instead of deadlocking.
-                for (group, tally) in tallies.sorted(by: { ($0.key.campaign, $0.key.variant, $0.key.kind, $0.key.detail) < ($1.key.campaign, $1.key.variant, $1.key.kind, $1.key.detail) }) {
+                for (group, tally) in tallies.sorted(by: { EngagementRows.Line.Group.precedes($0.key, $1.key) }) {
                     try connection.execute("""
                         INSERT INTO engagement_counts (campaign, variant, kind, detail, events, devices, value) VALUES
                         (\(group.campaign), \(group.variant), \(group.kind), \(group.detail), \(tally.events), \(tally.devices), \(SQLValue.real(tally.value)))

@@ -86,7 +86,10 @@ package struct PersonalData: Sendable {
                     (campaign: try row.campaign(0).id, at: row.int(1) ?? 0)
                 }
                 let engagement = try connection.queryAll(
-                    "SELECT campaign, variant, kind, detail FROM engagement_devices WHERE campaign IN (" + campaigns + ") AND device = \(deviceID) ORDER BY campaign, kind"
+                    """
+                    SELECT g.campaign, g.variant, g.kind, g.detail FROM engagement_groups g JOIN engagement_group_devices x ON x.group_id = g.id
+                    WHERE g.campaign IN (
+                    """ + campaigns + ") AND x.row_key = \(rowKey) ORDER BY g.campaign, g.kind"
                 ) { row throws(StoreError) in (campaign: try row.campaign(0).id, variant: row.text(1) ?? "", kind: row.text(2) ?? "", detail: row.text(3) ?? "") }
                 let document = try connection.queryOne("SELECT document FROM sdk_devices WHERE app = \(app) AND device_id = \(deviceID)") { $0.text(0) } ?? nil
                 return (deliveries, pushes, engagement, document)
@@ -118,7 +121,7 @@ package struct PersonalData: Sendable {
             // By campaign first: the ledger's key, so each campaign's rows are a lookup.
             try connection.execute("DELETE FROM deliveries WHERE campaign IN (" + campaigns + ") AND row_key" + keys)
             try connection.execute("DELETE FROM frequency_sends WHERE row_key" + keys)
-            try connection.execute("DELETE FROM engagement_devices WHERE campaign IN (" + campaigns + ") AND device" + ids)
+            try connection.execute("DELETE FROM engagement_group_devices WHERE group_id IN (SELECT id FROM engagement_groups WHERE campaign IN (" + campaigns + ")) AND row_key" + keys)
             try connection.execute("DELETE FROM sdk_devices WHERE app = \(app) AND device_id" + ids)
             for device in chunk {
                 try connection.execute(

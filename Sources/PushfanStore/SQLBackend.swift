@@ -18,11 +18,11 @@ protocol SQLBackend: Sendable {
     func upsert(_ connection: any SQLConnection, app: String, devices: [ValidatedDevice], now: Int64, returningRowKeys: Bool) throws(StoreError) -> DeviceWriter.Written
 
     /// Engagement counting's per-event rows, each the backend's fastest way (`EngagementRows`):
-    /// for each event, whether its id was new; for each line, whether it was its group's
-    /// first of that device; and which devices the app has.
+    /// for each event, whether its id was new; for each device of a group, whether it was the
+    /// group's first of it; and which devices the app has, with their rows.
     func insertAbsentEvents(_ connection: any SQLConnection, _ events: [EngagementEvent], now: Int64) throws(StoreError) -> [Bool]
-    func insertAbsentDeviceLines(_ connection: any SQLConnection, _ lines: [EngagementRows.Line]) throws(StoreError) -> [Bool]
-    func knownDevices(_ connection: any SQLConnection, app: String, _ ids: [String]) throws(StoreError) -> Set<String>
+    func insertAbsentGroupDevices(_ connection: any SQLConnection, _ devices: [EngagementRows.GroupDevice]) throws(StoreError) -> [Bool]
+    func knownDevices(_ connection: any SQLConnection, app: String, _ ids: [String]) throws(StoreError) -> [String: Int64]
 
     /// ` IN (v1, v2, ...)` or its equivalent for one column.
     func isIn(_ values: [SQLValue], type: String) -> SQLStatement

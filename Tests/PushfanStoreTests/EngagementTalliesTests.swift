@@ -152,4 +152,35 @@ struct EngagementTalliesTests {
         #expect(try await store.engagement.count([try again[1].get()], now: later + day).isEmpty, "the recent event's id is still remembered")
         #expect(try await store.engagement.counts(campaign: sale).filter { $0.kind == .opened }.map(\.events).reduce(0, +) == 1)
     }
+
+    @Test("migration 26 keeps each counted device of a store written before it: the same device again adds an event, not a device; another adds both", arguments: Backend.enabled)
+    func distinctDevicesSurviveTheirMigration(_ backend: Backend) async throws {
+        let (store, campaign) = try await store(backend)
+        let treated = (0..<10).map { "d\($0)" }.filter { campaign.share(of: $0) != .holdout }
+        let (first, second) = (treated[0], treated[1])
+        let before = try await store.engagement.resolve([event(.opened, first), event(.dismissed, first)], app: "shop-ios", now: now).map { try $0.get() }
+        #expect(try await store.engagement.count(before, now: now).count == 2)
+        // Back to the shape before migration 26: one row of five texts per device and group.
+        try await store.ledger.executor.run { connection throws(StoreError) in
+            try connection.executeScript("""
+                CREATE TABLE engagement_devices (
+                    campaign TEXT NOT NULL, variant TEXT NOT NULL, kind TEXT NOT NULL, detail TEXT NOT NULL, device TEXT NOT NULL,
+                    PRIMARY KEY (campaign, variant, kind, detail, device)
+                );
+                INSERT INTO engagement_devices SELECT g.campaign, g.variant, g.kind, g.detail, d.device_id
+                    FROM engagement_group_devices x JOIN engagement_groups g ON g.id = x.group_id JOIN devices d ON d.row_key = x.row_key;
+                DROP TABLE engagement_group_devices;
+                DROP TABLE engagement_groups;
+                DELETE FROM schema_migrations WHERE version = 26;
+                """)
+        }
+        #expect(try await store.migrate() == [26])
+        let after = try await store.engagement.resolve([event(.opened, first, at: now - 10), event(.opened, second)], app: "shop-ios", now: now).map { try $0.get() }
+        #expect(try await store.engagement.count(after, now: now).count == 2)
+        let opened = try await store.engagement.counts(campaign: sale).filter { $0.kind == .opened }
+        #expect(opened.map(\.events).reduce(0, +) == 3)
+        #expect(opened.map(\.devices).reduce(0, +) == 2, "\(opened)")
+        let dismissed = try await store.engagement.counts(campaign: sale).filter { $0.kind == .dismissed }
+        #expect(dismissed.map(\.devices) == [1])
+    }
 }

@@ -21,11 +21,11 @@ struct PostgresBackend: SQLBackend {
         try EngagementRows.insertAbsentEvents(connection, events, now: now)
     }
 
-    func insertAbsentDeviceLines(_ connection: any SQLConnection, _ lines: [EngagementRows.Line]) throws(StoreError) -> [Bool] {
-        try EngagementRows.insertAbsentDeviceLines(connection, lines)
+    func insertAbsentGroupDevices(_ connection: any SQLConnection, _ devices: [EngagementRows.GroupDevice]) throws(StoreError) -> [Bool] {
+        try EngagementRows.insertAbsentGroupDevices(connection, devices)
     }
 
-    func knownDevices(_ connection: any SQLConnection, app: String, _ ids: [String]) throws(StoreError) -> Set<String> {
+    func knownDevices(_ connection: any SQLConnection, app: String, _ ids: [String]) throws(StoreError) -> [String: Int64] {
         try EngagementRows.knownDevices(connection, self, app: app, ids)
     }
 

@@ -17,11 +17,11 @@ struct SQLiteBackend: SQLBackend {
         try SQLiteEngagementRows.insertAbsentEvents(try sqlite(connection), events, now: now)
     }
 
-    func insertAbsentDeviceLines(_ connection: any SQLConnection, _ lines: [EngagementRows.Line]) throws(StoreError) -> [Bool] {
-        try SQLiteEngagementRows.insertAbsentDeviceLines(try sqlite(connection), lines)
+    func insertAbsentGroupDevices(_ connection: any SQLConnection, _ devices: [EngagementRows.GroupDevice]) throws(StoreError) -> [Bool] {
+        try SQLiteEngagementRows.insertAbsentGroupDevices(try sqlite(connection), devices)
     }
 
-    func knownDevices(_ connection: any SQLConnection, app: String, _ ids: [String]) throws(StoreError) -> Set<String> {
+    func knownDevices(_ connection: any SQLConnection, app: String, _ ids: [String]) throws(StoreError) -> [String: Int64] {
         try SQLiteEngagementRows.knownDevices(try sqlite(connection), app: app, ids)
     }
 

@@ -24,19 +24,15 @@ enum SQLiteEngagementRows {
         }
     }
 
-    static func insertAbsentDeviceLines(_ connection: SQLiteConnection, _ lines: [EngagementRows.Line]) throws(StoreError) -> [Bool] {
+    /// In the key's order: integers, so sorting them outright is cheap.
+    static func insertAbsentGroupDevices(_ connection: SQLiteConnection, _ devices: [EngagementRows.GroupDevice]) throws(StoreError) -> [Bool] {
         let insert = try connection.pinned("""
-            INSERT INTO engagement_devices (campaign, variant, kind, detail, device) VALUES (?1, ?2, ?3, ?4, ?5)
-            ON CONFLICT (campaign, variant, kind, detail, device) DO NOTHING
+            INSERT INTO engagement_group_devices (group_id, row_key) VALUES (?1, ?2) ON CONFLICT (group_id, row_key) DO NOTHING
             """)
-        let order = KeyOrder.indices(
-            lines, group: \.group, by: { ($0.campaign, $0.variant, $0.kind, $0.detail) < ($1.campaign, $1.variant, $1.kind, $1.detail) }, text: \.device)
-        return try inOrder(lines, order) { line throws(StoreError) -> Bool in
-            try insert.bind(1, line.group.campaign)
-            try insert.bind(2, line.group.variant)
-            try insert.bind(3, line.group.kind)
-            try insert.bind(4, line.group.detail)
-            try insert.bind(5, line.device)
+        let order = devices.indices.sorted { (devices[$0].group, devices[$0].rowKey, $0) < (devices[$1].group, devices[$1].rowKey, $1) }
+        return try inOrder(devices, order) { device throws(StoreError) -> Bool in
+            try insert.bind(1, device.group)
+            try insert.bind(2, device.rowKey)
             try insert.run()
             return connection.changes == 1
         }
@@ -49,15 +45,13 @@ enum SQLiteEngagementRows {
         return results
     }
 
-    static func knownDevices(_ connection: SQLiteConnection, app: String, _ ids: [String]) throws(StoreError) -> Set<String> {
-        let lookup = try connection.pinned("SELECT 1 FROM devices WHERE app = ?1 AND device_id = ?2")
+    static func knownDevices(_ connection: SQLiteConnection, app: String, _ ids: [String]) throws(StoreError) -> [String: Int64] {
+        let lookup = try connection.pinned("SELECT row_key FROM devices WHERE app = ?1 AND device_id = ?2")
         try lookup.bind(1, app)
-        var known: Set<String> = []
+        var known: [String: Int64] = [:]
         for id in ids {
             try lookup.bind(2, id)
-            var found = false
-            try lookup.run { _ in found = true }
-            if found { known.insert(id) }
+            try lookup.run { row in known[id] = row.int(0) }
         }
         return known
     }
@@ -66,7 +60,7 @@ enum SQLiteEngagementRows {
 /// The order a poll's rows go into their B-tree: close to their key's order, so that random
 /// keys reach the key's pages mostly in order instead of at random again and again
 /// (counting 20,000 events inserts 25-30 % faster in key order). Only close: a key's group
-/// (app; campaign, variant, kind and detail) in full, then 8 bytes of its text from where
+/// (an event id's app) in full, then 8 bytes of its text from where
 /// the poll's texts first differ, as one integer; sorting the keys themselves cost more than
 /// it saved. Groups are ordered as Swift orders strings, which differs from SQLite's byte
 /// order only for text that is not ASCII, and only in speed.
