@@ -92,11 +92,12 @@ enum EngagementRows {
     }
 
     /// Inserts each (group, device) unless present; for each, whether it was the one
-    /// inserted (of two equal ones, the first).
+    /// inserted (of two equal ones, the first). In the key's order: two writers counting the
+    /// same devices at once then wait for each other instead of deadlocking.
     static func insertAbsentGroupDevices(_ connection: any SQLConnection, _ devices: [GroupDevice]) throws(StoreError) -> [Bool] {
         var inserted: Set<GroupDevice> = []
         try insertAbsent(
-            connection, devices, into: "engagement_group_devices (group_id, row_key)", key: "group_id, row_key",
+            connection, devices.sorted { ($0.group, $0.rowKey) < ($1.group, $1.rowKey) }, into: "engagement_group_devices (group_id, row_key)", key: "group_id, row_key",
             row: { device in "(\(device.group), \(device.rowKey))" },
             inserted: { row in inserted.insert(GroupDevice(group: row.int(0) ?? 0, rowKey: row.int(1) ?? 0)) })
         return devices.map { inserted.remove($0) != nil }
