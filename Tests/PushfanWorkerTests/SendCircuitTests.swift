@@ -49,6 +49,26 @@ import Testing
         #expect(circuit.admit(now: start + .milliseconds(1_100)) == .send(limit: nil))
     }
 
+    @Test("a probe that did not go out, or whose every request was withdrawn unsent, lets the next admission probe at once instead of after the probe's timeout")
+    func unsentProbeIsGivenBack() {
+        var circuit = SendCircuit()
+        circuit.record(failures: 40, total: 40, now: start)
+        #expect(circuit.admit(now: start + .seconds(1)) == .send(limit: 5))
+        #expect(circuit.admit(now: start + .seconds(2)) == .wait(until: start + .milliseconds(2_050)), "the probe holds the lane")
+        circuit.probeNotSent(now: start + .seconds(2))
+        #expect(circuit.admit(now: start + .seconds(2)) == .send(limit: 5))
+        // Withdrawn answers are no answers: the same.
+        circuit.record(failures: 0, total: 0, probe: true, now: start + .seconds(3))
+        #expect(circuit.admit(now: start + .seconds(3)) == .send(limit: 5))
+        // The wait a failed probe doubles is kept.
+        circuit.record(failures: 5, total: 5, probe: true, now: start + .seconds(4))
+        #expect(circuit.admit(now: start + .seconds(5)) == .wait(until: start + .seconds(6)))
+        // Nothing changes for a closed circuit.
+        var closed = SendCircuit()
+        closed.probeNotSent(now: start)
+        #expect(closed.state == .closed(recent: []))
+    }
+
     @Test("each failed probe doubles the wait, up to the longest")
     func failedProbesBackOff() {
         var circuit = SendCircuit()

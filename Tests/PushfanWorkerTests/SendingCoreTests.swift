@@ -91,6 +91,25 @@ struct SendingCoreTests {
         await harness.stop()
     }
 
+    @Test("at a low rate each answered batch is recorded before the next wait for the rate, not once 64 batches are out: a crash then sends again at most the last batch or two")
+    func answersAreRecordedBehindTheSends() async throws {
+        // 40 devices at 20/s: one page, batches of one request every 50 ms.
+        let harness = try await SendingCoreHarness(devices: 40, rate: 20)
+        let task = try await harness.campaign("c1")
+        let unrecorded = Locked<[Int]>([])
+        harness.apns.beforeEachBatch { sent in
+            let recorded = (try? await harness.outcomes(task))?[.delivered] ?? 0
+            unrecorded.withLock { $0.append(sent - recorded) }
+        }
+        #expect(await harness.run(task) == .finished)
+        #expect(harness.apns.requests.count == 40)
+        let behind = unrecorded.withLock { $0 }
+        #expect(behind.count == 40)
+        #expect(behind.allSatisfy { $0 <= 2 }, "requests answered but not recorded when each batch went out: \(behind)")
+        #expect(try await harness.outcomes(task) == [.delivered: 40])
+        await harness.stop()
+    }
+
     @Test("paused mid-task by the operator (the store, then the control record): no request starts while paused; after the resume every device is sent once")
     func pauseAndResumeMidTask() async throws {
         let harness = try await SendingCoreHarness(devices: 200, rate: 20)

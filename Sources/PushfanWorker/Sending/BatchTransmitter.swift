@@ -56,8 +56,10 @@ struct BatchTransmitter {
     /// batches already handed to it that are not on a stream yet, so no request starts after it.
     ///
     /// `answered` takes each batch's answers in the caller's task, one batch at a time, while
-    /// later batches are on the wire; it returns false when it cannot take more (recording
-    /// failed), and no further batch starts. Batches already sent are still handed to it.
+    /// later batches are on the wire: those answered by the time the next batch waits for
+    /// the rate, and one whenever `batchesInFlight` are out. It returns false when it cannot
+    /// take more (recording failed), and no further batch starts. Batches already sent are
+    /// still handed to it.
     /// `page` (a pipelined page's) is told of each batch handed to the client, of each
     /// batch the client has wholly started, and when no further batch will start.
     ///
@@ -84,8 +86,20 @@ struct BatchTransmitter {
         var previous: BatchStart?
         var withdrawn: [ShardSender.Pending] = []
         var lapsed: [ShardSender.Pending] = []
+        /// Batches whose answers are all in, told by the batches themselves: those the group
+        /// has beyond `taken` are handed over without waiting.
+        let answeredBatches = Locked(0)
         await withTaskGroup(of: BatchAnswers.self) { group in
             var running = 0
+            var taken = 0
+            /// Hands an answered batch to `answered`; false when it can take no more.
+            func take(_ done: BatchAnswers) async -> Bool {
+                running -= 1
+                taken += 1
+                withdrawn += done.withdrawn
+                lapsed += done.lapsed
+                return await answered(done.answers)
+            }
             sending: while index < ready.count {
                 do {
                     if let held = controlled() {
@@ -99,6 +113,10 @@ struct BatchTransmitter {
                     if let resume = context.pauses.resumeAt(task.app) { try await context.clock.sleep(until: resume) }
                     var granted = ready.count - index
                     var probe = false
+                    var launched = false
+                    // A probe granted but not sent (the round stops, its claims were taken
+                    // over): the lane may probe again at once, not after the probe's timeout.
+                    defer { if probe && !launched { context.circuits.probeNotSent(lane) } }
                     switch context.circuits.admit(lane) {
                     case .wait(let until):
                         if context.hasExpired(plan.campaign) {
@@ -113,6 +131,15 @@ struct BatchTransmitter {
                             probe = true
                         }
                     }
+                    // What is answered is recorded now, before the wait for the rate, not once
+                    // `batchesInFlight` are out: at a low rate a round holds many batches, and
+                    // an answered batch not yet recorded is what a crash would send again.
+                    while answeredBatches.withLock({ $0 }) > taken, let done = await group.next() {
+                        guard await take(done) else {
+                            stop = \.unsent
+                            break sending
+                        }
+                    }
                     if let previous { await previous.wait(atMost: Self.startWait, clock: context.clock) }
                     let waitStarted = context.clock.now
                     if let campaignBucket { granted = try await campaignBucket.acquire(upTo: granted) }
@@ -124,10 +151,7 @@ struct BatchTransmitter {
                         }
                     context.metrics.rateLimitWait.add((context.clock.now - waitStarted).seconds, [task.app])
                     if running >= context.batchesInFlight, let done = await group.next() {
-                        running -= 1
-                        withdrawn += done.withdrawn
-                        lapsed += done.lapsed
-                        guard await answered(done.answers) else {
+                        guard await take(done) else {
                             stop = \.unsent
                             break
                         }
@@ -155,8 +179,13 @@ struct BatchTransmitter {
                     index += granted
                     let (send, start) = sendBatch(batch, probe: probe, page: page)
                     previous = start
-                    group.addTask { await send() }
+                    group.addTask {
+                        let answers = await send()
+                        answeredBatches.withLock { $0 += 1 }
+                        return answers
+                    }
                     running += 1
+                    launched = true
                 } catch {
                     stop = \.unsent
                     break
@@ -165,11 +194,7 @@ struct BatchTransmitter {
             // Nothing more starts: once the client has started what it holds, the page is on
             // the wire and its next one may be claimed.
             page?.allLaunched()
-            for await done in group {
-                withdrawn += done.withdrawn
-                lapsed += done.lapsed
-                _ = await answered(done.answers)
-            }
+            while let done = await group.next() { _ = await take(done) }
         }
         if let stop { transmission[keyPath: stop] += ready[index...].map(\.0) }
         transmission.lapsed += lapsed

@@ -81,7 +81,11 @@ package struct SendCircuit: Sendable, Equatable {
     /// admitted while closed: only the probe's answers decide a probe, however late the
     /// batches sent before the circuit opened answer.
     package mutating func record(failures: Int, total: Int, probe: Bool = false, now: ContinuousClock.Instant) {
-        guard total > 0 else { return }
+        guard total > 0 else {
+            // A probe whose every request was withdrawn unsent tells nothing: probe again now.
+            if probe { probeNotSent(now: now) }
+            return
+        }
         switch state {
         case .closed(var recent):
             recent += Array(repeating: true, count: failures) + Array(repeating: false, count: total - failures)
@@ -103,6 +107,13 @@ package struct SendCircuit: Sendable, Equatable {
             // Answers of batches sent before the circuit opened: the decision is made.
             break
         }
+    }
+
+    /// The probe admitted last did not go out (its round stopped first, or its claims were
+    /// another worker's): the next admission may probe at once instead of after the probe's
+    /// timeout.
+    package mutating func probeNotSent(now: ContinuousClock.Instant) {
+        if case .probing(_, let wait) = state { state = .open(until: now, wait: wait) }
     }
 
     /// Answers that are neither success nor failure of the server: nothing was sent.
@@ -141,6 +152,11 @@ package final class LaneCircuits: Sendable {
             defer { circuits[key] = circuit }
             return circuit.admit(now: clock.now)
         }
+    }
+
+    /// The probe `admit` granted last on `key` did not go out (`SendCircuit.probeNotSent`).
+    package func probeNotSent(_ key: LaneKey) {
+        circuits.withLock { circuits in circuits[key]?.probeNotSent(now: clock.now) }
     }
 
     package func record(_ key: LaneKey, _ results: [APNsSendResult], probe: Bool) {
