@@ -31,8 +31,9 @@ enum Schema {
         let int64: String
         /// After a table whose primary key is its whole identity.
         let withoutRowID: String
-        /// A 64-bit key the database numbers itself, never reused: SQLite's row id (kept by
-        /// VACUUM, as an INTEGER PRIMARY KEY), PostgreSQL's sequence.
+        /// A 64-bit key the database numbers itself: SQLite's row id (kept by VACUUM, as an
+        /// INTEGER PRIMARY KEY; the highest one is given again once its row is deleted),
+        /// PostgreSQL's sequence.
         let numberedKey: String
 
         static let sqlite = Words(int64: "INTEGER", withoutRowID: " WITHOUT ROWID", numberedKey: "INTEGER PRIMARY KEY")
