@@ -23,8 +23,9 @@ enum EngagementRows {
         }
 
         let group: Group
-        /// The device's row.
+        /// The device's row, and its id.
         let rowKey: Int64
+        let device: String
         let value: Double
 
         init(_ counted: EngagementTallies.Counted, _ attribution: EngagementTallies.Attribution) {
@@ -33,6 +34,7 @@ enum EngagementRows {
                 campaign: attribution.campaign.stored, variant: attribution.variant, kind: event.kind.rawValue,
                 detail: event.action ?? event.name ?? event.currency ?? "")
             rowKey = counted.rowKey
+            device = event.device
             value = event.value ?? 0
         }
     }
@@ -118,6 +120,20 @@ enum EngagementRows {
             insert.append(" ON CONFLICT (\(raw: key)) DO NOTHING RETURNING \(raw: key)")
             try connection.query(insert, inserted)
         }
+    }
+
+    /// Of `rowKeys`, the device rows still there, each with its device's id. Read in the
+    /// counting transaction: a device removed since its events were checked (erased, or its
+    /// token taken by another device) gets no pair, which would outlive its erasure, and
+    /// whose key SQLite may give the next new device.
+    static func liveDevices(_ connection: any SQLConnection, _ backend: any SQLBackend, _ rowKeys: [Int64]) throws(StoreError) -> [Int64: String] {
+        var live: [Int64: String] = [:]
+        for chunk in StoreExecutor.chunks(rowKeys) {
+            try connection.query("SELECT row_key, device_id FROM devices WHERE row_key" + backend.isIn(chunk.map(SQLValue.integer), type: "bigint")) { row in
+                if let rowKey = row.int(0), let id = row.text(1) { live[rowKey] = id }
+            }
+        }
+        return live
     }
 
     /// The devices among `ids` that `app` has, each id with its row.

@@ -136,9 +136,9 @@ package struct EngagementTallies: Sendable {
 
     /// Counts what it has not counted before; returns the events that were new. An event
     /// that counts for no campaign is remembered (its id) but counted under none. Each
-    /// event's id and each first device of a group (by number and row) are rows
-    /// (`EngagementRows`, written the backend's fastest way); each (campaign, variant, kind,
-    /// detail) then gets one update.
+    /// event's id and each first device of a group (by number and row, if the device is
+    /// still there) are rows (`EngagementRows`, written the backend's fastest way); each
+    /// (campaign, variant, kind, detail) then gets one update.
     package func count(_ events: [Counted], now: Int64) async throws(StoreError) -> [Counted] {
         var seen: Set<EngagementRows.EventKey> = []
         let unique = events.filter { seen.insert(EngagementRows.EventKey(app: $0.event.app, id: $0.event.id)).inserted }
@@ -150,8 +150,12 @@ package struct EngagementTallies: Sendable {
                 let new = zip(unique, isNew).filter(\.1).map(\.0)
                 let lines = new.flatMap { counted in counted.attributions.map { EngagementRows.Line(counted, $0) } }
                 let numbers = try EngagementRows.groupNumbers(connection, Set(lines.map(\.group)))
-                let isFirst = try backend.insertAbsentGroupDevices(
-                    connection, lines.map { EngagementRows.GroupDevice(group: numbers[$0.group] ?? 0, rowKey: $0.rowKey) })
+                let live = try EngagementRows.liveDevices(connection, backend, Array(Set(lines.map(\.rowKey))))
+                let alive = lines.map { live[$0.rowKey] == $0.device }
+                let pairs = zip(lines, alive).filter(\.1).map { EngagementRows.GroupDevice(group: numbers[$0.0.group] ?? 0, rowKey: $0.0.rowKey) }
+                var firsts = try backend.insertAbsentGroupDevices(connection, pairs).makeIterator()
+                // A device removed since the check still has its events counted, not itself.
+                let isFirst = alive.map { $0 && (firsts.next() ?? false) }
                 var tallies: [EngagementRows.Line.Group: EngagementRows.Tally] = [:]
                 for (line, first) in zip(lines, isFirst) { tallies[line.group, default: EngagementRows.Tally()].add(line, first: first) }
                 // In one order for every writer: two counting at once on PostgreSQL then wait

@@ -274,7 +274,8 @@ enum Schema {
     /// Migration 26. A device that did something counted once per (campaign, variant, kind,
     /// detail): the group by a number (`engagement_groups`) and the device by its row, two
     /// integers in one B-tree instead of five texts in two (143 bytes a device in
-    /// scripts/bench-events' store). Rows of devices deleted since are left behind.
+    /// scripts/bench-events' store). Rows of devices removed since have no row to point at
+    /// and are dropped; the counts keep them.
     private static func engagementDevicesByNumber(_ words: Words) -> String {
         """
         CREATE TABLE engagement_groups (

@@ -153,6 +153,26 @@ struct EngagementTalliesTests {
         #expect(try await store.engagement.counts(campaign: sale).filter { $0.kind == .opened }.map(\.events).reduce(0, +) == 1)
     }
 
+    @Test("a device removed between the check and the count: its event counts, the device does not, and no row keeps its key", arguments: Backend.enabled)
+    func removedDeviceGetsNoRow(_ backend: Backend) async throws {
+        let (store, campaign) = try await store(backend)
+        let treated = (0..<10).map { "d\($0)" }.filter { campaign.share(of: $0) != .holdout }
+        let (gone, kept) = (treated[0], treated[1])
+        let resolved = try await store.engagement.resolve([event(.opened, gone), event(.opened, kept)], app: "shop-ios", now: now).map { try $0.get() }
+        // Erased (or its token taken by another device) while the poll was being checked.
+        #expect(try await store.ledger.executor.run { connection throws(StoreError) in
+            try connection.execute("DELETE FROM devices WHERE app = 'shop-ios' AND device_id = \(gone)")
+        } == 1)
+        #expect(try await store.engagement.count(resolved, now: now).count == 2)
+        let opened = try await store.engagement.counts(campaign: sale).filter { $0.kind == .opened }
+        #expect(opened.map(\.events).reduce(0, +) == 2)
+        #expect(opened.map(\.devices).reduce(0, +) == 1)
+        let rows = try await store.ledger.executor.run { connection throws(StoreError) in
+            try connection.queryAll("SELECT row_key FROM engagement_group_devices") { $0.int(0) ?? 0 }
+        }
+        #expect(rows == [resolved[1].rowKey])
+    }
+
     @Test("migration 26 keeps each counted device of a store written before it: the same device again adds an event, not a device; another adds both", arguments: Backend.enabled)
     func distinctDevicesSurviveTheirMigration(_ backend: Backend) async throws {
         let (store, campaign) = try await store(backend)

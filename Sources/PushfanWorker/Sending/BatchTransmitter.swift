@@ -56,8 +56,9 @@ struct BatchTransmitter {
     /// batches already handed to it that are not on a stream yet, so no request starts after it.
     ///
     /// `answered` takes each batch's answers in the caller's task, one batch at a time, while
-    /// later batches are on the wire: those answered by the time the next batch waits for
-    /// the rate, and one whenever `batchesInFlight` are out. It returns false when it cannot
+    /// later batches are on the wire: those answered by the time the next batch is about to
+    /// wait (for a pause, the circuit or the rate), and one whenever `batchesInFlight` are
+    /// out. It returns false when it cannot
     /// take more (recording failed), and no further batch starts. Batches already sent are
     /// still handed to it.
     /// `page` (a pipelined page's) is told of each batch handed to the client, of each
@@ -102,6 +103,16 @@ struct BatchTransmitter {
             }
             sending: while index < ready.count {
                 do {
+                    // What is answered is recorded now, before any wait (the app's
+                    // credentials pause, the circuit, the rate), not once `batchesInFlight` are out: at a
+                    // low rate a round holds many batches, and an answered batch not yet
+                    // recorded is what a crash would send again.
+                    while answeredBatches.withLock({ $0 }) > taken, let done = await group.next() {
+                        guard await take(done) else {
+                            stop = \.unsent
+                            break sending
+                        }
+                    }
                     if let held = controlled() {
                         stop = held
                         break
@@ -129,15 +140,6 @@ struct BatchTransmitter {
                         if let limit {
                             granted = min(granted, limit)
                             probe = true
-                        }
-                    }
-                    // What is answered is recorded now, before the wait for the rate, not once
-                    // `batchesInFlight` are out: at a low rate a round holds many batches, and
-                    // an answered batch not yet recorded is what a crash would send again.
-                    while answeredBatches.withLock({ $0 }) > taken, let done = await group.next() {
-                        guard await take(done) else {
-                            stop = \.unsent
-                            break sending
                         }
                     }
                     if let previous { await previous.wait(atMost: Self.startWait, clock: context.clock) }
@@ -306,7 +308,6 @@ struct BatchTransmitter {
                                     part.answers.append((member.0, answer, answeredAt))
                                 }
                             }
-                            circuits.record(lane, part.answers.map(\.1), probe: probe)
                             return part
                         } catch {
                             started()
@@ -321,6 +322,8 @@ struct BatchTransmitter {
                     results.withdrawn += part.withdrawn
                     results.lapsed += part.lapsed
                 }
+                // Once for the batch: a probe is judged on all of its answers.
+                circuits.record(lane, results.answers.map(\.1), probe: probe)
                 return results
             }
         }

@@ -82,7 +82,8 @@ package struct SendCircuit: Sendable, Equatable {
     /// batches sent before the circuit opened answer.
     package mutating func record(failures: Int, total: Int, probe: Bool = false, now: ContinuousClock.Instant) {
         guard total > 0 else {
-            // A probe whose every request was withdrawn unsent tells nothing: probe again now.
+            // A probe none of whose requests reached the server (withdrawn unsent, no
+            // credentials, a closing sender) tells nothing: probe again now.
             if probe { probeNotSent(now: now) }
             return
         }
