@@ -150,7 +150,7 @@ package struct EngagementTallies: Sendable {
                 let new = zip(unique, isNew).filter(\.1).map(\.0)
                 let lines = new.flatMap { counted in counted.attributions.map { EngagementRows.Line(counted, $0) } }
                 let numbers = try EngagementRows.groupNumbers(connection, Set(lines.map(\.group)))
-                let live = try EngagementRows.liveDevices(connection, backend, Array(Set(lines.map(\.rowKey))))
+                let live = try backend.liveDevices(connection, Array(Set(lines.map(\.rowKey))))
                 let alive = lines.map { live[$0.rowKey] == $0.device }
                 let pairs = zip(lines, alive).filter(\.1).map { EngagementRows.GroupDevice(group: numbers[$0.0.group] ?? 0, rowKey: $0.0.rowKey) }
                 var firsts = try backend.insertAbsentGroupDevices(connection, pairs).makeIterator()

@@ -19,10 +19,12 @@ protocol SQLBackend: Sendable {
 
     /// Engagement counting's per-event rows, each the backend's fastest way (`EngagementRows`):
     /// for each event, whether its id was new; for each device of a group, whether it was the
-    /// group's first of it; and which devices the app has, with their rows.
+    /// group's first of it; which devices the app has, with their rows; and which of those
+    /// rows are still there, with their devices' ids.
     func insertAbsentEvents(_ connection: any SQLConnection, _ events: [EngagementEvent], now: Int64) throws(StoreError) -> [Bool]
     func insertAbsentGroupDevices(_ connection: any SQLConnection, _ devices: [EngagementRows.GroupDevice]) throws(StoreError) -> [Bool]
     func knownDevices(_ connection: any SQLConnection, app: String, _ ids: [String]) throws(StoreError) -> [String: Int64]
+    func liveDevices(_ connection: any SQLConnection, _ rowKeys: [Int64]) throws(StoreError) -> [Int64: String]
 
     /// ` IN (v1, v2, ...)` or its equivalent for one column.
     func isIn(_ values: [SQLValue], type: String) -> SQLStatement

@@ -25,6 +25,10 @@ struct PostgresBackend: SQLBackend {
         try EngagementRows.insertAbsentGroupDevices(connection, devices)
     }
 
+    func liveDevices(_ connection: any SQLConnection, _ rowKeys: [Int64]) throws(StoreError) -> [Int64: String] {
+        try EngagementRows.liveDevices(connection, self, rowKeys)
+    }
+
     func knownDevices(_ connection: any SQLConnection, app: String, _ ids: [String]) throws(StoreError) -> [String: Int64] {
         try EngagementRows.knownDevices(connection, self, app: app, ids)
     }

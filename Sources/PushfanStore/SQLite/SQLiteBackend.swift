@@ -21,6 +21,10 @@ struct SQLiteBackend: SQLBackend {
         try SQLiteEngagementRows.insertAbsentGroupDevices(try sqlite(connection), devices)
     }
 
+    func liveDevices(_ connection: any SQLConnection, _ rowKeys: [Int64]) throws(StoreError) -> [Int64: String] {
+        try SQLiteEngagementRows.liveDevices(try sqlite(connection), rowKeys)
+    }
+
     func knownDevices(_ connection: any SQLConnection, app: String, _ ids: [String]) throws(StoreError) -> [String: Int64] {
         try SQLiteEngagementRows.knownDevices(try sqlite(connection), app: app, ids)
     }

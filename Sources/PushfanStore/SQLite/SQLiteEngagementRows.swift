@@ -45,6 +45,17 @@ enum SQLiteEngagementRows {
         return results
     }
 
+    /// A row-id lookup each: cheaper than one statement listing thousands of keys.
+    static func liveDevices(_ connection: SQLiteConnection, _ rowKeys: [Int64]) throws(StoreError) -> [Int64: String] {
+        let lookup = try connection.pinned("SELECT device_id FROM devices WHERE row_key = ?1")
+        var live: [Int64: String] = [:]
+        for rowKey in rowKeys.sorted() {
+            try lookup.bind(1, rowKey)
+            try lookup.run { row in live[rowKey] = row.text(0) }
+        }
+        return live
+    }
+
     static func knownDevices(_ connection: SQLiteConnection, app: String, _ ids: [String]) throws(StoreError) -> [String: Int64] {
         let lookup = try connection.pinned("SELECT row_key FROM devices WHERE app = ?1 AND device_id = ?2")
         try lookup.bind(1, app)
