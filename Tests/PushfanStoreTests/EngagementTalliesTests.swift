@@ -30,6 +30,11 @@ struct EngagementTalliesTests {
         return (store, campaign)
     }
 
+    /// The devices d0…d9 the campaign sends to (not held out), in order.
+    func treated(_ campaign: Campaign) -> [String] {
+        (0..<10).map { "d\($0)" }.filter { campaign.share(of: $0) != .holdout }
+    }
+
     func event(_ kind: EngagementEvent.Kind, _ device: String, campaign: String? = "sale", sendID: String? = nil, variant: String? = nil, at: Int64? = nil,
                action: String? = nil, value: Double? = nil, currency: String? = nil, id: String? = nil) -> EngagementEvent {
         let send = sendID ?? campaign.map { EngagementMarker.sendID(campaign: CampaignKey(app: "shop-ios", id: $0), device: device) }
@@ -93,7 +98,7 @@ struct EngagementTalliesTests {
     @Test("every event id counts once: the same batch again, or an event again with its own id, changes nothing; devices are counted once per kind", arguments: Backend.enabled)
     func countsOnce(_ backend: Backend) async throws {
         let (store, campaign) = try await store(backend)
-        let treated = (0..<10).map { "d\($0)" }.filter { campaign.share(of: $0) != .holdout }
+        let treated = treated(campaign)
         let first = try #require(treated.first)
         var events = treated.map { event(.opened, $0) }
         events.append(event(.opened, first, at: now - 500))  // the same device opens twice
@@ -117,7 +122,7 @@ struct EngagementTalliesTests {
     @Test("a batch of seen and new events in any order: exactly the new ones come back, however SQLite orders their rows", arguments: Backend.enabled)
     func newEventsComeBackInTheirOrder(_ backend: Backend) async throws {
         let (store, campaign) = try await store(backend)
-        let devices = (0..<10).map { "d\($0)" }.filter { campaign.share(of: $0) != .holdout }
+        let devices = treated(campaign)
         let events = devices.flatMap { [event(.opened, $0), event(.dismissed, $0)] }
         let seen = Set(events.indices.filter { $0 % 3 == 0 })
         let first = try await store.engagement.resolve(seen.sorted().map { events[$0] }, app: "shop-ios", now: now).map { try $0.get() }
@@ -134,7 +139,7 @@ struct EngagementTalliesTests {
     @Test("ids of events past the horizon are forgotten, and such an event read again is refused as too old rather than counted twice", arguments: Backend.enabled)
     func oldEventIDsArePruned(_ backend: Backend) async throws {
         let (store, campaign) = try await store(backend)
-        let device = try #require((0..<10).map { "d\($0)" }.first { campaign.share(of: $0) != .holdout })
+        let device = try #require(treated(campaign).first)
         let day: Int64 = 86_400_000
         let old = event(.opened, device, at: now - 29 * day)
         let recent = event(.dismissed, device, at: now - day)
@@ -156,7 +161,7 @@ struct EngagementTalliesTests {
     @Test("a device removed between the check and the count: its event counts, the device does not, and no row keeps its key", arguments: Backend.enabled)
     func removedDeviceGetsNoRow(_ backend: Backend) async throws {
         let (store, campaign) = try await store(backend)
-        let treated = (0..<10).map { "d\($0)" }.filter { campaign.share(of: $0) != .holdout }
+        let treated = treated(campaign)
         let (gone, kept) = (treated[0], treated[1])
         let resolved = try await store.engagement.resolve([event(.opened, gone), event(.opened, kept)], app: "shop-ios", now: now).map { try $0.get() }
         // Erased (or its token taken by another device) while the poll was being checked.
@@ -176,7 +181,7 @@ struct EngagementTalliesTests {
     @Test("migration 26 keeps each counted device of a store written before it: the same device again adds an event, not a device; another adds both", arguments: Backend.enabled)
     func distinctDevicesSurviveTheirMigration(_ backend: Backend) async throws {
         let (store, campaign) = try await store(backend)
-        let treated = (0..<10).map { "d\($0)" }.filter { campaign.share(of: $0) != .holdout }
+        let treated = treated(campaign)
         let (first, second) = (treated[0], treated[1])
         let before = try await store.engagement.resolve([event(.opened, first), event(.dismissed, first)], app: "shop-ios", now: now).map { try $0.get() }
         #expect(try await store.engagement.count(before, now: now).count == 2)
