@@ -273,7 +273,7 @@ package final class APIService: Sendable {
         try checkThrottle(credential, request)
         guard key == app ?? key, let role = try await store.apps.authenticate(app: key, secret: secret, now: store.clock.wallMillis) else {
             failed(credential, request)
-            logger.notice("api.unauthorized", ["app": key, "client": request.clientAddress])
+            logger.notice("api.unauthorized", ["app": String(key.prefix(64)), "client": request.clientAddress])
             throw unauthorized
         }
         succeeded(credential, request)
@@ -373,11 +373,12 @@ package final class APIService: Sendable {
     /// `Bearer TOKEN` → TOKEN.
     static func bearerToken(_ header: String?) -> String? { credentials(header, scheme: "bearer").map(String.init) }
 
-    /// `Basic base64(key:secret)` → (key, secret).
+    /// `Basic base64(key:secret)` → (key, secret); nil for a key holding a control character.
     static func basicCredentials(_ header: String?) -> (String, String)? {
         guard let encoded = credentials(header, scheme: "basic") else { return nil }
         guard let data = Data(base64Encoded: String(encoded)),
-              let text = String(data: data, encoding: .utf8), let colon = text.firstIndex(of: ":")
+              let text = String(data: data, encoding: .utf8), let colon = text.firstIndex(of: ":"),
+              !Router<Never>.hasControlCharacter(String(text[..<colon]))
         else { return nil }
         return (String(text[..<colon]), String(text[text.index(after: colon)...]))
     }

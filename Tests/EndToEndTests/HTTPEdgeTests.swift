@@ -267,6 +267,31 @@ extension APITests {
             #expect(status == (attempt < 10 ? 401 : 429), "attempt \(attempt) with a new forwarded address: \(status)")
         }
     }
+
+    @Test("a NUL or another control character names nothing: `shop\\0…` as the app key with shop's own master secret gets 401 and counts towards the malformed lockout, never as shop; an id like `p1%00` or `p1%1F` in a path gets 404 on read, change and erase, and p1 stays as it was")
+    func controlCharactersNameNothing() async throws {
+        let pipeline = try await Pipeline()
+        defer { pipeline.stop() }
+        let server = try await Self.start(pipeline, brokers: ["--brokers", "127.0.0.1:9"])
+        defer { server.process.signal(SIGTERM) }
+        #expect(try await server.call("PUT", "/v1/apps/shop/devices/p1", secret: server.application, json: #"{"token":"\#(Self.token(3))"}"#).status == 201)
+        let attacker = "Authorization: Basic "
+        for attempt in 0..<11 {
+            let header = attacker + Data("shop\u{0}\(attempt):\(server.master)".utf8).base64EncodedString()
+            let answer = try await server.call("GET", "/v1/apps/shop/devices/p1", headers: [header])
+            #expect(answer.status == (attempt < 10 ? 401 : 429), "attempt \(attempt): \(answer.status) \(answer.body)")
+        }
+        for path in ["/v1/apps/shop/devices/p1%00", "/v1/apps/shop/devices/p1%00x", "/v1/apps/shop/devices/p1%1F", "/v1/apps/shop%00/devices/p1"] {
+            let read = try await server.call("GET", path, secret: server.master)
+            #expect(read.status == 404 && read.body.contains(#""code":"not_found""#), "GET \(path): \(read.status) \(read.body)")
+            let change = try await server.call("PATCH", path + "/attributes", secret: server.master, json: #"{"plan":"gold"}"#)
+            #expect(change.status == 404, "PATCH \(path): \(change.status) \(change.body)")
+            let erase = try await server.call("POST", path + "/erase", secret: server.master)
+            #expect(erase.status == 404, "erase \(path): \(erase.status) \(erase.body)")
+        }
+        let kept = try await server.call("GET", "/v1/apps/shop/devices/p1", secret: server.master)
+        #expect(kept.status == 200 && kept.body.contains(Self.token(3)) && !kept.body.contains("gold"), "\(kept.status) \(kept.body)")
+    }
 }
 
 extension RealTimeTests {

@@ -40,7 +40,8 @@ import Testing
             Issue.record("a named segment")
             return
         }
-        for path in ["/v1/apps/shop/devices", "/v1/apps/shop/devices/d1/extra", "/nothing", "/v1/apps//devices/d1"] {
+        // An empty id never names anything, nor one holding a control character.
+        for path in ["/v1/apps/shop/devices", "/v1/apps/shop/devices/d1/extra", "/nothing", "/v1/apps//devices/d1", "/v1/apps/shop/devices/d1%00", "/v1/apps/shop%0A/devices/d1", "/v1/apps/shop/devices/d%7F"] {
             guard case .notFound = router.match(method: "GET", path: path) else {
                 Issue.record("\(path) matched")
                 continue
@@ -63,7 +64,8 @@ import Testing
         #expect(APIService.basicCredentials("Basic c2hvcDpzM2NyZXQ6eA==").map { [$0.0, $0.1] } == ["shop", "s3cret:x"])
         #expect(APIService.basicCredentials("basic \tc2hvcDpzM2NyZXQ6eA==  ").map { [$0.0, $0.1] } == ["shop", "s3cret:x"])
         #expect(HTTPRequest.trimmingSpaces(" \t ") == "" && HTTPRequest.trimmingSpaces(" application/json ") == "application/json")
-        for bad in [nil, "Bearer abc", "Basic !!!", "Basic c2hvcA==", "Basic"] as [String?] {
+        // `shop\0x:s3cret` and `shop\nx:s3cret`: a key holding a control character is malformed.
+        for bad in [nil, "Bearer abc", "Basic !!!", "Basic c2hvcA==", "Basic", "Basic c2hvcAB4OnMzY3JldA==", "Basic c2hvcAp4OnMzY3JldA=="] as [String?] {
             #expect(APIService.basicCredentials(bad) == nil, "\(bad ?? "nil")")
         }
     }

@@ -514,4 +514,20 @@ struct DeviceStoreTests {
         }
         await #expect(throws: StoreError.notFound("unknown app 'nope'")) { try await store.apps.setDefaultCategory(app: "nope", category: "X") }
     }
+
+    @Test("a text holding a NUL names nothing: SQLite compares it whole, PostgreSQL refuses it (libpq would end it at the NUL, so `device-1\\0x` would name device-1)", arguments: Backend.enabled)
+    func textWithANULNamesNothing(_ backend: Backend) async throws {
+        let store = try await backend.openFresh()
+        try await store.addTestApp()
+        try await store.importSynthetic(2, now: now)
+        #expect(try await store.devices.get(app: "shop-ios", deviceID: "device-1") != nil)
+        for (app, device) in [("shop-ios", "device-1\u{0}x"), ("shop-ios\u{0}x", "device-1")] {
+            do {
+                let found = try await store.devices.get(app: app, deviceID: device)
+                #expect(backend == .sqlite && found == nil, "\(backend): \(app.debugDescription) \(device.debugDescription) found \(String(describing: found?.deviceID))")
+            } catch {
+                #expect(backend == .postgres && error.code == .invalidInput && error.message.contains("NUL"), "\(backend): \(error)")
+            }
+        }
+    }
 }

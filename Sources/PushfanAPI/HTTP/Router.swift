@@ -59,10 +59,12 @@ package struct Router<Handler: Sendable>: Sendable {
             var parameters: [String: String] = [:]
             for (index, segment) in route.segments.enumerated() {
                 guard case .parameter(let name) = segment else { continue }
-                // Percent-encoded ids arrive decoded; an empty segment never names anything.
+                // Percent-encoded ids arrive decoded; an empty segment never names anything,
+                // nor does one holding a control character (`%00` would cut `phone-1%00` to
+                // `phone-1` in a C string further down).
                 let value = decoded[index] ?? Self.percentDecoded(parts[index])
                 decoded[index] = value
-                fits = !value.isEmpty
+                fits = !value.isEmpty && !Self.hasControlCharacter(value)
                 if !fits { break }
                 parameters[name] = value
             }
@@ -95,6 +97,11 @@ package struct Router<Handler: Sendable>: Sendable {
             }
         }
         return String(validating: out, as: UTF8.self) ?? String(part)
+    }
+
+    /// A C0 control character or DEL: never part of an id, a key or a name.
+    static func hasControlCharacter(_ text: String) -> Bool {
+        text.utf8.contains { $0 < 0x20 || $0 == 0x7F }
     }
 
     /// A hex digit's value (either case), nil for any other byte: `%XX` escapes, chunk sizes.

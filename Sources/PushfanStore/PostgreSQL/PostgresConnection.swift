@@ -83,6 +83,11 @@ final class PostgresConnection: SQLConnection {
         // Inside a transaction a reconnect would silently lose the earlier statements.
         if !inTransaction { try ensureConnected() }
         let texts = parameters.map(\.postgresText)
+        // libpq reads a parameter up to its first NUL (and PostgreSQL's text has none), so a
+        // value holding one would be cut short silently: `shop\0…` would name `shop`.
+        guard !texts.contains(where: { $0?.utf8.contains(0) == true }) else {
+            throw StoreError.invalidInput("a text value holds a NUL character")
+        }
         let name = parameters.count <= maxPreparedParameters ? try preparedName(for: sql, parameterCount: parameters.count) : nil
         let result = withCStrings(texts) { pointers in
             if let name { return PQexecPrepared(connection, name, Int32(pointers.count), pointers, nil, nil, 0) }

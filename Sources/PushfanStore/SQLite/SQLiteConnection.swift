@@ -145,7 +145,8 @@ final class SQLiteConnection: SQLConnection {
             case .null: rc = sqlite3_bind_null(statement, index)
             case .integer(let number): rc = sqlite3_bind_int64(statement, index, number)
             case .real(let number): rc = sqlite3_bind_double(statement, index, number)
-            case .text(let text): rc = sqlite3_bind_text(statement, index, text, -1, pushfan_sqlite_transient())
+            // The text's whole length: a NUL inside must not cut `shop\0…` down to `shop`.
+            case .text(let text): rc = sqlite3_bind_text(statement, index, text, Int32(text.utf8.count), pushfan_sqlite_transient())
             }
             try check(rc, "bind parameter \(index)")
         }
