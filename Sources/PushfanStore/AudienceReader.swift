@@ -117,7 +117,8 @@ package struct AudienceReader: Sendable {
     }
 
     /// One page of a shard: active matching devices with row key above `cursor` (and the
-    /// shard's lower bound), in row-key order. Pass the last row key as the next cursor.
+    /// shard's lower bound), in row-key order. Pass the last row key as the next cursor; a
+    /// page shorter than `limit` is the shard's last.
     /// `zones`: only devices in these time zones (`""`: devices without one); nil: all.
     /// `traits`: also each device's versions and attributes (for personalised texts).
     /// `tokens`: each device's token of that kind in place of its alert token ("" when it
@@ -126,23 +127,33 @@ package struct AudienceReader: Sendable {
         app: String, segment: SegmentExpression?, shard: ShardRange, cursor: Int64?, limit: Int, zones: [String]? = nil,
         traits: Bool = false, tokens: TokenSelection? = nil, now: Int64
     ) async throws(StoreError) -> [DeviceTarget] {
-        let lower = max(cursor ?? Int64.min, shard.after ?? Int64.min)
         let backend = executor.backend
         let targets = try await executor.run { connection throws(StoreError) in
             let key = Self.rowKey(tokens)
-            var statement: SQLStatement = Self.columns(traits: traits, tokens: tokens, now: now) + """
-                 WHERE d.app = \(app) AND \(raw: Self.eligible(tokens)) AND \(raw: key) > \(lower)
-                """
-            if let through = shard.through { statement = statement + " AND \(raw: key) <= \(through)" }
             let order = tokens?.activities == nil ? key : key + ", t.scope"
-            statement = statement + Self.filter(segment, now: now) + Self.zoneFilter(zones, backend) + " ORDER BY \(raw: order) LIMIT \(limit)"
             var targets: [DeviceTarget] = []
             targets.reserveCapacity(limit)
-            try connection.query(statement) { row throws(StoreError) in
-                let target = Self.target(row, traits: traits, tokens: tokens)
-                // A device's second matching activity (a filter's rows): it has its push. One
-                // cut off by the limit is passed over by the next page, which starts after it.
-                if target.rowKey != targets.last?.rowKey { targets.append(target) }
+            var lower = max(cursor ?? Int64.min, shard.after ?? Int64.min)
+            // A device following several matching activities is several rows, and its push is
+            // one target: rows a page dropped so are made up from the rows after it, so that
+            // only the shard's end gives a short page.
+            while targets.count < limit {
+                var statement: SQLStatement = Self.columns(traits: traits, tokens: tokens, now: now) + """
+                     WHERE d.app = \(app) AND \(raw: Self.eligible(tokens)) AND \(raw: key) > \(lower)
+                    """
+                if let through = shard.through { statement = statement + " AND \(raw: key) <= \(through)" }
+                let wanted = limit - targets.count
+                statement = statement + Self.filter(segment, now: now) + Self.zoneFilter(zones, backend) + " ORDER BY \(raw: order) LIMIT \(wanted)"
+                var rows = 0
+                try connection.query(statement) { row throws(StoreError) in
+                    rows += 1
+                    let target = Self.target(row, traits: traits, tokens: tokens)
+                    // A device's second matching activity: it has its push. One cut off by the
+                    // limit is passed over by the next read, which starts after it.
+                    if target.rowKey != targets.last?.rowKey { targets.append(target) }
+                }
+                guard rows == wanted, let last = targets.last?.rowKey else { break }
+                lower = last
             }
             return targets
         }

@@ -101,6 +101,11 @@ struct DeviceTokensTests {
         let found = try await page(store, match, at: now)
         #expect(found.keys.sorted() == ["d0", "d1"], "\(found.keys.sorted())")
         #expect(found["d0"]?.token(for: .liveActivityUpdate) == voip(101), "the lowest activity id of the two")
+        // d0's two rows fill a read of two rows with one device: the page reads on, so that
+        // a short page still means the shard's end (a sender stops there).
+        let firstTwo = try await store.audience.page(
+            app: "shop-ios", segment: nil, shard: ShardRange(after: nil, through: nil), cursor: nil, limit: 2, tokens: match, now: now)
+        #expect(firstTwo.map(\.deviceID) == ["d0", "d1"], "\(firstTwo.map(\.deviceID))")
         #expect(try await page(store, match, at: now + 1_000).keys.sorted() == ["d0"], "d1's token is past its end")
         #expect(try await store.audience.count(app: "shop-ios", segment: nil, tokens: match, now: now) == 2)
         let both = TokenSelection(activities: ActivityFilter(attributesType: "MatchActivity", attributes: ["match": "1234", "league": "cup"]))
