@@ -269,7 +269,36 @@ enum Schema {
         Migration(
             version: 26, summary: "engagement's distinct devices as (group number, device row) pairs instead of five texts a row",
             engagementDevicesByNumber),
+        Migration(
+            version: 27, summary: "SQLite numbers devices without ever giving a removed device's row key again",
+            sqlite: sqliteDevicesNumberedOnce,
+            postgres: "SELECT 1; -- the devices' sequence never gives a row key twice"),
     ]
+
+    /// Migration 27, SQLite's devices table again with AUTOINCREMENT. Without it SQLite gave
+    /// the highest row key again once that device was removed, and whatever still named the
+    /// key passed to the next new device: its ledger and engagement rows, a quiet-hours hold
+    /// or a message task's recipients (a push meant for one person sent to another's phone).
+    /// Migrations run inside one transaction with foreign keys on, so dropping the old table
+    /// deletes the tags (ON DELETE CASCADE): they wait in a temporary table meanwhile.
+    private static let sqliteDevicesNumberedOnce = """
+        CREATE TABLE devices_numbered (
+            row_key INTEGER PRIMARY KEY AUTOINCREMENT,
+        \(deviceColumns(.sqlite, json: "TEXT"))
+            quiet_start INTEGER,
+            quiet_end INTEGER,
+            UNIQUE (app, device_id),
+            UNIQUE (app, environment, token)
+        );
+        INSERT INTO devices_numbered SELECT * FROM devices ORDER BY row_key;
+        CREATE TEMP TABLE device_tags_kept AS SELECT * FROM device_tags;
+        DROP TABLE devices;
+        ALTER TABLE devices_numbered RENAME TO devices;
+        INSERT INTO device_tags SELECT * FROM temp.device_tags_kept ORDER BY row_key, tag;
+        DROP TABLE temp.device_tags_kept;
+        CREATE INDEX devices_by_app ON devices (app, row_key);
+        \(usersIndex(userOfDevice: "json_extract(attributes, '$.user_id')"))
+        """
 
     /// Migration 26. A device that did something counted once per (campaign, variant, kind,
     /// detail): the group by a number (`engagement_groups`) and the device by its row, two
@@ -306,12 +335,16 @@ enum Schema {
         CREATE INDEX frequency_sends_by_user ON frequency_sends (user_key) WHERE user_key IS NOT NULL;
         """
 
+    private static func usersIndex(userOfDevice: String) -> String {
+        "CREATE INDEX devices_by_user ON devices (app, \(userOfDevice)) WHERE \(userOfDevice) IS NOT NULL;"
+    }
+
     /// Migration 23. A device's user stays its `user_id` attribute (one truth, which segments
     /// and imports already speak); the index makes "the devices of user U" a lookup. Its
     /// expression is the one `SQLSyntax.deviceUser` writes in queries.
     private static func users(userOfDevice: String) -> String {
         """
-        CREATE INDEX devices_by_user ON devices (app, \(userOfDevice)) WHERE \(userOfDevice) IS NOT NULL;
+        \(usersIndex(userOfDevice: userOfDevice))
         CREATE TABLE user_aliases (
             app TEXT NOT NULL, name TEXT NOT NULL, value TEXT NOT NULL, user_id TEXT NOT NULL, created_at BIGINT NOT NULL,
             PRIMARY KEY (app, name, value)

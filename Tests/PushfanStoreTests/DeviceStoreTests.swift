@@ -530,4 +530,31 @@ struct DeviceStoreTests {
             }
         }
     }
+
+    @Test("a removed device's row key is never given again (SQLite gave the highest one again, and the next new device inherited what named it); migration 27 keeps every device and its tags", arguments: Backend.enabled)
+    func rowKeysAreNeverGivenAgain(_ backend: Backend) async throws {
+        let store = try await backend.openFresh()
+        try await store.addTestApp()
+        func register(_ id: String, _ index: Int, tags: [String] = []) async throws -> Int64 {
+            var device = DeviceRegistration(deviceID: id, token: String(format: "%064x", index))
+            device.tags = tags
+            return try await store.devices.register(app: "shop-ios", device).rowKey
+        }
+        let first = try await register("phone-a", 1, tags: ["vip"])
+        let second = try await register("phone-b", 2, tags: ["beta", "de"])
+        // Migration 27 again over these rows: SQLite's table is built anew, its tags kept aside.
+        _ = try await store.ledger.executor.run { connection throws(StoreError) in try connection.execute("DELETE FROM schema_migrations WHERE version = 27") }
+        #expect(try await store.migrate() == [27])
+        #expect(try await store.devices.get(app: "shop-ios", deviceID: "phone-a")?.tags == ["vip"])
+        #expect(try await store.devices.get(app: "shop-ios", deviceID: "phone-b")?.tags.sorted() == ["beta", "de"])
+        #expect(first < second)
+
+        #expect(try await store.personalData.eraseDevice(app: "shop-ios", id: "phone-b") != nil)
+        let third = try await register("phone-c", 3)
+        #expect(third > second, "phone-c got row key \(third), phone-b had \(second)")
+        // A token moving from the newest device to a new one: the new row's key is new too.
+        let moved = try await register("phone-d", 3)
+        let gone = try await store.devices.get(app: "shop-ios", deviceID: "phone-c")
+        #expect(moved > third && gone == nil)
+    }
 }

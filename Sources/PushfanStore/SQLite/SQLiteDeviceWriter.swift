@@ -84,7 +84,7 @@ enum SQLiteDeviceWriter {
             }
             var rowKey = connection.lastInsertRowKey
             if rowKey == lastInsert {
-                // Updated in place (or, rarely, a new row reused the last key): look it up.
+                // Updated in place: look it up.
                 try existing.bind(2, device.deviceID)
                 var found: Int64?
                 try existing.run { row throws(StoreError) in found = row.int(0) }
