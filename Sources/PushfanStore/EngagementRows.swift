@@ -23,6 +23,11 @@ enum EngagementRows {
         }
 
         let group: Group
+        /// The group the device is counted once in: its own, but for a conversion the
+        /// conversions' of every currency (detail ""), so that a device converting in two
+        /// currencies is one converting device (a currency's `devices` are those whose first
+        /// conversion was in it, and they add up to the converting devices).
+        let deviceGroup: Group
         /// The device's row, and its id.
         let rowKey: Int64
         let device: String
@@ -33,6 +38,7 @@ enum EngagementRows {
             group = Group(
                 campaign: attribution.campaign.stored, variant: attribution.variant, kind: event.kind.rawValue,
                 detail: event.action ?? event.name ?? event.currency ?? "")
+            deviceGroup = event.kind == .converted ? Group(campaign: group.campaign, variant: group.variant, kind: group.kind, detail: "") : group
             rowKey = counted.rowKey
             device = event.device
             value = event.value ?? 0

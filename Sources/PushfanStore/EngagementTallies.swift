@@ -81,6 +81,8 @@ package struct EngagementTallies: Sendable {
                     throw Refusal(field: "at", reason: "is \((now - event.at) / 86_400_000) days ago; events are counted up to \(Self.pastHorizon / 86_400_000) days after they happen")
                 }
                 guard let key = event.campaignKey else {
+                    // Another kind of event naming no campaign counts under none.
+                    guard event.kind == .converted else { return Counted(event: event, rowKey: rowKey, attributions: []) }
                     // A conversion of the campaigns that reached the device shortly before it.
                     let attributions = (reached[event.device] ?? []).filter { $0.at <= event.at }.compactMap { reach -> Attribution? in
                         guard let campaign = campaigns[reach.campaign], event.at <= reach.at + campaign.options.attributionWindowMillis else { return nil }
@@ -107,14 +109,19 @@ package struct EngagementTallies: Sendable {
         let at: Int64
     }
 
-    /// For conversions that name no campaign: the app's campaigns created within the longest
-    /// attribution window before the latest of them, and when each reached each device (each
-    /// campaign's own window is applied to the reaches).
+    /// For conversions that name no campaign: the app's campaigns that may have reached a
+    /// device within the longest attribution window before one of them (created before the
+    /// latest, and still sending or ended within that window before the earliest: a campaign
+    /// may send long after it was created, and its row's `updated_at` is its end once it
+    /// ended), and when each reached each device (each campaign's own window is applied to
+    /// the reaches).
     private static func reaches(_ connection: any SQLConnection, _ backend: any SQLBackend, app: String, of events: [EngagementEvent]) throws(StoreError) -> [String: [Reach]] {
         guard let earliest = events.map(\.at).min(), let latest = events.map(\.at).max() else { return [:] }
         var candidates: [CampaignKey] = []
+        let ended = CampaignStatus.allCases.filter(\.isFinal).map { "'\($0.rawValue)'" }.joined(separator: ", ")
         try connection.query("""
-            SELECT id FROM campaigns WHERE app = \(app) AND created_at >= \(earliest - longestAttributionWindow) AND created_at <= \(latest)
+            SELECT id FROM campaigns WHERE app = \(app) AND created_at <= \(latest)
+            AND (updated_at >= \(earliest - longestAttributionWindow) OR status NOT IN (\(raw: ended)))
             """) { row in
             if let stored = row.text(0), let key = CampaignKey(stored: stored) { candidates.append(key) }
         }
@@ -149,10 +156,10 @@ package struct EngagementTallies: Sendable {
                 let isNew = try backend.insertAbsentEvents(connection, unique.map(\.event), now: now)
                 let new = zip(unique, isNew).filter(\.1).map(\.0)
                 let lines = new.flatMap { counted in counted.attributions.map { EngagementRows.Line(counted, $0) } }
-                let numbers = try EngagementRows.groupNumbers(connection, Set(lines.map(\.group)))
+                let numbers = try EngagementRows.groupNumbers(connection, Set(lines.map(\.deviceGroup)))
                 let live = try backend.liveDevices(connection, Array(Set(lines.map(\.rowKey))))
                 let alive = lines.map { live[$0.rowKey] == $0.device }
-                let pairs = zip(lines, alive).filter(\.1).map { EngagementRows.GroupDevice(group: numbers[$0.0.group] ?? 0, rowKey: $0.0.rowKey) }
+                let pairs = zip(lines, alive).filter(\.1).map { EngagementRows.GroupDevice(group: numbers[$0.0.deviceGroup] ?? 0, rowKey: $0.0.rowKey) }
                 var firsts = try backend.insertAbsentGroupDevices(connection, pairs).makeIterator()
                 // A device removed since the check still has its events counted, not itself.
                 let isFirst = alive.map { $0 && (firsts.next() ?? false) }

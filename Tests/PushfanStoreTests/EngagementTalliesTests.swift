@@ -95,6 +95,50 @@ struct EngagementTalliesTests {
         #expect(campaigns(results[1]) == ["daily"], "\(results[1])")
     }
 
+    @Test("a conversion naming no campaign counts for a campaign created long before it sent: the window runs from the push, not from the campaign's creation", arguments: Backend.enabled)
+    func attributionFromTheSendNotTheCreation(_ backend: Backend) async throws {
+        let (store, _) = try await store(backend)
+        let key = CampaignKey(app: "shop-ios", id: "parked")
+        let json = #"{"v":1,"id":"parked","app":"shop-ios","audience":{"segment":"locale = en_US"},"notification":{"push_type":"alert","content":{"default":{"title":"Hi","body":"There"}}}}"#
+        // Accepted 35 days ago (parked until its send_at), sent an hour ago, and completed.
+        #expect(try await store.campaigns.record(key, audience: 10, shards: 1, definition: CampaignDefinition(record: json), now: now - 35 * 86_400_000))
+        let sentAt = now - 3_600_000
+        let targets = try await store.audience.page(app: "shop-ios", segment: nil, shard: ShardRange(after: nil, through: nil), cursor: nil, limit: 10, now: store.clock.wallMillis)
+        _ = try await store.ledger.claim(campaign: key, targets: targets, owner: "w", now: sentAt)
+        #expect(try await store.ledger.record(campaign: key, targets.map { LedgerOutcome(rowKey: $0.rowKey, state: .delivered) }, now: sentAt) == 10)
+        #expect(try await store.campaigns.transition(key, from: .running, to: .completed, now: sentAt))
+        let results = try await store.engagement.resolve([event(.converted, "d3", campaign: nil, at: now - 60_000)], app: "shop-ios", now: now)
+        guard case .success(let counted) = results[0] else { Issue.record("\(results[0])"); return }
+        #expect(counted.attributions.map(\.campaign) == [key], "\(counted.attributions)")
+    }
+
+    @Test("a device converting in two currencies and in none is one converting device; a custom event naming no campaign counts under none, beside such a conversion too", arguments: Backend.enabled)
+    func convertingDevicesAcrossCurrencies(_ backend: Backend) async throws {
+        let (store, campaign) = try await store(backend)
+        let device = try #require(treated(campaign).first)
+        let targets = try await store.audience.page(app: "shop-ios", segment: nil, shard: ShardRange(after: nil, through: nil), cursor: nil, limit: 10, now: store.clock.wallMillis)
+        _ = try await store.ledger.claim(campaign: sale, targets: targets, owner: "w", now: now)
+        #expect(try await store.ledger.record(campaign: sale, targets.map { LedgerOutcome(rowKey: $0.rowKey, state: .delivered) }, now: now) == 10)
+        let signup = EngagementEvent(
+            id: "signup-1", app: "shop-ios", kind: .custom, device: device, campaign: nil, variant: nil, sendID: nil, at: now + 500,
+            action: nil, name: "signup", value: nil, currency: nil, receivedAt: now)
+        let events = [
+            event(.converted, device, at: now + 100, value: 10, currency: "EUR"),
+            event(.converted, device, at: now + 200, value: 12, currency: "USD"),
+            event(.converted, device, campaign: nil, at: now + 300),
+            signup,
+        ]
+        let resolved = try await store.engagement.resolve(events, app: "shop-ios", now: now).map { try $0.get() }
+        #expect(resolved[3].attributions.isEmpty, "\(resolved[3].attributions)")
+        #expect(try await store.engagement.count(resolved, now: now).count == 4)
+        let variant = campaign.countedName(of: campaign.share(of: device)) ?? ""
+        let conversions = try await store.engagement.counts(campaign: sale).filter { $0.kind == .converted }
+        #expect(conversions.map(\.events).reduce(0, +) == 3 && conversions.map(\.devices).reduce(0, +) == 1, "\(conversions)")
+        let stats = try await store.campaignStats(sale).jsonValue
+        #expect(stats["variants"]?[variant]?["conversions"]?["devices"] == .int(1), "\(stats)")
+        #expect(try await store.engagement.counts(campaign: sale).allSatisfy { $0.kind != .custom })
+    }
+
     @Test("every event id counts once: the same batch again, or an event again with its own id, changes nothing; devices are counted once per kind", arguments: Backend.enabled)
     func countsOnce(_ backend: Backend) async throws {
         let (store, campaign) = try await store(backend)

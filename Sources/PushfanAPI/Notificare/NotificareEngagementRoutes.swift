@@ -75,7 +75,8 @@ enum NotificareEngagementRoutes {
             if kind != .custom || body["notification"] != nil {
                 campaign = try named(try text(body, "notification", required: kind != .custom)!)
             }
-            let event = try engagementEvent(kind: kind, app: app, device: device, campaign: campaign, action: nil, name: name, at: at, receivedAt: store.clock.wallMillis)
+            let event = try engagementEvent(
+                kind: kind, app: app, device: device, campaign: campaign, action: nil, name: name, at: at, identifiedAt: at, receivedAt: store.clock.wallMillis)
             try await take(event, store: store, writer: writer)
             return .json(202, ["message": "event is being processed"])
         })
@@ -97,8 +98,10 @@ enum NotificareEngagementRoutes {
             guard try definition.campaign(key).notification.actions.contains(where: { $0.id == label }) else {
                 throw APIError(404, "not_found", "label: notification \(notification) has no action \(String(label.prefix(60)).debugDescription)", field: "label")
             }
+            // The SDK sends no time: the reply is identified without one, so a retry (a new
+            // arrival time) is the same event, and a device's reply to a push counts once.
             let now = store.clock.wallMillis
-            let event = try engagementEvent(kind: .action, app: app, device: device, campaign: campaign, action: label, name: nil, at: now, receivedAt: now)
+            let event = try engagementEvent(kind: .action, app: app, device: device, campaign: campaign, action: label, name: nil, at: now, identifiedAt: 0, receivedAt: now)
             try await take(event, store: store, writer: writer)
             return .json(201, ["message": "reply registered"])
         })
@@ -107,14 +110,15 @@ enum NotificareEngagementRoutes {
     // MARK: - Events
 
     /// The native event an SDK event stands for: its send id from the campaign and the
-    /// device, its id derived from its fields (the SDK retries with the same body, which is
-    /// then the same event).
+    /// device, its id derived from its fields with the time `identifiedAt` (the SDK retries
+    /// with the same body, which is then the same event).
     static func engagementEvent(
-        kind: EngagementEvent.Kind, app: String, device: String, campaign: (campaign: String, variant: String?)?, action: String?, name: String?, at: Int64, receivedAt: Int64
+        kind: EngagementEvent.Kind, app: String, device: String, campaign: (campaign: String, variant: String?)?, action: String?, name: String?, at: Int64,
+        identifiedAt: Int64, receivedAt: Int64
     ) throws -> EngagementEvent {
         let sendID = campaign.map { EngagementMarker.sendID(campaign: CampaignKey(app: app, id: $0.campaign), device: device) }
         let id = EngagementEvent.derivedID(
-            kind: kind, device: device, sendID: sendID, campaign: campaign?.campaign, at: at, action: action, name: name, value: nil, currency: nil)
+            kind: kind, device: device, sendID: sendID, campaign: campaign?.campaign, at: identifiedAt, action: action, name: name, value: nil, currency: nil)
         let event = EngagementEvent(
             id: id, app: app, kind: kind, device: device, campaign: campaign?.campaign, variant: campaign?.variant, sendID: sendID, at: at,
             action: action, name: name, value: nil, currency: nil, receivedAt: receivedAt)
