@@ -22,6 +22,18 @@ package struct ErasureRecord: VersionedMessage, Hashable {
         (self.app, self.user, self.devices, self.at) = (app, user, devices, at)
     }
 
+    /// Devices one tombstone names at most: a user with thousands of devices is erased by
+    /// several, each well within a Kafka record's size (about 40 KB at most ids' length).
+    package static let devicesPerRecord = 1_000
+
+    /// This erasure as the tombstones that carry it: the devices in order, at most
+    /// `devicesPerRecord` each; one without devices for a user known only by its aliases.
+    package var parts: [ErasureRecord] {
+        stride(from: 0, to: max(devices.count, 1), by: Self.devicesPerRecord).map { start in
+            ErasureRecord(app: app, user: user, devices: Array(devices[start..<min(start + Self.devicesPerRecord, devices.count)]), at: at)
+        }
+    }
+
     package var kafkaKey: String { app + "/" + Self.type }
 
     private enum CodingKeys: String, CodingKey {

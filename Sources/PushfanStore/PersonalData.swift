@@ -69,7 +69,7 @@ package struct PersonalData: Sendable {
     /// A user's aliases and every device with what is kept about it; nil when the app has no
     /// such user.
     package func export(app: String, user id: String) async throws(StoreError) -> (aliases: [String: String], devices: [DeviceData])? {
-        guard let user = try await Users(executor: executor).get(app: app, id: id) else { return nil }
+        guard let user = try await Users(executor: executor).whole(app: app, id: id) else { return nil }
         let tokens = DeviceTokens(executor: executor)
         var devices: [DeviceData] = []
         for device in user.devices {

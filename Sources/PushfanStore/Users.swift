@@ -42,12 +42,22 @@ package struct Users: Sendable {
         }
     }
 
-    /// The user with its aliases and devices; nil when no device names it and it has no alias.
+    /// The user with its aliases and its first `maxDevices` devices; nil when no device names
+    /// it and it has no alias.
     package func get(app: String, id: String) async throws(StoreError) -> User? {
+        try await user(app: app, id: id, limit: " LIMIT \(Self.maxDevices)")
+    }
+
+    /// The user with every device however many, for data-protection requests (an export, the
+    /// tombstones of an erasure); nil as for `get`.
+    package func whole(app: String, id: String) async throws(StoreError) -> User? {
+        try await user(app: app, id: id, limit: "")
+    }
+
+    private func user(app: String, id: String, limit: SQLStatement) async throws(StoreError) -> User? {
         try await executor.run { connection throws(StoreError) in
             let aliases = try Self.aliases(connection, app: app, user: id)
-            let devices = try DeviceDirectory.records(
-                connection, "app = \(app) AND \(userOf: "devices") = \(id) ORDER BY row_key LIMIT \(Self.maxDevices)")
+            let devices = try DeviceDirectory.records(connection, "app = \(app) AND \(userOf: "devices") = \(id) ORDER BY row_key" + limit)
             guard !aliases.isEmpty || !devices.isEmpty else { return nil }
             return User(id: id, aliases: aliases, devices: devices)
         }

@@ -444,6 +444,16 @@ struct APITests {
         #expect(try await call("PUT", "/device/\(token)/dnd", #"{"start":"23:00"}"#).status == 400)
         #expect(try await call("PUT", "/device/\(token)/userdata", #"{"first name":"Ada"}"#).status == 400)
         #expect(try await server.call("GET", "/device/\(token)/tags", secret: "wrong").status == 401)
+        // A token another device holds (registered through the native calls) is not taken
+        // with the application secret, which ships in the app; the master secret may move it.
+        let native = Self.token(43)
+        #expect(try await server.call("PUT", "/v1/apps/shop/devices/phone-1", secret: server.application, json: #"{"token":"\#(native)"}"#).status == 201)
+        let taken = try await call("POST", "/device", #"{"deviceID":"\#(native)","transport":"APNS","userID":"intruder"}"#)
+        #expect(taken.status == 409 && taken.body.contains("token_registered_elsewhere") && taken.body.contains(#""field":"deviceID""#), "\(taken.status) \(taken.body)")
+        #expect(try await server.call("GET", "/v1/apps/shop/devices/phone-1", secret: server.master).status == 200, "phone-1 keeps its token")
+        #expect(try await call("GET", "/device/\(native)/tags").status == 404, "nothing of the refused registration is kept")
+        #expect(try await server.call("POST", "/device", secret: server.master, json: #"{"deviceID":"\#(native)","transport":"APNS"}"#, headers: sdk).status == 200)
+        #expect(try await server.call("GET", "/v1/apps/shop/devices/phone-1", secret: server.master).status == 404, "the master secret moved it")
 
         #expect(try await call("DELETE", "/device/\(token)").body == #"{"message":"device deactivated"}"#)
         let gone = try await server.call("GET", "/v1/apps/shop/devices/\(token)", secret: server.master).body

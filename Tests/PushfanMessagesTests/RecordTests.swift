@@ -313,4 +313,14 @@ struct ErasureRecordTests {
         let device = ErasureRecord(app: "shop", user: nil, devices: ["phone"], at: 1_796_000_000_000)
         #expect(!String(decoding: MessageCodec.encode(device), as: UTF8.self).contains("user"))
     }
+
+    @Test("a user of many devices is erased by several tombstones of at most 1,000 devices each, in order; a user of none by one")
+    func partsOfALargeErasure() {
+        let devices = (0..<2_500).map { "device-\($0)" }
+        let parts = ErasureRecord(app: "shop", user: "42", devices: devices, at: 1_796_000_000_000).parts
+        #expect(parts.map(\.devices.count) == [1_000, 1_000, 500])
+        #expect(parts.flatMap(\.devices) == devices && parts.allSatisfy { $0.user == "42" && $0.app == "shop" && $0.at == 1_796_000_000_000 })
+        #expect(parts.allSatisfy { MessageCodec.encode($0).count < 64 * 1_024 })
+        #expect(ErasureRecord(app: "shop", user: "42", devices: [], at: 1).parts == [ErasureRecord(app: "shop", user: "42", devices: [], at: 1)])
+    }
 }

@@ -52,6 +52,17 @@ struct UsersTests {
         #expect(try await store.users.user(app: "shop-ios", alias: "crm_id", value: "C-1") == "7")
     }
 
+    @Test("a data-protection export names every device of a user, past the first 100 that the user's own call shows", arguments: Backend.enabled)
+    func exportHasEveryDevice(_ backend: Backend) async throws {
+        let store = try await backend.openFresh()
+        try await store.addTestApp()
+        for index in 0..<(Users.maxDevices + 5) { try await register(store, "p\(index)", token: index + 1, user: "42") }
+        #expect(try await store.users.get(app: "shop-ios", id: "42")?.devices.count == Users.maxDevices)
+        #expect(try await store.users.whole(app: "shop-ios", id: "42")?.devices.count == Users.maxDevices + 5)
+        let exported = try #require(try await store.personalData.export(app: "shop-ios", user: "42"))
+        #expect(Set(exported.devices.map(\.device.deviceID)) == Set((0..<(Users.maxDevices + 5)).map { "p\($0)" }))
+    }
+
     @Test("bad user ids and aliases are refused naming the field", arguments: Backend.enabled)
     func refusals(_ backend: Backend) async throws {
         let store = try await backend.openFresh()

@@ -24,7 +24,7 @@ enum PersonalDataRoutes {
         router.add("GET", "/v1/apps/{app}/users/{user}/export", export)
         router.add("DELETE", "/v1/apps/{app}/users/{user}", Route(roles: [.master]) { call in
             let (app, id) = (call.parameter("app"), call.parameter("user"))
-            guard let user = try await store.users.get(app: app, id: id) else { throw APIError.notFound("app \(app) has no user \(id)") }
+            guard let user = try await store.users.whole(app: app, id: id) else { throw APIError.notFound("app \(app) has no user \(id)") }
             // The tombstone first: a failure leaves everything in place for the retry.
             try await tombstone(ErasureRecord(app: app, user: id, devices: user.devices.map(\.deviceID), at: store.clock.wallMillis), writer)
             guard let erased = try await store.personalData.eraseUser(app: app, id: id) else { throw APIError.notFound("app \(app) has no user \(id)") }
@@ -40,13 +40,17 @@ enum PersonalDataRoutes {
         })
     }
 
-    /// The erasure on both topics, waited for: the call answers only once Kafka has it.
+    /// The erasure on both topics (as several tombstones for a user of many devices), waited
+    /// for: the call answers only once Kafka has it.
     private static func tombstone(_ record: ErasureRecord, _ writer: ResultsWriter) async throws {
-        let value = MessageCodec.encode(record)
-        let ticket = try await writer.producer.enqueue([
-            ProducerRecord(topic: writer.topics.results, key: record.kafkaKey, value: value),
-            ProducerRecord(topic: writer.topics.events, key: record.kafkaKey, value: value),
-        ])
+        let records = record.parts.flatMap { part in
+            let value = MessageCodec.encode(part)
+            return [
+                ProducerRecord(topic: writer.topics.results, key: part.kafkaKey, value: value),
+                ProducerRecord(topic: writer.topics.events, key: part.kafkaKey, value: value),
+            ]
+        }
+        let ticket = try await writer.producer.enqueue(records)
         if let failure = await ResultsWriter.firstFailure([ticket]) { throw failure }
     }
 

@@ -39,7 +39,7 @@ enum NotificareRoutes {
                 try await remove(store, app: app, previous)
             }
             try device.apply(body)
-            try await save(store, app: app, device)
+            try await save(store, app: app, device, role: call.role)
             return .json(200, ["message": "device registered"])
         })
         router.add("PUT", "/device/{device}", Route(roles: roles) { call in
@@ -134,18 +134,33 @@ enum NotificareRoutes {
     private static func update(_ store: DeviceStore, _ call: RouteCall, _ change: (inout NotificareDevice) throws -> Void) async throws -> HTTPResponse {
         var device = try await existing(store, call)
         try change(&device)
-        try await save(store, app: call.parameter("app"), device)
+        try await save(store, app: call.parameter("app"), device, role: call.role)
         return .json(200, ["message": "device updated"])
     }
 
     /// The document, and for an APNs device its row (checked first: a refused device is not
-    /// kept half-written).
-    private static func save(_ store: DeviceStore, app: String, _ device: NotificareDevice) async throws {
+    /// kept half-written). With the application secret the row is written under the same
+    /// claim as the native registration's (`ApplicationClaim`): the SDK's device id is its
+    /// token, so it brings its own token, and a token another device of the app holds (one
+    /// registered through the native calls) is not taken from it.
+    private static func save(_ store: DeviceStore, app: String, _ device: NotificareDevice, role: AppRole?) async throws {
         let environment = try await store.apps.get(app)?.environment ?? .production
         if let registration = try device.registration(environment: environment) {
             do {
-                _ = try await store.devices.register(app: app, registration)
-            } catch {
+                let validated = try Validation.device(registration, now: store.clock.wallMillis)
+                if role == .application {
+                    switch try await store.devices.register(app: app, validated: validated, claim: ApplicationClaim(previousDeviceID: nil)) {
+                    case .success: break
+                    case .failure(.tokenRegisteredElsewhere):
+                        throw APIError(
+                            409, "token_registered_elsewhere",
+                            "deviceID: this token is registered to another device of the app; register it there, or with the master secret", field: "deviceID")
+                    case .failure(.userChangeNeedsDevice): throw UserRoutes.changeNeedsDevice
+                    }
+                } else {
+                    _ = try await store.devices.register(app: app, validated: validated)
+                }
+            } catch let error as StoreError {
                 throw refusal(error)
             }
         }
