@@ -30,6 +30,28 @@ package struct DeviceDirectory: Sendable {
         }
     }
 
+    /// Writes back a device read as `read` with one trait changed (`DeviceRegistration(read)`,
+    /// edited), only if its token, environment, status and last sighting are still as read:
+    /// false otherwise (a registration came in between; read again and redo the change), so
+    /// that the edit never writes back a token the device has since replaced.
+    package func rewrite(app: String, _ registration: DeviceRegistration, unchangedSince read: DeviceRecord) async throws(StoreError) -> Bool {
+        let now = executor.clock.wallMillis
+        let validated = try Validation.device(registration, now: now)
+        let backend = executor.backend
+        return try await executor.run { connection throws(StoreError) in
+            try connection.transaction { () throws(StoreError) -> Bool in
+                // PostgreSQL: no registration commits between this read and the write.
+                try backend.lockDevices(connection, app: app, [.integer(read.rowKey)])
+                let current = try Self.records(connection, "app = \(app) AND device_id = \(read.deviceID)", tags: false).first
+                guard let current, current.token == read.token, current.environment == read.environment, current.status == read.status,
+                      current.lastSeenAt == read.lastSeenAt
+                else { return false }
+                _ = try backend.upsert(connection, app: app, devices: [validated], now: now, returningRowKeys: false)
+                return true
+            }
+        }
+    }
+
     /// The same, made with the application secret: written only when `claim` holds
     /// (`ApplicationClaim`), checked in the transaction that writes it.
     package func register(

@@ -101,9 +101,11 @@ package struct DeviceRegistration: Sendable, Equatable {
 }
 
 extension DeviceRegistration {
-    /// The registration that writes `record` back as it is (to change one trait of it).
+    /// The registration that writes `record` back as it is (to change one trait of it): its
+    /// last sighting too, since an edit is not the device being seen (APNs' 410 compares with it).
     package init(_ record: DeviceRecord) {
         self.init(deviceID: record.deviceID, token: record.token)
+        seenAt = record.lastSeenAt
         environment = record.environment
         locale = record.locale
         timezone = record.timezone

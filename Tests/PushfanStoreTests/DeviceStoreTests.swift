@@ -557,4 +557,35 @@ struct DeviceStoreTests {
         let gone = try await store.devices.get(app: "shop-ios", deviceID: "phone-c")
         #expect(moved > third && gone == nil)
     }
+
+    @Test("a trait written back keeps the device's last sighting (so APNs' 410 from before it still counts) and is refused when the device registered again after it was read", arguments: Backend.enabled)
+    func rewriteKeepsSightingAndRefusesAStaleRead(_ backend: Backend) async throws {
+        let store = try await backend.openFresh()
+        try await store.addTestApp()
+        let wall = store.clock.wallMillis
+        var device = DeviceRegistration(deviceID: "phone", token: String(format: "%064x", 1))
+        device.seenAt = wall - 60_000
+        _ = try await store.devices.register(app: "shop-ios", device)
+        let read = try #require(try await store.devices.get(app: "shop-ios", deviceID: "phone"))
+        var tagged = DeviceRegistration(read)
+        tagged.tags = ["vip"]
+        #expect(try await store.devices.rewrite(app: "shop-ios", tagged, unchangedSince: read))
+        let written = try #require(try await store.devices.get(app: "shop-ios", deviceID: "phone"))
+        #expect(written.tags == ["vip"] && written.lastSeenAt == wall - 60_000)
+        // Uninstalled 30 s ago, the 410 says: the tag written since does not hide that.
+        #expect(try await store.devices.applyUnregistered(app: "shop-ios", environment: .production, token: String(format: "%064x", 1), at: wall - 30_000))
+
+        // A read, then the SDK registering a new token: writing the read back is refused.
+        device.token = String(format: "%064x", 2)
+        device.seenAt = nil
+        _ = try await store.devices.register(app: "shop-ios", device)
+        let before = try #require(try await store.devices.get(app: "shop-ios", deviceID: "phone"))
+        device.token = String(format: "%064x", 3)
+        _ = try await store.devices.register(app: "shop-ios", device)
+        var stale = DeviceRegistration(before)
+        stale.tags = ["late"]
+        #expect(try await !store.devices.rewrite(app: "shop-ios", stale, unchangedSince: before))
+        let kept = try #require(try await store.devices.get(app: "shop-ios", deviceID: "phone"))
+        #expect(kept.token == String(format: "%064x", 3) && kept.tags.isEmpty)
+    }
 }

@@ -60,21 +60,25 @@ enum DeviceRoutes {
         })
     }
 
-    /// One trait of a device changed: read, changed, written back. Only an active device:
-    /// an invalid or unregistered one is not revived by a tag.
+    /// One trait of a device changed: read, changed, written back unless the device was
+    /// registered again meanwhile (then read again, a few times). Only an active device: an
+    /// invalid or unregistered one is not revived by a tag.
     static func change(
         _ store: DeviceStore, _ call: RouteCall, _ edit: (inout DeviceRegistration) throws -> Void
     ) async throws -> HTTPResponse {
         let (app, id) = (call.parameter("app"), call.parameter("device"))
-        guard let record = try await store.devices.get(app: app, deviceID: id) else { throw APIError.notFound("app \(app) has no device \(id)") }
-        guard record.status == .active else {
-            throw APIError(409, "device_inactive", "device \(id) is \(record.status.rawValue); register it again to change it")
+        for _ in 0..<3 {
+            guard let record = try await store.devices.get(app: app, deviceID: id) else { throw APIError.notFound("app \(app) has no device \(id)") }
+            guard record.status == .active else {
+                throw APIError(409, "device_inactive", "device \(id) is \(record.status.rawValue); register it again to change it")
+            }
+            var registration = DeviceRegistration(record)
+            try edit(&registration)
+            guard try await store.devices.rewrite(app: app, registration, unchangedSince: record) else { continue }
+            guard let updated = try await store.devices.get(app: app, deviceID: id) else { throw APIError.notFound("app \(app) has no device \(id)") }
+            return .json(200, json(updated))
         }
-        var registration = DeviceRegistration(record)
-        try edit(&registration)
-        _ = try await store.devices.register(app: app, registration)
-        guard let updated = try await store.devices.get(app: app, deviceID: id) else { throw APIError.notFound("app \(app) has no device \(id)") }
-        return .json(200, json(updated))
+        throw APIError(409, "device_changing", "device \(id) was registered again while it was being changed, three times; try again", headers: ["Retry-After": "1"])
     }
 
     static func addTraitRoutes(to router: inout Router<Route>, store: DeviceStore) {
