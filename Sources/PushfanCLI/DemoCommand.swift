@@ -211,7 +211,7 @@ struct DemoCommand: Command {
         case .segment, .named:
             let segment = try await store.segment(of: campaign, definition: nil)
             return try await store.audience.count(app: campaign.app, segment: segment, now: store.clock.wallMillis)
-        case .devices(let ids): return try await store.audience.rowKeys(app: campaign.app, deviceIDs: ids).count
+        case .devices(let ids): return try await store.audience.rowKeys(app: campaign.app, deviceIDs: ids, tokens: campaign.tokenSelection).count
         case .activity, .activities: return try await store.audience.count(app: campaign.app, segment: nil, tokens: campaign.tokenSelection, now: store.clock.wallMillis)
         case .channel: return 1  // one broadcast, one result
         }

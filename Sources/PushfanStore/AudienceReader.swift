@@ -185,15 +185,16 @@ package struct AudienceReader: Sendable {
     /// Device rows `page` and `devices` have returned since the store opened.
     package var rowsRead: Int { executor.audienceRowsRead.load(ordering: .relaxed) }
 
-    /// Row keys of the app's active devices among these device ids (an explicit audience).
-    package func rowKeys(app: String, deviceIDs: [String]) async throws(StoreError) -> [Int64] {
+    /// Row keys of the devices among these device ids (an explicit audience) that a push to
+    /// `tokens` reaches (`eligible`: the active ones for an alert push).
+    package func rowKeys(app: String, deviceIDs: [String], tokens: TokenSelection?) async throws(StoreError) -> [Int64] {
         var keys: [Int64] = []
         let backend = executor.backend
         for chunk in StoreExecutor.chunks(deviceIDs) {
             let ids = Array(chunk)
             keys += try await executor.run { connection throws(StoreError) in
                 try connection.queryAll(
-                    "SELECT row_key FROM devices WHERE app = \(app) AND status = 'active' AND device_id"
+                    "SELECT d.row_key FROM devices d WHERE d.app = \(app) AND \(raw: Self.eligible(tokens)) AND d.device_id"
                         + backend.isIn(ids.map { .text($0) }, type: "text")) { $0.int(0) ?? 0 }
             }
         }
@@ -205,13 +206,13 @@ package struct AudienceReader: Sendable {
         return " AND \(segment: segment, now: now)"
     }
 
-    /// The distinct time zones of the app's active devices matching the segment; `""` stands
-    /// for devices without one. One pass over the app's devices: asked once per local-time
-    /// campaign, to cut its zone waves.
-    package func zones(app: String, segment: SegmentExpression?, now: Int64) async throws(StoreError) -> [String] {
+    /// The distinct time zones of the app's devices matching the segment that a push to
+    /// `tokens` reaches (`eligible`); `""` stands for devices without one. One pass over the
+    /// app's devices: asked once per local-time campaign, to cut its zone waves.
+    package func zones(app: String, segment: SegmentExpression?, tokens: TokenSelection?, now: Int64) async throws(StoreError) -> [String] {
         try await executor.run { connection throws(StoreError) in
             try connection.queryAll(
-                "SELECT DISTINCT COALESCE(d.timezone, '') FROM devices d WHERE d.app = \(app) AND d.status = 'active'" + Self.filter(segment, now: now)
+                "SELECT DISTINCT COALESCE(d.timezone, '') FROM devices d WHERE d.app = \(app) AND \(raw: Self.eligible(tokens))" + Self.filter(segment, now: now)
             ) { $0.text(0) ?? "" }
         }
     }
@@ -225,6 +226,7 @@ package struct AudienceReader: Sendable {
     /// registered one, since an alert token APNs refused says nothing of the device's VoIP or
     /// Live Activity token (those without one end `no_token_for_push_type`).
     private static func eligible(_ tokens: TokenSelection?) -> String {
+        // `DeviceStatus.isReached(by:)` in SQL.
         tokens.map { $0.kind != .alert } == true ? "d.status <> 'unregistered'" : "d.status = 'active'"
     }
 

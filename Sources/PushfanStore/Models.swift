@@ -124,6 +124,14 @@ package enum DeviceStatus: String, Sendable {
     case invalid
     /// The app unregistered the device.
     case unregistered
+
+    /// Whether a push to tokens of `kind` reaches a device in this status: an alert push an
+    /// active one only; another kind an invalid one too, since APNs refusing the alert token
+    /// says nothing of the device's VoIP or Live Activity token (`AudienceReader` says the
+    /// same in SQL).
+    package func isReached(by kind: APNsTokenKind) -> Bool {
+        self == .active || (self == .invalid && kind != .alert)
+    }
 }
 
 /// A device as stored.

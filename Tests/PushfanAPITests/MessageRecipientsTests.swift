@@ -55,7 +55,7 @@ import Testing
         ]
         resolution.aliasUsers["crm_id"] = ["C-42": "42"]
         resolution.devices["phone"] = .init(deviceID: "phone", rowKey: 7, status: .active)
-        let plan = recipients.plan(resolution)
+        let plan = recipients.plan(resolution, tokenKind: .alert)
         #expect(plan.rowKeys == [3, 7] && plan.deviceIDs == ["tablet", "phone"])
         let report = plan.report.map(\.compactJSON)
         #expect(report == [
@@ -66,5 +66,17 @@ import Testing
             #"{"device":"phone","devices":["phone"]}"#,
             #"{"device":"other-apps","error":"unknown_device","message":"the app has no device other-apps"}"#,
         ])
+    }
+
+    @Test("a VoIP message reaches a user's device whose alert token APNs refused (that says nothing of its VoIP token), not an unregistered one")
+    func otherKindsReachInvalidAlertTokens() throws {
+        let recipients = try parse(#"{"users":["42"]}"#)
+        var resolution = Users.Resolution()
+        resolution.userDevices["42"] = [
+            .init(deviceID: "phone", rowKey: 7, status: .invalid), .init(deviceID: "gone", rowKey: 3, status: .unregistered),
+        ]
+        let voip = recipients.plan(resolution, tokenKind: .voip)
+        #expect(voip.deviceIDs == ["phone"] && voip.report.map(\.compactJSON) == [#"{"devices":["phone"],"not_sent":[{"device":"gone","status":"unregistered"}],"user":"42"}"#])
+        #expect(recipients.plan(resolution, tokenKind: .alert).deviceIDs.isEmpty)
     }
 }

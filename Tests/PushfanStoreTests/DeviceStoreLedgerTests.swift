@@ -184,8 +184,8 @@ extension DeviceStoreTests {
 
         // An explicit audience: only active devices of this app, sorted.
         let ids = targets.suffix(5).map(\.deviceID) + ["no-such-device"]
-        #expect(try await store.audience.rowKeys(app: "shop-ios", deviceIDs: ids.reversed()) == Array(keys.suffix(5)))
-        #expect(try await store.audience.rowKeys(app: "other-app", deviceIDs: ids) == [])
+        #expect(try await store.audience.rowKeys(app: "shop-ios", deviceIDs: ids.reversed(), tokens: nil) == Array(keys.suffix(5)))
+        #expect(try await store.audience.rowKeys(app: "other-app", deviceIDs: ids, tokens: nil) == [])
     }
 
     @Test func aSecondProcessHoldingTheSQLiteWriteLockMeansUnavailable() async throws {

@@ -34,6 +34,24 @@ struct DeviceTokensTests {
         return Dictionary(uniqueKeysWithValues: targets.map { ($0.deviceID, $0) })
     }
 
+    @Test("a listed audience and the zones of a VoIP push include a device whose alert token APNs refused, not an unregistered one; an alert push's only active ones", arguments: Backend.enabled)
+    func otherKindsReachInvalidAlertTokens(_ backend: Backend) async throws {
+        let store = try await store(backend)
+        #expect(try await store.devices.invalidate(app: "shop-ios", environment: .production, token: String(format: "%064x", 2), reason: "BadDeviceToken", now: now))
+        #expect(try await store.devices.unregister(app: "shop-ios", deviceID: "d2"))
+        let ids = ["d0", "d1", "d2"]
+        let voipKeys = try await store.audience.rowKeys(app: "shop-ios", deviceIDs: ids, tokens: TokenSelection(kind: .voip))
+        let alertKeys = try await store.audience.rowKeys(app: "shop-ios", deviceIDs: ids, tokens: nil)
+        #expect(voipKeys.count == 2 && alertKeys.count == 1 && Set(alertKeys).isSubset(of: voipKeys))
+        #expect(try await store.audience.devices(app: "shop-ios", rowKeys: voipKeys, tokens: TokenSelection(kind: .voip), now: now).map(\.deviceID) == ["d0", "d1"])
+        var berlin = DeviceRegistration(deviceID: "d3", token: String(format: "%064x", 4))
+        berlin.timezone = "Europe/Berlin"
+        _ = try await store.devices.register(app: "shop-ios", berlin)
+        #expect(try await store.devices.invalidate(app: "shop-ios", environment: .production, token: String(format: "%064x", 4), reason: "Unregistered", now: now))
+        #expect(try await store.audience.zones(app: "shop-ios", segment: nil, tokens: TokenSelection(kind: .voip), now: now).sorted() == ["", "Europe/Berlin"])
+        #expect(try await store.audience.zones(app: "shop-ios", segment: nil, tokens: nil, now: now) == [""])
+    }
+
     @Test("registered tokens are listed by kind and scope; the same kind and scope again replaces; bad input names its field", arguments: Backend.enabled)
     func registerListReplace(_ backend: Backend) async throws {
         let store = try await store(backend)

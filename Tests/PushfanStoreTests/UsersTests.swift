@@ -128,7 +128,7 @@ struct UsersTests {
 
         let found = try await store.users.resolve(
             app: "shop-ios", users: ["42", "nobody"], aliases: ["crm_id": ["C-7", "C-42"]], devices: ["anonymous", "news-phone", "missing"])
-        let rows = try await store.audience.rowKeys(app: "shop-ios", deviceIDs: ["phone", "tablet", "seven", "anonymous"])
+        let rows = try await store.audience.rowKeys(app: "shop-ios", deviceIDs: ["phone", "tablet", "seven", "anonymous"], tokens: nil)
         #expect(found.userDevices["42"]?.map(\.deviceID) == ["phone", "tablet", "old"])
         #expect(found.userDevices["42"]?.map(\.status) == [.active, .active, .invalid])
         #expect(found.userDevices["7"]?.map(\.deviceID) == ["seven"], "an alias's user's devices come along")

@@ -49,7 +49,7 @@ struct ShardPagesTests {
         #expect(listed.count == 1_000)
         let campaign = Campaign(id: "listed", app: "big", audience: .devices(listed))
         let app = try #require(try await store.apps.get("big"))
-        let keys = try await store.audience.rowKeys(app: "big", deviceIDs: listed)
+        let keys = try await store.audience.rowKeys(app: "big", deviceIDs: listed, tokens: nil)
         let plan = CampaignPlan(campaign: campaign, app: app, segment: nil, rowKeys: keys)
 
         let before = store.audience.rowsRead

@@ -1,3 +1,4 @@
+import PushfanAPNsModel
 import PushfanMessages
 import PushfanStore
 import PushfanSupport
@@ -71,25 +72,26 @@ struct MessageRecipients: Equatable {
         }
     }
 
-    /// Who gets the message: each active device once (row keys ascending, ids alongside),
-    /// and one report per recipient in the order given.
+    /// Who gets the message: each device a push to `tokenKind` reaches once (an active one,
+    /// or for a kind other than alert an invalid one too: `DeviceStatus.isReached(by:)`; row
+    /// keys ascending, ids alongside), and one report per recipient in the order given.
     struct Plan: Equatable {
         var rowKeys: [Int64] = []
         var deviceIDs: [String] = []
         var report: [JSONValue] = []
     }
 
-    func plan(_ resolution: Users.Resolution) -> Plan {
+    func plan(_ resolution: Users.Resolution, tokenKind: APNsTokenKind) -> Plan {
         var plan = Plan()
         var chosen: [Int64: String] = [:]
         func entry(_ named: [String: JSONValue], _ devices: [Users.Recipient]) -> JSONValue {
             var entry = named
-            entry["devices"] = .array(devices.filter { $0.status == .active }.map { .string($0.deviceID) })
-            let notSent = devices.filter { $0.status != .active }
+            let (reached, notSent) = (devices.filter { $0.status.isReached(by: tokenKind) }, devices.filter { !$0.status.isReached(by: tokenKind) })
+            entry["devices"] = .array(reached.map { .string($0.deviceID) })
             if !notSent.isEmpty {
                 entry["not_sent"] = .array(notSent.map { ["device": .string($0.deviceID), "status": .string($0.status.rawValue)] })
             }
-            for device in devices where device.status == .active { chosen[device.rowKey] = device.deviceID }
+            for device in reached { chosen[device.rowKey] = device.deviceID }
             return .object(entry)
         }
         for user in users {

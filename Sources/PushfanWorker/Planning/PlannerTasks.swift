@@ -121,7 +121,7 @@ extension CampaignPlanner {
             return Audience(rowKeys: [BroadcastTarget.rowKey], count: 1)
         }
         guard case .devices(let ids) = campaign.audience else { return Audience(count: 0) }
-        let keys = try await store.audience.rowKeys(app: campaign.app, deviceIDs: ids)
+        let keys = try await store.audience.rowKeys(app: campaign.app, deviceIDs: ids, tokens: campaign.tokenSelection)
         return Audience(rowKeys: keys, count: keys.count)
     }
 

@@ -21,7 +21,7 @@ extension CampaignPlanner {
         refuse: (String, String) -> Refusal
     ) async throws -> Outcome {
         let audience = try await resolve(campaign, definition: definition, refuse: refuse)
-        let zones = try await store.audience.zones(app: campaign.app, segment: audience.segment, now: clock.wallMillis)
+        let zones = try await store.audience.zones(app: campaign.app, segment: audience.segment, tokens: campaign.tokenSelection, now: clock.wallMillis)
         let now = clock.wallMillis
         let waves = ZoneWave.plan(
             localTime: localTime, zones: zones.isEmpty ? [""] : zones, defaultZone: app.defaultZone, now: now, late: campaign.options.latePolicy)

@@ -162,7 +162,7 @@ package final class CampaignCatalog: Sendable {
         var channel: BroadcastTarget?
         switch campaign.audience {
         case .segment, .named: break
-        case .devices(let ids): rowKeys = try await store.audience.rowKeys(app: campaign.app, deviceIDs: ids)
+        case .devices(let ids): rowKeys = try await store.audience.rowKeys(app: campaign.app, deviceIDs: ids, tokens: campaign.tokenSelection)
         case .activity, .activities: break  // the app's devices with the activities' tokens (`tokenSelection`)
         case .channel(let id):
             // Deleted since planning: sent all the same, and APNs says ChannelNotRegistered.
