@@ -117,6 +117,10 @@ extension Campaign {
         return z ^ (z >> 31)
     }
 
+    /// The `aps` keys a campaign's tokens are chosen by (`Campaign.Notification.tokenKind`
+    /// and the push-to-start token's attributes type).
+    static let tokenChoosingKeys = ["event", "attributes-type"]
+
     /// Ids unique and well formed, weights in range, and every variant's notification valid
     /// as a whole (its texts, `aps` and size), reported at its own fields.
     func validateVariants() throws(MessageDecodingError) {
@@ -141,6 +145,13 @@ extension Campaign {
             }
             if !(1...Self.maxVariantWeight).contains(variant.weight) {
                 throw .invalidField(field + ".weight", "must be from 1 to \(Self.maxVariantWeight), got \(variant.weight)")
+            }
+            // The campaign's tokens are chosen once, from its base notification: a variant may
+            // not change which token a push goes to (a Live Activity start's push-to-start
+            // token of one type, an update's running activities).
+            for key in Self.tokenChoosingKeys where variant.aps?[key] != nil && variant.aps?[key] != notification.aps?[key] {
+                throw .invalidField(
+                    "\(field).aps.\(key)", "decides which token the push goes to, which every variant shares; set it in notification.aps, not per variant")
             }
             do {
                 try applying(variant: index).validateNotification(variant: variant.id)

@@ -86,6 +86,10 @@ import Testing
                    code: "invalid_field", field: "variants[1].aps.badge", mentions: "badge"),
         RejectCase("a variant's empty default texts", value: withVariants.setting("variants", [["id": "a", "weight": 1, "content": ["default": [:]]]]),
                    code: "invalid_field", field: "variants[0].content.default", mentions: "needs a title"),
+        RejectCase("a variant choosing another Live Activity type", value: withVariants.setting("variants", [["id": "a", "weight": 1], ["id": "b", "weight": 1, "aps": ["attributes-type": "RaceActivity"]]]),
+                   code: "invalid_field", field: "variants[1].aps.attributes-type", mentions: "decides which token the push goes to"),
+        RejectCase("a variant turning updates into starts", value: withVariants.setting("variants", [["id": "a", "weight": 1, "aps": ["event": "start"]]]),
+                   code: "invalid_field", field: "variants[0].aps.event", mentions: "set it in notification.aps"),
         RejectCase("a variant's data with aps", value: withVariants.setting("variants", [["id": "a", "weight": 1, "data": ["aps": [:]]]]),
                    code: "invalid_field", field: "variants[0].data.aps", mentions: "must not contain"),
     ]
