@@ -168,10 +168,17 @@ package struct CampaignRegistry: Sendable {
     }
 
     /// A winner campaign's record with its decision: what every reader of the campaign (its
-    /// senders, the events' counting) reads from now on.
-    package func decide(_ id: CampaignKey, record: String, now: Int64) async throws(StoreError) {
-        _ = try await executor.run { connection throws(StoreError) in
-            try connection.execute("UPDATE campaigns SET definition = \(record), updated_at = \(now) WHERE id = \(id)")
+    /// senders, the events' counting) reads from now on. Written only over the record as it
+    /// was read (`replacing`), so that a decision another worker wrote meanwhile (one that
+    /// took over a dispatch it thought stalled) stands; returns the record that stands.
+    package func decide(_ id: CampaignKey, record: String, replacing read: String, now: Int64) async throws(StoreError) -> String {
+        try await executor.run { connection throws(StoreError) -> String in
+            try connection.transaction { () throws(StoreError) -> String in
+                if try connection.execute("UPDATE campaigns SET definition = \(record), updated_at = \(now) WHERE id = \(id) AND definition = \(read)") == 1 {
+                    return record
+                }
+                return try connection.queryOne("SELECT definition FROM campaigns WHERE id = \(id)") { $0.text(0) }.flatMap { $0 } ?? record
+            }
         }
     }
 

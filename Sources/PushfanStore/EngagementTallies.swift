@@ -181,12 +181,16 @@ package struct EngagementTallies: Sendable {
         }
     }
 
-    /// Forgets the ids of events older than `pastHorizon` and a day: `resolve` refuses them
-    /// now, so their ids no longer guard anything. Returns how many were forgotten.
+    /// Forgets the ids of events older than `pastHorizon` and a day that were also counted
+    /// that long ago: `resolve` refuses such an event now, so its id no longer guards
+    /// anything, and an id first sent late (its `at` already old) is kept as long after it
+    /// was counted, against a resend under the same id with a newer time. Returns how many
+    /// were forgotten.
     @discardableResult
     package func prune(now: Int64) async throws(StoreError) -> Int {
-        try await executor.run { connection throws(StoreError) in
-            try connection.execute("DELETE FROM engagement_events WHERE at < \(now - Self.pastHorizon - Self.pruneMargin)")
+        let before = now - Self.pastHorizon - Self.pruneMargin
+        return try await executor.run { connection throws(StoreError) in
+            try connection.execute("DELETE FROM engagement_events WHERE at < \(before) AND counted_at < \(before)")
         }
     }
 

@@ -11,6 +11,18 @@ private func shop(_ id: String) -> CampaignKey { CampaignKey(app: "shop-ios", id
 /// Operators' commands on the campaign row, on both backends: the row moves once, a repeat
 /// changes nothing, an unknown campaign is told apart, and senders read many statuses at once.
 @Suite struct CampaignControlStoreTests {
+    @Test("a winner's decision is written only over the record as it was read: the first decision stands, a late one gets it back", arguments: Backend.enabled)
+    func firstDecisionStands(_ backend: Backend) async throws {
+        let store = try await backend.openFresh()
+        let accepted = #"{"v":1,"id":"ab","app":"shop-ios","decision":null}"#
+        #expect(try await store.campaigns.record(shop("ab"), audience: 10, shards: 1, definition: CampaignDefinition(record: accepted), now: store.clock.wallMillis))
+        let first = #"{"v":1,"id":"ab","app":"shop-ios","decision":"a"}"#
+        let late = #"{"v":1,"id":"ab","app":"shop-ios","decision":"b"}"#
+        #expect(try await store.campaigns.decide(shop("ab"), record: first, replacing: accepted, now: store.clock.wallMillis) == first)
+        #expect(try await store.campaigns.decide(shop("ab"), record: late, replacing: accepted, now: store.clock.wallMillis) == first)
+        #expect(try await store.campaigns.stored(shop("ab"))?.record == first)
+    }
+
     @Test(arguments: Backend.enabled)
     func commandsMoveTheRowOnce(_ backend: Backend) async throws {
         let store = try await backend.openFresh()

@@ -180,7 +180,7 @@ struct EngagementTalliesTests {
         #expect(opened.map(\.devices).reduce(0, +) == Int64(devices.count))
     }
 
-    @Test("ids of events past the horizon are forgotten, and such an event read again is refused as too old rather than counted twice", arguments: Backend.enabled)
+    @Test("ids of events past the horizon are forgotten once they were also counted that long ago, and such an event read again is refused as too old rather than counted twice; an id first sent late outlives its time, against a resend with a newer one", arguments: Backend.enabled)
     func oldEventIDsArePruned(_ backend: Backend) async throws {
         let (store, campaign) = try await store(backend)
         let device = try #require(treated(campaign).first)
@@ -190,15 +190,18 @@ struct EngagementTalliesTests {
         let counted = try await store.engagement.resolve([old, recent], app: "shop-ios", now: now).map { try $0.get() }
         #expect(try await store.engagement.count(counted, now: now).count == 2)
 
-        // Two days on, `old` is 31 days old: past the horizon, but within the day's margin.
-        let later = now + 2 * day
+        // Three days on, `old` happened 32 days ago, past the horizon and its margin, but was
+        // counted 3 days ago: its id stays, and the same id again with a new time counts nothing.
+        let later = now + 3 * day
         #expect(try await store.engagement.prune(now: later) == 0)
-        // A day more and its id goes; the recent one stays.
-        #expect(try await store.engagement.prune(now: later + day) == 1)
-        let again = try await store.engagement.resolve([old, recent], app: "shop-ios", now: later + day)
+        let resent = event(.opened, device, at: later - 1_000, id: old.id)
+        #expect(try await store.engagement.count([try store.engagement.resolve([resent], app: "shop-ios", now: later)[0].get()], now: later).isEmpty)
+        // 31 days and a moment after they were counted, both ids go.
+        let gone = now + 31 * day + 1
+        #expect(try await store.engagement.prune(now: gone) == 2)
+        let again = try await store.engagement.resolve([old], app: "shop-ios", now: gone)
         guard case .failure(let refusal) = again[0] else { Issue.record("a forgotten event was accepted again: \(again[0])"); return }
-        #expect(refusal.field == "at" && refusal.reason == "is 32 days ago; events are counted up to 30 days after they happen", "\(refusal)")
-        #expect(try await store.engagement.count([try again[1].get()], now: later + day).isEmpty, "the recent event's id is still remembered")
+        #expect(refusal.field == "at" && refusal.reason == "is 60 days ago; events are counted up to 30 days after they happen", "\(refusal)")
         #expect(try await store.engagement.counts(campaign: sale).filter { $0.kind == .opened }.map(\.events).reduce(0, +) == 1)
     }
 

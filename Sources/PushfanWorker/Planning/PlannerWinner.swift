@@ -29,7 +29,12 @@ extension CampaignPlanner {
                 engaged[variant.id] = Int(group?.engagement.filter { $0.kind == kind }.map(\.devices).reduce(0, +) ?? 0)
             }
             campaign.decision = campaign.decide(delivered: delivered, engaged: engaged, at: clock.wallMillis)
-            try await store.campaigns.decide(campaign.key, record: String(decoding: MessageCodec.encode(campaign), as: UTF8.self), now: clock.wallMillis)
+            let record = String(decoding: MessageCodec.encode(campaign), as: UTF8.self)
+            let standing = try await store.campaigns.decide(campaign.key, record: record, replacing: definition.record, now: clock.wallMillis)
+            if standing != record, let decided = try? CampaignDefinition(record: standing).accepted(campaign.key), decided.decision != nil {
+                // Another worker decided first: the rest goes to its winner, as its test said.
+                campaign = decided
+            }
             logger.notice("planner.winner_decided", [
                 "campaign.id": campaign.key.stored, "winner": campaign.decision?.variant ?? "",
                 "rates": (campaign.decision?.rates ?? [:]).sorted { $0.key < $1.key }.map { "\($0.key)=\($0.value)" }.joined(separator: ","),
