@@ -23,9 +23,11 @@ package struct EngagementCount: Sendable, Hashable {
 ///
 /// Rates are per device: opened devices over delivered devices (a device opening twice is
 /// one open), converting devices over delivered devices, and for the holdout converting
-/// devices over its devices. The lift is the variants' conversion rate (pooled) minus the
-/// holdout's, with a 95 % interval from the normal approximation of a difference of two
-/// proportions; nil until both groups have devices.
+/// devices over its devices. The lift compares like with like: the variants' converting
+/// devices over every device sent to (delivered or not: the holdout too holds devices whose
+/// tokens APNs would have refused) minus the holdout's rate, with the 95 % interval of a
+/// difference of two proportions by Newcombe's method from Wilson's score intervals, which
+/// stays an interval at rates of 0 and 1; nil until both groups have devices.
 package struct CampaignStats: Sendable {
     /// The name a campaign without variants shows its one group under.
     package static let allDevices = "all"
@@ -68,17 +70,30 @@ package struct CampaignStats: Sendable {
 
     private static func name(_ variant: String) -> String { variant.isEmpty ? allDevices : variant }
 
-    /// The variants' conversion rate against the holdout's.
+    /// The variants' conversion rate against the holdout's, each over every device of its
+    /// group with a final outcome.
     package var holdoutLift: Lift? {
         guard let holdout = groups[Campaign.holdoutReason] else { return nil }
         let treated = groups.filter { $0.key != Campaign.holdoutReason }.values
-        let (treatedDevices, treatedConverted) = (treated.map(\.delivered).reduce(0, +), treated.map { $0.devices(of: .converted) }.reduce(0, +))
+        let (treatedDevices, treatedConverted) = (treated.map(\.devices).reduce(0, +), treated.map { $0.devices(of: .converted) }.reduce(0, +))
         let (holdoutDevices, holdoutConverted) = (holdout.devices, holdout.devices(of: .converted))
         guard treatedDevices > 0, holdoutDevices > 0 else { return nil }
         let p1 = min(1, Double(treatedConverted) / Double(treatedDevices))
         let p2 = min(1, Double(holdoutConverted) / Double(holdoutDevices))
-        let spread = 1.96 * ((p1 * (1 - p1) / Double(treatedDevices)) + (p2 * (1 - p2) / Double(holdoutDevices))).squareRoot()
-        return Lift(treatedRate: p1, holdoutRate: p2, absolute: p1 - p2, low: p1 - p2 - spread, high: p1 - p2 + spread)
+        let (l1, u1) = Self.wilson(p1, Double(treatedDevices))
+        let (l2, u2) = Self.wilson(p2, Double(holdoutDevices))
+        let low = p1 - p2 - ((p1 - l1) * (p1 - l1) + (u2 - p2) * (u2 - p2)).squareRoot()
+        let high = p1 - p2 + ((u1 - p1) * (u1 - p1) + (p2 - l2) * (p2 - l2)).squareRoot()
+        return Lift(treatedRate: p1, holdoutRate: p2, absolute: p1 - p2, low: low, high: high)
+    }
+
+    /// Wilson's 95 % score interval of a proportion `p` of `n`.
+    static func wilson(_ p: Double, _ n: Double) -> (low: Double, high: Double) {
+        let z = 1.96
+        let scale = 1 + z * z / n
+        let center = (p + z * z / (2 * n)) / scale
+        let half = z * (p * (1 - p) / n + z * z / (4 * n * n)).squareRoot() / scale
+        return (max(0, center - half), min(1, center + half))
     }
 
     /// The answer's JSON: per group its outcomes, each kind's events and devices, actions by

@@ -102,10 +102,18 @@ struct EngagementEventTests {
         #expect(holdout["conversion_rate"] == .number(0.05))
         #expect(a["conversions"] == ["events": 60, "devices": 60, "value": ["EUR": .number(600)]])
         let lift = try #require(stats.holdoutLift)
-        // Variants pooled: 75 of 700 delivered; holdout 10 of 200.
-        #expect(abs(lift.treatedRate - 75.0 / 700) < 1e-12 && abs(lift.holdoutRate - 0.05) < 1e-12)
-        let spread = 1.96 * ((75.0 / 700) * (1 - 75.0 / 700) / 700 + 0.05 * 0.95 / 200).squareRoot()
-        #expect(abs(lift.low - (lift.absolute - spread)) < 1e-12 && abs(lift.high - (lift.absolute + spread)) < 1e-12)
+        // Variants pooled: 75 of the 800 sent to (100 of b's tokens refused); holdout 10 of 200.
+        #expect(abs(lift.treatedRate - 75.0 / 800) < 1e-12 && abs(lift.holdoutRate - 0.05) < 1e-12)
+        // Newcombe's interval from Wilson's: Wilson of 75/800 is 0.0754479-0.1159351, of
+        // 10/200 0.0273823-0.0895791 (computed apart from this code).
+        let d = 75.0 / 800 - 0.05
+        let (l1, u1, l2, u2) = (0.0754479, 0.1159351, 0.0273823, 0.0895791)
+        #expect(abs(lift.low - (d - ((75.0 / 800 - l1) * (75.0 / 800 - l1) + (u2 - 0.05) * (u2 - 0.05)).squareRoot())) < 1e-6)
+        #expect(abs(lift.high - (d + ((u1 - 75.0 / 800) * (u1 - 75.0 / 800) + (0.05 - l2) * (0.05 - l2)).squareRoot())) < 1e-6)
+        #expect(lift.low < d && d < lift.high && lift.low > -0.02 && lift.high < 0.09)
         #expect(CampaignStats(outcomes: ["": ["delivered": 5]], engagement: []).holdoutLift == nil)
+        // No conversions anywhere: still an interval around 0, not a point.
+        let none = try #require(CampaignStats(outcomes: ["a": ["delivered": 50], "holdout": ["skipped": 50]], engagement: []).holdoutLift)
+        #expect(none.absolute == 0 && none.low < -0.05 && none.high > 0.05)
     }
 }
