@@ -9,7 +9,8 @@ import PushfanSupport
 /// Removed: the device rows (with their attributes, the alert token and quiet hours), their
 /// tags and tokens of other kinds, their ledger rows in every campaign of the app, their
 /// frequency-cap pushes, the engagement rows that name them, the SDK's documents of them
-/// and the user's aliases. Answers kept for `Idempotency-Key` replays that name one of them
+/// (a user's temporary SDK devices too, by the user their documents name) and the user's
+/// aliases. Answers kept for `Idempotency-Key` replays that name one of them
 /// (a message's recipients) are redacted, not removed, so a retry still cannot send twice.
 /// Counts stay: campaign totals, engagement tallies and dashboard tallies are numbers about
 /// campaigns, not about a person. A quiet-hours hold's list of row keys may keep the number
@@ -33,7 +34,9 @@ package struct PersonalData: Sendable {
             try connection.transaction { () throws(StoreError) -> Erased? in
                 let devices = try Self.devices(connection, "d.app = \(app) AND \(userOf: "d") = \(id)")
                 let aliases = try connection.execute("DELETE FROM user_aliases WHERE app = \(app) AND user_id = \(id)")
-                guard !devices.isEmpty || aliases > 0 else { return nil }
+                // A temporary SDK device has no row to name its user: only its document does.
+                let documents = try connection.execute("DELETE FROM sdk_devices WHERE app = \(app) AND user_id = \(id)")
+                guard !devices.isEmpty || aliases > 0 || documents > 0 else { return nil }
                 try Self.remove(connection, executor.backend, app: app, devices, user: id)
                 return Erased(user: id, devices: devices.map(\.id))
             }
@@ -66,10 +69,26 @@ package struct PersonalData: Sendable {
         package var sdkDocument: String?
     }
 
-    /// A user's aliases and every device with what is kept about it; nil when the app has no
-    /// such user.
-    package func export(app: String, user id: String) async throws(StoreError) -> (aliases: [String: String], devices: [DeviceData])? {
-        guard let user = try await Users(executor: executor).whole(app: app, id: id) else { return nil }
+    /// What an export holds: the user's aliases, every device with what is kept about it, and
+    /// the SDK's documents of its temporary devices (those without an APNs token, so without
+    /// a device row).
+    package struct Export: Sendable {
+        package let aliases: [String: String]
+        package let devices: [DeviceData]
+        package let temporaryDevices: [(deviceID: String, document: String)]
+    }
+
+    /// Everything kept about a user; nil when the app has no such user.
+    package func export(app: String, user id: String) async throws(StoreError) -> Export? {
+        let temporary = try await executor.run { connection throws(StoreError) in
+            try connection.queryAll("""
+                SELECT s.device_id, s.document FROM sdk_devices s WHERE s.app = \(app) AND s.user_id = \(id)
+                AND NOT EXISTS (SELECT 1 FROM devices d WHERE d.app = s.app AND d.device_id = s.device_id) ORDER BY s.device_id
+                """) { row in (deviceID: row.text(0) ?? "", document: row.text(1) ?? "") }
+        }
+        guard let user = try await Users(executor: executor).whole(app: app, id: id) else {
+            return temporary.isEmpty ? nil : Export(aliases: [:], devices: [], temporaryDevices: temporary)
+        }
         let tokens = DeviceTokens(executor: executor)
         var devices: [DeviceData] = []
         for device in user.devices {
@@ -97,7 +116,7 @@ package struct PersonalData: Sendable {
             (data.deliveries, data.pushes, data.engagement, data.sdkDocument) = kept
             devices.append(data)
         }
-        return (user.aliases, devices)
+        return Export(aliases: user.aliases, devices: devices, temporaryDevices: temporary)
     }
 
     private struct Device {

@@ -21,12 +21,14 @@ package struct SDKDeviceDocuments: Sendable {
         }
     }
 
-    package func put(app: String, deviceID: String, document: String, now: Int64) async throws(StoreError) {
+    /// `user`: the user the document names, if any (for a user's erasure and export, which
+    /// find a temporary device by it: it has no device row).
+    package func put(app: String, deviceID: String, document: String, user: String?, now: Int64) async throws(StoreError) {
         try await executor.run { connection throws(StoreError) in
             try StoreExecutor.requireApp(connection, app)
             try connection.execute("""
-                INSERT INTO sdk_devices (app, device_id, document, updated_at) VALUES (\(app), \(deviceID), \(document), \(now))
-                ON CONFLICT (app, device_id) DO UPDATE SET document = excluded.document, updated_at = excluded.updated_at
+                INSERT INTO sdk_devices (app, device_id, document, user_id, updated_at) VALUES (\(app), \(deviceID), \(document), \(.optional(user)), \(now))
+                ON CONFLICT (app, device_id) DO UPDATE SET document = excluded.document, user_id = excluded.user_id, updated_at = excluded.updated_at
                 """)
         }
         recent.keep(app, true)
@@ -45,6 +47,13 @@ package struct SDKDeviceDocuments: Sendable {
         }
         recent.keep(app, any, readAt: readAt)
         return any
+    }
+
+    /// Whether a document of the app names this user (a temporary device's may be all that does).
+    package func names(app: String, user: String) async throws(StoreError) -> Bool {
+        try await executor.run { connection throws(StoreError) in
+            try connection.queryOne("SELECT 1 FROM sdk_devices WHERE app = \(app) AND user_id = \(user) LIMIT 1") { _ in true } ?? false
+        }
     }
 
     /// True when there was one.

@@ -273,7 +273,22 @@ enum Schema {
             version: 27, summary: "SQLite numbers devices without ever giving a removed device's row key again",
             sqlite: sqliteDevicesNumberedOnce,
             postgres: "SELECT 1; -- the devices' sequence never gives a row key twice"),
+        Migration(
+            version: 28, summary: "the user an SDK's device document names, so a user's erasure and export find a temporary device's too",
+            sqlite: sdkDocumentUsers(userOfDocument: "json_extract(document, '$.userID')"),
+            postgres: sdkDocumentUsers(userOfDocument: "(document::jsonb ->> 'userID')")),
     ]
+
+    /// Migration 28. A temporary device (the SDK's, before it has an APNs token) has no
+    /// device row to name its user, only its document: the column the API writes with the
+    /// document names it, filled here from the documents written before.
+    private static func sdkDocumentUsers(userOfDocument: String) -> String {
+        """
+        ALTER TABLE sdk_devices ADD COLUMN user_id TEXT;
+        UPDATE sdk_devices SET user_id = \(userOfDocument);
+        CREATE INDEX sdk_devices_by_user ON sdk_devices (app, user_id) WHERE user_id IS NOT NULL;
+        """
+    }
 
     /// Migration 27, SQLite's devices table again with AUTOINCREMENT. Without it SQLite gave
     /// the highest row key again once that device was removed, and whatever still named the

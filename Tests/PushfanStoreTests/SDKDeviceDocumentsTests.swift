@@ -21,7 +21,7 @@ struct SDKDeviceDocumentsTests {
         #expect(try await !here.sdkDevices.any(app: "shop-ios"))
         #expect(try await !elsewhere.sdkDevices.any(app: "shop-ios"))
 
-        try await here.sdkDevices.put(app: "shop-ios", deviceID: "d1", document: "{}", now: here.clock.wallMillis)
+        try await here.sdkDevices.put(app: "shop-ios", deviceID: "d1", document: "{}", user: nil, now: here.clock.wallMillis)
         #expect(try await here.sdkDevices.any(app: "shop-ios"))
         // The other process's remembered "no" lasts a second, no longer.
         clock.advance(by: .milliseconds(999))
@@ -32,5 +32,34 @@ struct SDKDeviceDocumentsTests {
         #expect(try await here.sdkDevices.delete(app: "shop-ios", deviceID: "d1"))
         #expect(try await !here.sdkDevices.any(app: "shop-ios"))
         #expect(try await !here.sdkDevices.any(app: "other-app"))
+    }
+
+    @Test("a temporary device's document names its user: the user's export shows it and the user's erasure removes it, also for a document written before migration 28", arguments: Backend.enabled)
+    func temporaryDevicesBelongToTheirUser(_ backend: Backend) async throws {
+        let store = try await backend.openFresh()
+        try await store.addTestApp()
+        // Written before migration 28: the document alone names the user.
+        _ = try await store.ledger.executor.run { connection throws(StoreError) in
+            try connection.executeScript("DROP INDEX sdk_devices_by_user; ALTER TABLE sdk_devices DROP COLUMN user_id;")
+            try connection.execute("DELETE FROM schema_migrations WHERE version = 28")
+            return try connection.execute("""
+                INSERT INTO sdk_devices (app, device_id, document, updated_at) VALUES ('shop-ios', 'tmp-old', '{"deviceID":"tmp-old","userID":"42","userName":"Ada"}', 1)
+                """)
+        }
+        #expect(try await store.migrate() == [28])
+        try await store.sdkDevices.put(app: "shop-ios", deviceID: "tmp-new", document: #"{"deviceID":"tmp-new","userID":"42"}"#, user: "42", now: 2)
+        try await store.sdkDevices.put(app: "shop-ios", deviceID: "tmp-other", document: #"{"deviceID":"tmp-other","userID":"7"}"#, user: "7", now: 2)
+        #expect(try await store.sdkDevices.names(app: "shop-ios", user: "42"))
+
+        let exported = try #require(try await store.personalData.export(app: "shop-ios", user: "42"))
+        #expect(exported.devices.isEmpty && exported.temporaryDevices.map(\.deviceID) == ["tmp-new", "tmp-old"])
+        #expect(exported.temporaryDevices.last?.document.contains("Ada") == true)
+        let erased = try await store.personalData.eraseUser(app: "shop-ios", id: "42")
+        #expect(erased == PersonalData.Erased(user: "42", devices: []))
+        #expect(try await store.sdkDevices.get(app: "shop-ios", deviceID: "tmp-old") == nil)
+        #expect(try await store.sdkDevices.get(app: "shop-ios", deviceID: "tmp-new") == nil)
+        #expect(try await store.sdkDevices.get(app: "shop-ios", deviceID: "tmp-other") != nil)
+        #expect(try await store.personalData.export(app: "shop-ios", user: "42") == nil)
+        #expect(try await !store.sdkDevices.names(app: "shop-ios", user: "42"))
     }
 }

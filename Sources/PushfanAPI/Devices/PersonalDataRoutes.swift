@@ -18,17 +18,21 @@ enum PersonalDataRoutes {
             return .json(200, [
                 "app": .string(app), "user_id": .string(id), "aliases": .object(kept.aliases.mapValues { .string($0) }),
                 "devices": .array(kept.devices.map(json)),
+                "temporary_devices": .array(kept.temporaryDevices.map { ["device_id": .string($0.deviceID), "sdk_document": document($0.document)] }),
             ])
         }
         export.audited = true
         router.add("GET", "/v1/apps/{app}/users/{user}/export", export)
         router.add("DELETE", "/v1/apps/{app}/users/{user}", Route(roles: [.master]) { call in
             let (app, id) = (call.parameter("app"), call.parameter("user"))
-            guard let user = try await store.users.whole(app: app, id: id) else { throw APIError.notFound("app \(app) has no user \(id)") }
+            let user = try await store.users.whole(app: app, id: id)
+            let named = try await user != nil ? true : store.sdkDevices.names(app: app, user: id)
+            guard named else { throw APIError.notFound("app \(app) has no user \(id)") }
+            let told = user?.devices.map(\.deviceID) ?? []
             // The tombstone first: a failure leaves everything in place for the retry.
-            try await tombstone(ErasureRecord(app: app, user: id, devices: user.devices.map(\.deviceID), at: store.clock.wallMillis), writer)
+            try await tombstone(ErasureRecord(app: app, user: id, devices: told, at: store.clock.wallMillis), writer)
             guard let erased = try await store.personalData.eraseUser(app: app, id: id) else { throw APIError.notFound("app \(app) has no user \(id)") }
-            try await tombstoneLate(erased, app: app, told: user.devices.map(\.deviceID), at: store.clock.wallMillis, writer: writer)
+            try await tombstoneLate(erased, app: app, told: told, at: store.clock.wallMillis, writer: writer)
             return .json(200, ["user_id": .string(id), "erased": true, "devices": .array(erased.devices.map { .string($0) })])
         })
         router.add("POST", "/v1/apps/{app}/devices/{device}/erase", Route(roles: [.master]) { call in
@@ -71,9 +75,12 @@ enum PersonalDataRoutes {
         device["engagement"] = .array(data.engagement.map {
             ["campaign": .string($0.campaign), "variant": .string($0.variant), "kind": .string($0.kind), "detail": .string($0.detail)]
         })
-        if let document = data.sdkDocument {
-            device["sdk_document"] = (try? JSONDecoder().decode(JSONValue.self, from: Data(document.utf8))) ?? .string(document)
-        }
+        if let text = data.sdkDocument { device["sdk_document"] = document(text) }
         return .object(device)
+    }
+
+    /// An SDK's document as the JSON it is (as the text it is, should it not parse).
+    private static func document(_ text: String) -> JSONValue {
+        (try? JSONDecoder().decode(JSONValue.self, from: Data(text.utf8))) ?? .string(text)
     }
 }

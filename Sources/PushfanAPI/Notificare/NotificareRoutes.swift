@@ -165,7 +165,7 @@ enum NotificareRoutes {
             }
         }
         let document = String(decoding: try JSONEncoder().encode(device), as: UTF8.self)
-        try await store.sdkDevices.put(app: app, deviceID: device.deviceID, document: document, now: store.clock.wallMillis)
+        try await store.sdkDevices.put(app: app, deviceID: device.deviceID, document: document, user: device.userID, now: store.clock.wallMillis)
     }
 
     /// A token the store refuses is the SDK's `deviceID`.
