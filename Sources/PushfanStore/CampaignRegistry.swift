@@ -244,6 +244,21 @@ package struct CampaignRegistry: Sendable {
     }
 
     /// The most recently created campaigns first, at most `limit`; of one app when given.
+    /// One page of an app's campaigns, newest first (then by id), of one status if given:
+    /// those after the campaign `after` (a page's last), none when it is gone.
+    package func page(app: String, status: CampaignStatus?, after: String?, limit: Int) async throws(StoreError) -> [Row] {
+        try await executor.run { connection throws(StoreError) -> [Row] in
+            var statement = Self.columns + " WHERE app = \(app)"
+            if let status { statement = statement + " AND status = \(status.rawValue)" }
+            if let after {
+                let key = CampaignKey(app: app, id: after)
+                guard let created = try connection.queryOne("SELECT created_at FROM campaigns WHERE id = \(key)", { $0.int(0) }) ?? nil else { return [] }
+                statement = statement + " AND (created_at < \(created) OR (created_at = \(created) AND id > \(key)))"
+            }
+            return try connection.queryAll(statement + " ORDER BY created_at DESC, id LIMIT \(limit)") { row throws(StoreError) in try Self.row(row) }
+        }
+    }
+
     package func list(app: String? = nil, limit: Int) async throws(StoreError) -> [Row] {
         try await executor.run { connection throws(StoreError) in
             let filter: SQLStatement = app.map { " WHERE app = \($0)" } ?? ""

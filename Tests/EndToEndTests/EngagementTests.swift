@@ -133,7 +133,9 @@ struct EngagementTests {
                     "\(field): \(answer.body)")
         }
         let tooMany = try await post(ArraySlice(Array(repeating: good, count: 1_001)))
-        #expect(tooMany.status == 422 && tooMany.body.contains("1001 events; a batch has 1 to 1000"), "\(tooMany.body)")
+        #expect(tooMany.status == 422 && tooMany.body.contains(#""code":"too_many_events""#) && tooMany.body.contains("1001 events; a batch has 1 to 1000"), "\(tooMany.body)")
+        let empty = try await post(ArraySlice([]))
+        #expect(empty.status == 400 && empty.body.contains(#""code":"invalid_input""#) && empty.body.contains(#""field":"events""#), "\(empty.body)")
         let otherApp = try await server.call("POST", "/v1/apps/news/events", secret: server.application, json: #"{"events":[\#(good)]}"#)
         #expect(otherApp.status == 401, "shop's secret on news: \(otherApp.status) \(otherApp.body)")
         #expect(matches(try await stats()), "a refused batch changed the counts")

@@ -11,6 +11,25 @@ private func shop(_ id: String) -> CampaignKey { CampaignKey(app: "shop-ios", id
 /// Operators' commands on the campaign row, on both backends: the row moves once, a repeat
 /// changes nothing, an unknown campaign is told apart, and senders read many statuses at once.
 @Suite struct CampaignControlStoreTests {
+    @Test("an app's campaigns page newest first, by id within a moment, of one status if asked, however many the app has: the page after a campaign starts right after it", arguments: Backend.enabled)
+    func campaignsPageInTheStore(_ backend: Backend) async throws {
+        let store = try await backend.openFresh()
+        let made: [(String, Int64, CampaignStatus)] = [("c1", 1_000, .completed), ("c2", 2_000, .running), ("c3", 2_000, .completed), ("c4", 3_000, .completed), ("c5", 4_000, .running)]
+        for (id, at, status) in made { #expect(try await store.campaigns.record(shop(id), audience: 1, shards: 1, status: status, now: at)) }
+        #expect(try await store.campaigns.record(CampaignKey(app: "other", id: "c9"), audience: 1, shards: 1, now: 5_000))
+        var seen: [String] = []
+        var after: String?
+        repeat {
+            let page = try await store.campaigns.page(app: "shop-ios", status: nil, after: after, limit: 2)
+            seen += page.map(\.id)
+            after = page.count == 2 ? page.last?.id : nil
+        } while after != nil
+        #expect(seen == ["c5", "c4", "c2", "c3", "c1"])
+        #expect(try await store.campaigns.page(app: "shop-ios", status: .completed, after: "c4", limit: 10).map(\.id) == ["c3", "c1"])
+        #expect(try await store.campaigns.page(app: "shop-ios", status: .completed, after: "c5", limit: 1).map(\.id) == ["c4"], "after one of another status")
+        #expect(try await store.campaigns.page(app: "shop-ios", status: nil, after: "gone", limit: 10).isEmpty)
+    }
+
     @Test("a winner's decision is written only over the record as it was read: the first decision stands, a late one gets it back", arguments: Backend.enabled)
     func firstDecisionStands(_ backend: Backend) async throws {
         let store = try await backend.openFresh()

@@ -46,12 +46,8 @@ enum CampaignRoutes {
                 status = known
             }
             // The newest first, of this app only (and of one status, if asked); `after` pages on
-            // from the last id of the page before.
-            var rows = try await store.campaigns.list(app: call.parameter("app"), limit: 10_000).filter { status == nil || $0.status == status }
-            if let after = query["after"] {
-                // An id not in the list (gone, or of another status) pages past the end.
-                rows = rows.firstIndex(where: { $0.id == after }).map { Array(rows[($0 + 1)...]) } ?? []
-            }
+            // from the last id of the page before (one that is gone pages past the end).
+            let rows = try await store.campaigns.page(app: call.parameter("app"), status: status, after: query["after"], limit: limit + 1)
             let page = rows.prefix(limit)
             var answer: [String: JSONValue] = ["campaigns": .array(page.map { row in
                 ["id": .string(row.id), "status": .string(row.status.rawValue), "audience": .int(Int64(row.audience))]

@@ -20,8 +20,9 @@ enum EventRoutes {
                 throw APIError(400, "invalid_input", "\(unknown): not a field of an events batch (it has events)", field: unknown)
             }
             guard case .array(let items)? = body["events"] else { throw APIError(400, "invalid_input", "events: expected an array of events", field: "events") }
-            guard (1...maxBatch).contains(items.count) else {
-                throw APIError(422, "invalid_input", "events: \(items.count) events; a batch has 1 to \(maxBatch)", field: "events")
+            guard !items.isEmpty else { throw APIError(400, "invalid_input", "events: an empty batch; a batch has 1 to \(maxBatch)", field: "events") }
+            guard items.count <= maxBatch else {
+                throw APIError(422, "too_many_events", "events: \(items.count) events; a batch has 1 to \(maxBatch)", field: "events")
             }
             let now = store.clock.wallMillis
             var problems: [(index: Int, field: String, message: String)] = []
