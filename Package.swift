@@ -82,7 +82,7 @@ let package = Package(
         .testTarget(name: "PushfanAPNsTests", dependencies: ["PushfanAPNs", "PushfanSupport", "PushfanMessages", "PushfanAPNsModel", "PushfanCrypto", "PushfanTestSupport"]),
         .testTarget(name: "PushfanStoreTests", dependencies: ["PushfanStore", "PushfanSupport", "PushfanSegments", "PushfanMessages", "PushfanSchedule", "PushfanTestSupport", "SegmentTestSupport"]),
         .testTarget(name: "PushfanAPNsSimTests", dependencies: ["PushfanAPNsSim", "PushfanMessages", "PushfanAPNsModel", "PushfanCrypto", "PushfanTestSupport"]),
-        .testTarget(name: "PushfanWorkerTests", dependencies: ["PushfanWorker", "PushfanTopics", "PushfanAPNs", "PushfanSupport", "PushfanSegments", "PushfanMessages", "PushfanAPNsModel", "PushfanStore", "PushfanKafka", "PushfanTestSupport"]),
+        .testTarget(name: "PushfanWorkerTests", dependencies: ["PushfanWorker", "PushfanTopics", "PushfanAPNs", "PushfanSupport", "PushfanSegments", "PushfanMessages", "PushfanAPNsModel", "PushfanSchedule", "PushfanStore", "PushfanKafka", "PushfanTestSupport"]),
         .testTarget(name: "PushfanFuzzingTests", dependencies: ["PushfanFuzzing"]),
         .testTarget(name: "EndToEndTests", dependencies: ["PushfanSupport", "PushfanMessages", "PushfanAPNsModel", "PushfanKafka", "PushfanTestSupport"]),
     ],

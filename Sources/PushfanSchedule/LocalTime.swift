@@ -58,17 +58,32 @@ package struct LocalTime: Hashable, Sendable, CustomStringConvertible {
 
     /// The instant this reading happens in `zone`, in milliseconds since the epoch.
     package func instant(in zone: TimeZone) -> Int64 {
+        let (occurrences, fallback) = occurrences(in: zone)
+        // Twice: the first. Never (a gap): read with the offset before the change, which
+        // lands as far after the change as the reading was into the gap.
+        return (occurrences.first ?? fallback) * 1000
+    }
+
+    /// The reading's first instant after `moment` (ms since the epoch), as `instant(in:)`
+    /// otherwise: on the night clocks go back it happens twice, and while the hour repeats
+    /// the first is past and the second still ahead.
+    package func instant(in zone: TimeZone, after moment: Int64) -> Int64 {
+        let (occurrences, fallback) = occurrences(in: zone)
+        return (occurrences.first { $0 * 1000 > moment } ?? occurrences.first ?? fallback) * 1000
+    }
+
+    /// The seconds since the epoch at which the zone's clocks read this, in order (none in a
+    /// gap, two in a repeated hour), and the reading with the offset before a change.
+    private func occurrences(in zone: TimeZone) -> (occurrences: [Int64], beforeChange: Int64) {
         let naive = naiveSeconds
         // The zone's offset a day either side: around a change these differ, and exactly the
         // readings between them are skipped or repeated.
         let before = Int64(zone.secondsFromGMT(for: Date(timeIntervalSince1970: Double(naive - 86_400))))
         let after = Int64(zone.secondsFromGMT(for: Date(timeIntervalSince1970: Double(naive + 86_400))))
-        let candidates = [naive - before, naive - after].filter { candidate in
+        let candidates = Set([naive - before, naive - after]).filter { candidate in
             Int64(zone.secondsFromGMT(for: Date(timeIntervalSince1970: Double(candidate)))) == naive - candidate
         }
-        // Twice: the first. Never (a gap): read with the offset before the change, which
-        // lands as far after the change as the reading was into the gap.
-        return (candidates.min() ?? naive - before) * 1000
+        return (candidates.sorted(), naive - before)
     }
 
     /// The same time of day `days` later (a calendar day, whatever its length in the zone).

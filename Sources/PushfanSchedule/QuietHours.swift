@@ -41,10 +41,10 @@ package struct QuietHours: Hashable, Sendable {
         let inside = start < end ? (start <= minute && minute < end) : (minute >= start || minute < end)
         guard inside else { return nil }
         // Today's end if it is still ahead, else tomorrow's, read in the zone (its own rule for
-        // a day clocks change).
+        // a day clocks change; in an hour that repeats, the end still ahead).
         let today = (try? LocalTime(year: local.year, month: local.month, day: local.day, hour: end / 60, minute: end % 60)) ?? local
         let ending = minute < end ? today : today.adding(days: 1)
-        return max(ending.instant(in: zone), now + 1)
+        return max(ending.instant(in: zone, after: now), now + 1)
     }
 }
 

@@ -85,6 +85,13 @@ import Testing
         // A daytime window in New York on the day summer time starts.
         let lunch = try QuietHours(start: "12:00", end: "13:30")
         #expect(lunch.end(containing: Self.millis("2026-03-08T16:15:00Z"), in: Self.zone("America/New_York")) == Self.millis("2026-03-08T17:30:00Z"))
+        // The night New York's clocks go back (01:59 EDT, then 01:00 EST again): at 01:10 in
+        // the repeated hour the window ends at 01:30 EST, still ahead, not at 01:30 EDT, past
+        // (which held the device for 1 ms, again and again, for the rest of the hour).
+        let late = try QuietHours(start: "23:00", end: "01:30")
+        let newYork = Self.zone("America/New_York")
+        #expect(late.end(containing: Self.millis("2026-11-01T05:10:00Z"), in: newYork) == Self.millis("2026-11-01T05:30:00Z"), "01:10 EDT: 01:30 EDT")
+        #expect(late.end(containing: Self.millis("2026-11-01T06:10:00Z"), in: newYork) == Self.millis("2026-11-01T06:30:00Z"), "01:10 EST: 01:30 EST")
         for (start, end) in [("22:00", "22:00"), ("24:00", "07:00"), ("7:00", "08:00"), ("22:00", "x")] {
             #expect(throws: QuietHoursError.self, "\(start)-\(end)") { try QuietHours(start: start, end: end) }
         }

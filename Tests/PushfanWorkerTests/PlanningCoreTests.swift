@@ -102,4 +102,20 @@ struct PlanningCoreTests {
             #expect(try await harness.tasks().count == row.shards)
         }
     }
+
+    @Test("a parked campaign read paused, then resumed before its dispatch: the dispatch moves it on from scheduled, so its tasks send")
+    func dispatchOfAResumedParkedCampaign() async throws {
+        try await Self.with(devices: 30) { harness in
+            let sendAt = harness.clock.wallMillis + 3_600_000
+            _ = try await harness.submit(Self.record("c1", options: #"{"send_at":\#(sendAt)}"#))
+            _ = try await harness.store.campaigns.control(Self.key, .pause, now: harness.clock.wallMillis)
+            let stale = try #require(try await harness.store.campaigns.get(Self.key))
+            #expect(stale.status == .paused)
+            #expect(try await harness.store.campaigns.control(Self.key, .resume, now: harness.clock.wallMillis) == .move(from: .paused, to: .scheduled))
+            try await harness.planner.dispatch(stale)
+            let row = try #require(try await harness.store.campaigns.get(Self.key))
+            #expect(row.status == .running, "\(row.status)")
+            #expect(try await harness.tasks().count == row.shards)
+        }
+    }
 }

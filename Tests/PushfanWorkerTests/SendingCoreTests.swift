@@ -1,6 +1,7 @@
 import Foundation
 import PushfanAPNsModel
 import PushfanMessages
+import PushfanSchedule
 import PushfanStore
 import PushfanSupport
 import PushfanTestSupport
@@ -252,5 +253,32 @@ struct SendingCoreTests {
         #expect(try await harness.outcomes(task) == [.expired: 30])
         await harness.stop()
     }
-}
 
+    @Test("devices inside their quiet hours wait only where they would get a push then: a zone skipped under late: skip and a dry run end now, with no hold")
+    func quietHoursHoldOnlyWhatWouldBeSent() async throws {
+        let harness = try await SendingCoreHarness(devices: 20)
+        // Quiet from an hour before now to an hour after, in the app's zone (UTC).
+        let minute = Int(harness.clock.wallMillis / 60_000 % 1_440)
+        let window = try QuietHours(start: (minute + 1_380) % 1_440, end: (minute + 60) % 1_440)
+        for record in try await harness.store.devices.list(app: SendingCoreHarness.app, limit: 100) {
+            var device = DeviceRegistration(record)
+            device.quietHours = window
+            _ = try await harness.store.devices.register(app: SendingCoreHarness.app, device)
+        }
+        var skipped = try await harness.campaign("late")
+        skipped.skip = LatePolicy.skippedReason
+        #expect(await harness.run(skipped) == .finished)
+        #expect(try await harness.outcomes(skipped) == [.skipped: 20])
+        let dry = try await harness.campaign("dry", options: #"{"dry_run":true}"#)
+        #expect(await harness.run(dry) == .finished)
+        #expect(try await harness.outcomes(dry) == [.skipped: 20])
+        // The same devices, sent normally: each waits for its hours' end in a hold.
+        let held = try await harness.campaign("held")
+        #expect(await harness.run(held) == .finished)
+        #expect(try await harness.outcomes(held)[.skipped] == nil)
+        let holds = try await harness.store.waves.due(now: harness.clock.wallMillis + 3 * 3_600_000, lead: .zero, staleAfter: .seconds(60))
+        #expect(holds.map(\.campaign) == [CampaignKey(app: SendingCoreHarness.app, id: "held")], "\(holds)")
+        #expect(harness.apns.requests.isEmpty)
+        await harness.stop()
+    }
+}

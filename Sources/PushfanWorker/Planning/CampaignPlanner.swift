@@ -197,10 +197,11 @@ package struct CampaignPlanner: Sendable {
             _ = try await store.waves.append(CampaignWaves.Wave(
                 campaign: campaign.key, key: Self.winnerWave, sendAt: clock.wallMillis + Int64(winner.afterSeconds) * 1_000, firstShard: 0, shards: tasks))
         }
-        if try await store.campaigns.transition(campaign.key, from: .planning, to: .running, now: clock.wallMillis) {
-            // Its senders may all have finished before this: then the completion is ours to tell.
-            try await CampaignCompletion.completeIfFinished(store: store, writer: writer, logger: logger, campaign: campaign.key)
-        }
+        _ = try await store.campaigns.transition(campaign.key, from: .planning, to: .running, now: clock.wallMillis)
+        // Its senders may all have finished before this (the last of them left the completion
+        // to the planner, or met a pause): then the completion is ours to tell, whether this
+        // moved the row or an operator's pause or cancel did.
+        try await CampaignCompletion.completeIfFinished(store: store, writer: writer, logger: logger, campaign: campaign.key)
         logger.notice("planner.planned", [
             "campaign.id": campaign.id, "app": campaign.app, "audience": String(audience), "tasks": String(tasks),
             "first_task_ms": String((firstTask - started).milliseconds), "elapsed_ms": String((clock.now - started).milliseconds),
@@ -241,13 +242,14 @@ package struct CampaignPlanner: Sendable {
             }
             let ranges = try await shardRanges(campaign, audience: audience)
             try await store.campaigns.planned(campaign.key, audience: audience.count, shards: ranges.count, now: clock.wallMillis)
-            if row.status == .scheduled { _ = try await store.campaigns.transition(campaign.key, from: .scheduled, to: .planning, now: clock.wallMillis) }
+            // Whatever status the row was read in: a parked campaign paused then resumed
+            // meanwhile is `scheduled` again, and must not stay so with its tasks out.
+            _ = try await store.campaigns.transition(campaign.key, from: .scheduled, to: .planning, now: clock.wallMillis)
             // A cancelled one's devices end at once, whatever its time was.
             let tickets = try await produceTasks(campaign, ranges, notBefore: row.status == .cancelled ? nil : campaign.options.sendAt)
             if let error = await ResultsWriter.firstFailure(tickets) { throw error }
-            if try await store.campaigns.transition(campaign.key, from: .planning, to: .running, now: clock.wallMillis) {
-                try await CampaignCompletion.completeIfFinished(store: store, writer: writer, logger: logger, campaign: campaign.key)
-            }
+            _ = try await store.campaigns.transition(campaign.key, from: .planning, to: .running, now: clock.wallMillis)
+            try await CampaignCompletion.completeIfFinished(store: store, writer: writer, logger: logger, campaign: campaign.key)
             logger.notice("planner.dispatched", [
                 "campaign.id": campaign.id, "audience": String(audience.count), "tasks": String(ranges.count),
                 "send_at": String(row.sendAt ?? 0), "ahead_ms": String((row.sendAt ?? 0) - clock.wallMillis),

@@ -73,9 +73,8 @@ extension CampaignPlanner {
             zones: wave.zones, skip: wave.skip, lane: wave.lane, rows: wave.rowKeys)
         if let error = await ResultsWriter.firstFailure(tickets) { throw error }
         try await store.waves.produced(wave, now: clock.wallMillis)
-        if try await store.campaigns.transition(campaign.key, from: .planning, to: .running, now: clock.wallMillis) {
-            try await CampaignCompletion.completeIfFinished(store: store, writer: writer, logger: logger, campaign: campaign.key)
-        }
+        _ = try await store.campaigns.transition(campaign.key, from: .planning, to: .running, now: clock.wallMillis)
+        try await CampaignCompletion.completeIfFinished(store: store, writer: writer, logger: logger, campaign: campaign.key)
         logger.info("planner.wave_dispatched", [
             "campaign.id": campaign.id, "wave": wave.key, "tasks": String(ranges.count), "send_at": String(wave.sendAt),
             "ahead_ms": String(wave.sendAt - clock.wallMillis), "zones": wave.zones?.joined(separator: ",") ?? "",

@@ -29,12 +29,7 @@ extension CampaignPlanner {
                 engaged[variant.id] = Int(group?.engagement.filter { $0.kind == kind }.map(\.devices).reduce(0, +) ?? 0)
             }
             campaign.decision = campaign.decide(delivered: delivered, engaged: engaged, at: clock.wallMillis)
-            let record = String(decoding: MessageCodec.encode(campaign), as: UTF8.self)
-            let standing = try await store.campaigns.decide(campaign.key, record: record, replacing: definition.record, now: clock.wallMillis)
-            if standing != record, let decided = try? CampaignDefinition(record: standing).accepted(campaign.key), decided.decision != nil {
-                // Another worker decided first: the rest goes to its winner, as its test said.
-                campaign = decided
-            }
+            campaign = try await store(decision: campaign, over: definition.record)
             logger.notice("planner.winner_decided", [
                 "campaign.id": campaign.key.stored, "winner": campaign.decision?.variant ?? "",
                 "rates": (campaign.decision?.rates ?? [:]).sorted { $0.key < $1.key }.map { "\($0.key)=\($0.value)" }.joined(separator: ","),
@@ -46,5 +41,23 @@ extension CampaignPlanner {
         if let error = await ResultsWriter.firstFailure(tickets) { throw error }
         try await store.waves.produced(wave, now: clock.wallMillis)
         logger.info("planner.wave_dispatched", ["campaign.id": campaign.id, "wave": wave.key, "tasks": String(ranges.count)])
+    }
+
+    /// Writes the campaign's decision into its stored record, over the record as read: the
+    /// campaign as it then stands. Another worker's decision written first stands (the rest
+    /// goes to its winner, as its test said); a record changed otherwise meanwhile (an
+    /// erasure took devices out of its lists) gets the decision over its new text.
+    private func store(decision decided: Campaign, over read: String) async throws -> Campaign {
+        var (campaign, base) = (decided, read)
+        for _ in 0..<3 {
+            let record = String(decoding: MessageCodec.encode(campaign), as: UTF8.self)
+            let standing = try await store.campaigns.decide(campaign.key, record: record, replacing: base, now: clock.wallMillis)
+            if standing == record { return campaign }
+            let current = try CampaignDefinition(record: standing).accepted(campaign.key)
+            if current.decision != nil { return current }
+            (campaign, base) = (current, standing)
+            campaign.decision = decided.decision
+        }
+        throw StoreError.conflict("the decision of campaign \(campaign.key.stored): its stored record kept changing")
     }
 }

@@ -173,9 +173,19 @@ package final class CampaignCatalog: Sendable {
         let plan = CampaignPlan(
             campaign: campaign.applyingDefaultCategory(app.defaultCategory), app: app, segment: segment, rowKeys: rowKeys,
             notificare: try await store.sdkDevices.any(app: app.app), channel: channel)
-        plans.withLock { $0[id] = (plan, store.clock.now) }
+        let now = store.clock.now
+        plans.withLock { plans in
+            // Plans past their refresh are read again when asked for: dropped here, so that a
+            // worker that ran some of many campaigns' tasks (messages are campaigns too), but
+            // not their last, does not keep every one of them.
+            if plans.count >= Self.sweepAbove { plans = plans.filter { now - $0.value.loaded < appRefresh } }
+            plans[id] = (plan, now)
+        }
         return plan
     }
+
+    /// Plans kept before the stale ones are swept out (a plan holds up to 512 KiB of record).
+    static let sweepAbove = 64
 
     /// The APNs client for an app's devices in one environment (`APNsConnector`).
     package func requests(for app: AppRecord, environment: APNsEnvironment) throws(CatalogError) -> any APNsRequestSink {

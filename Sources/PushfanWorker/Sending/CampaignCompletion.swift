@@ -36,19 +36,28 @@ struct CampaignCompletion {
     /// cancelled, the `cancelled` event. Still planning: the planner ends it
     /// (`completeIfFinished`), so its `accepted` answer always comes first.
     private static func end(store: DeviceStore, writer: ResultsWriter, logger: Logger, campaign: CampaignKey, lastFinisher: Bool) async throws {
-        guard let status = try await store.campaigns.get(campaign)?.status else { return }
+        guard var status = try await store.campaigns.get(campaign)?.status else { return }
+        // A pause, resume or cancel landing between the read and the move: read again and
+        // move from there (a command finishes no task, so nobody else would end the campaign).
+        var moved = false
+        for _ in 0..<3 where status == .running || status == .paused {
+            if try await store.campaigns.transition(campaign, from: status, to: .completed, now: store.clock.wallMillis) {
+                (moved, status) = (true, .completed)
+                break
+            }
+            guard let now = try await store.campaigns.get(campaign)?.status else { return }
+            status = now
+        }
         let ending: CampaignEvent.Event
         var changed = false
         switch status {
         case .running, .paused:
-            changed = try await store.campaigns.transition(campaign, from: status, to: .completed, now: store.clock.wallMillis)
-            if !changed {
-                // Another finisher (or a command) moved it first: announce only a completion.
-                guard try await store.campaigns.get(campaign)?.status == .completed else { return }
-            }
-            ending = .completed
+            // Commands kept moving it: the next finisher, or the planner, ends it.
+            return
         case .completed:
+            // Ours, or another finisher's (then only announced again).
             ending = .completed
+            changed = moved
         case .cancelled:
             ending = .cancelled
             changed = lastFinisher

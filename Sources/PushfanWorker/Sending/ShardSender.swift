@@ -351,7 +351,9 @@ package struct ShardSender: Sendable {
     /// paused the task waits here, its devices still claimed; once it is cancelled every
     /// waiting retry is due now, so the next round ends it `cancelled` without a request.
     private func obeyControls(state: inout TaskState) async throws {
-        while try await context.controls.refresh(task.campaignKey) == .paused {
+        // Paused, or parked again (a parked campaign resumed while its tasks were being
+        // made): wait, reading the store now and then, rather than claiming again and again.
+        while Self.waits(try await context.controls.refresh(task.campaignKey)) {
             try await context.clock.sleep(until: context.clock.now + .milliseconds(100))
         }
         if context.controls.current(task.campaignKey) == .cancelled {
@@ -382,8 +384,11 @@ package struct ShardSender: Sendable {
             try await round.end(capped.map { Pending(claimed: $0, until: claim.leaseUntil, at: context.clock.now) },
                                 as: .skipped, reason: Campaign.frequencyCapReason, state: &state)
         }
-        if QuietHold.applies(to: plan.campaign), !context.hasExpired(plan.campaign), owned.contains(where: { $0.quietHours != nil }) {
-            owned = try await holdQuiet(owned, plan: plan, round: round, now: now, leaseUntil: claim.leaseUntil, state: &state)
+        if holdsQuiet(plan), owned.contains(where: { $0.quietHours != nil }) {
+            // The holdout gets no push: it is decided now, not after its quiet hours.
+            let holdout = owned.filter { plan.campaign.share(of: $0.deviceID) == .holdout }
+            let rest = owned.filter { plan.campaign.share(of: $0.deviceID) != .holdout }
+            owned = try await holdout + holdQuiet(rest, plan: plan, round: round, now: now, leaseUntil: claim.leaseUntil, state: &state)
         }
         let start = context.clock.now
         try await round.send(owned.map { Pending(claimed: $0, until: claim.leaseUntil, at: start) }, state: &state)
@@ -396,7 +401,7 @@ package struct ShardSender: Sendable {
     /// quiet hours are sent later (claimed again then), so neither is a candidate now.
     private func admission(_ targets: [DeviceTarget], plan: CampaignPlan, now: Int64, state: inout TaskState) -> FrequencyLedger.Admission {
         let campaign = plan.campaign
-        let quiet = QuietHold.applies(to: campaign) && !context.hasExpired(campaign)
+        let quiet = holdsQuiet(plan)
         var candidates: [Int64: TimeZone] = [:]
         for target in targets where campaign.share(of: target.deviceID) != .holdout {
             let zone = state.zones.zone(of: target, defaultZone: plan.app.defaultZone)
@@ -404,6 +409,14 @@ package struct ShardSender: Sendable {
             candidates[target.rowKey] = zone
         }
         return FrequencyLedger.Admission(app: task.app, caps: plan.app.frequencyCaps, candidates: candidates)
+    }
+
+    /// Whether devices in their quiet hours wait for the hours' end: only where they would
+    /// get a push then. A zone skipped under `late: skip`, a dry run, a cancelled or an
+    /// expired campaign decides its devices now (`SendRound`), not hours later.
+    private func holdsQuiet(_ plan: CampaignPlan) -> Bool {
+        QuietHold.applies(to: plan.campaign) && task.skip == nil && !plan.campaign.options.dryRun && !context.hasExpired(plan.campaign)
+            && context.controls.current(task.campaignKey) != .cancelled
     }
 
     /// Quiet hours: the owned devices inside their window are parked in the store as a hold
@@ -450,9 +463,16 @@ package struct ShardSender: Sendable {
         return Set(entries.map(\.rowKey))
     }
 
+    /// Whether a task waits in this status: paused, or parked (`scheduled`). A completed
+    /// campaign's task runs on (a task run again produces its results again); a cancelled
+    /// one's ends its devices.
+    static func waits(_ status: CampaignStatus?) -> Bool {
+        status == .paused || status == .scheduled
+    }
+
     private func sendDueRetries(plan: CampaignPlan, state: inout TaskState, waitForAll: Bool) async throws {
-        // Paused: the caller waits in `obeyControls`; claiming again now would only spin.
-        while !state.retries.isEmpty && context.controls.current(task.campaignKey) != .paused {
+        // Waiting (paused…): the caller waits in `obeyControls`; claiming again now would only spin.
+        while !state.retries.isEmpty && !Self.waits(context.controls.current(task.campaignKey)) {
             let now = context.clock.now
             let due = state.retries.filter { $0.notBefore <= now }
             if due.isEmpty {
