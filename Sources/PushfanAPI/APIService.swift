@@ -213,6 +213,8 @@ package final class APIService: Sendable {
         switch router.match(method: request.method, path: request.path) {
         case .notFound:
             throw APIError.notFound("no route \(request.method) \(request.path)")
+        case .controlCharacter(let parameter):
+            throw APIError(400, "invalid_input", "\(parameter): an id in the path holds a control character", field: parameter)
         case .methodNotAllowed(let allowed):
             throw APIError(405, "method_not_allowed", "\(request.path) takes \(allowed.joined(separator: ", "))", headers: ["Allow": allowed.joined(separator: ", ")])
         case .found(let route, let parameters, let matched):

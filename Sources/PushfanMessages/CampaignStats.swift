@@ -24,8 +24,8 @@ package struct EngagementCount: Sendable, Hashable {
 /// Rates are per device: opened devices over delivered devices (a device opening twice is
 /// one open), converting devices over delivered devices, and for the holdout converting
 /// devices over its devices. The lift compares like with like: the variants' converting
-/// devices over every device sent to (delivered or not: the holdout too holds devices whose
-/// tokens APNs would have refused) minus the holdout's rate, with the 95 % interval of a
+/// devices over every device a request went to (delivered or not: the holdout too holds
+/// devices whose tokens APNs would have refused) minus the holdout's rate, with the 95 % interval of a
 /// difference of two proportions by Newcombe's method from Wilson's score intervals, which
 /// stays an interval at rates of 0 and 1; nil until both groups have devices.
 package struct CampaignStats: Sendable {
@@ -40,6 +40,11 @@ package struct CampaignStats: Sendable {
         package var delivered: Int { outcomes["delivered"] ?? 0 }
         /// Devices of the group with a final outcome (the holdout's are `skipped`).
         package var devices: Int { outcomes.values.reduce(0, +) }
+        /// Devices a request went to: delivered, or refused or failed at APNs; not those
+        /// skipped, expired or cancelled before one.
+        package var sentTo: Int {
+            [DeviceOutcome.delivered, .rejected, .invalidToken, .failed].map { outcomes[$0.rawValue] ?? 0 }.reduce(0, +)
+        }
 
         func devices(of kind: EngagementEvent.Kind) -> Int64 {
             engagement.filter { $0.kind == kind }.map(\.devices).reduce(0, +)
@@ -70,12 +75,12 @@ package struct CampaignStats: Sendable {
 
     private static func name(_ variant: String) -> String { variant.isEmpty ? allDevices : variant }
 
-    /// The variants' conversion rate against the holdout's, each over every device of its
-    /// group with a final outcome.
+    /// The variants' conversion rate against the holdout's: the variants' over the devices
+    /// a request went to, the holdout's over its devices.
     package var holdoutLift: Lift? {
         guard let holdout = groups[Campaign.holdoutReason] else { return nil }
         let treated = groups.filter { $0.key != Campaign.holdoutReason }.values
-        let (treatedDevices, treatedConverted) = (treated.map(\.devices).reduce(0, +), treated.map { $0.devices(of: .converted) }.reduce(0, +))
+        let (treatedDevices, treatedConverted) = (treated.map(\.sentTo).reduce(0, +), treated.map { $0.devices(of: .converted) }.reduce(0, +))
         let (holdoutDevices, holdoutConverted) = (holdout.devices, holdout.devices(of: .converted))
         guard treatedDevices > 0, holdoutDevices > 0 else { return nil }
         let p1 = min(1, Double(treatedConverted) / Double(treatedDevices))

@@ -161,7 +161,8 @@ package struct AudienceReader: Sendable {
         return targets
     }
 
-    /// The app's active devices among these row keys (a page of an explicit audience), in
+    /// The app's devices among these row keys that a push to `tokens` reaches (`eligible`; a
+    /// page of an explicit audience), in
     /// row-key order: read by key, so a list of a thousand ids costs a thousand rows however
     /// many devices the app has.
     package func devices(

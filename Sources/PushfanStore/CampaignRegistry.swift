@@ -243,7 +243,6 @@ package struct CampaignRegistry: Sendable {
         }
     }
 
-    /// The most recently created campaigns first, at most `limit`; of one app when given.
     /// One page of an app's campaigns, newest first (then by id), of one status if given:
     /// those after the campaign `after` (a page's last), none when it is gone.
     package func page(app: String, status: CampaignStatus?, after: String?, limit: Int) async throws(StoreError) -> [Row] {
@@ -259,6 +258,7 @@ package struct CampaignRegistry: Sendable {
         }
     }
 
+    /// The most recently created campaigns first, at most `limit`; of one app when given.
     package func list(app: String? = nil, limit: Int) async throws(StoreError) -> [Row] {
         try await executor.run { connection throws(StoreError) in
             let filter: SQLStatement = app.map { " WHERE app = \($0)" } ?? ""

@@ -31,9 +31,9 @@ package struct DeviceDirectory: Sendable {
     }
 
     /// Writes back a device read as `read` with one trait changed (`DeviceRegistration(read)`,
-    /// edited), only if its token, environment, status and last sighting are still as read:
-    /// false otherwise (a registration came in between; read again and redo the change), so
-    /// that the edit never writes back a token the device has since replaced.
+    /// edited), only if the row is still as read, tags included: false otherwise (a
+    /// registration or another edit came in between; read again and redo the change), so that
+    /// the edit never writes back a token the device has since replaced, nor undoes another edit.
     package func rewrite(app: String, _ registration: DeviceRegistration, unchangedSince read: DeviceRecord) async throws(StoreError) -> Bool {
         let now = executor.clock.wallMillis
         let validated = try Validation.device(registration, now: now)
@@ -42,10 +42,7 @@ package struct DeviceDirectory: Sendable {
             try connection.transaction { () throws(StoreError) -> Bool in
                 // PostgreSQL: no registration commits between this read and the write.
                 try backend.lockDevices(connection, app: app, [.integer(read.rowKey)])
-                let current = try Self.records(connection, "app = \(app) AND device_id = \(read.deviceID)", tags: false).first
-                guard let current, current.token == read.token, current.environment == read.environment, current.status == read.status,
-                      current.lastSeenAt == read.lastSeenAt
-                else { return false }
+                guard try Self.records(connection, "app = \(app) AND device_id = \(read.deviceID)").first == read else { return false }
                 _ = try backend.upsert(connection, app: app, devices: [validated], now: now, returningRowKeys: false)
                 return true
             }

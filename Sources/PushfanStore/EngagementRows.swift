@@ -130,8 +130,7 @@ enum EngagementRows {
 
     /// Of `rowKeys`, the device rows still there, each with its device's id. Read in the
     /// counting transaction: a device removed since its events were checked (erased, or its
-    /// token taken by another device) gets no pair, which would outlive its erasure, and
-    /// whose key SQLite may give the next new device.
+    /// token taken by another device) gets no pair, which would outlive its erasure.
     static func liveDevices(_ connection: any SQLConnection, _ backend: any SQLBackend, _ rowKeys: [Int64]) throws(StoreError) -> [Int64: String] {
         var live: [Int64: String] = [:]
         for chunk in StoreExecutor.chunks(rowKeys) {

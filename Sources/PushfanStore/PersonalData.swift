@@ -35,7 +35,7 @@ package struct PersonalData: Sendable {
                 let devices = try Self.devices(connection, "d.app = \(app) AND \(userOf: "d") = \(id)")
                 let aliases = try connection.execute("DELETE FROM user_aliases WHERE app = \(app) AND user_id = \(id)")
                 // A temporary SDK device has no row to name its user: only its document does.
-                let documents = try connection.execute("DELETE FROM sdk_devices WHERE app = \(app) AND user_id = \(id)")
+                let documents = try connection.execute("DELETE FROM sdk_devices WHERE app = \(app) AND user_id = \(id) AND " + SDKDeviceDocuments.temporary)
                 guard !devices.isEmpty || aliases > 0 || documents > 0 else { return nil }
                 try Self.remove(connection, executor.backend, app: app, devices, user: id)
                 return Erased(user: id, devices: devices.map(\.id))
@@ -82,9 +82,8 @@ package struct PersonalData: Sendable {
     package func export(app: String, user id: String) async throws(StoreError) -> Export? {
         let temporary = try await executor.run { connection throws(StoreError) in
             try connection.queryAll("""
-                SELECT s.device_id, s.document FROM sdk_devices s WHERE s.app = \(app) AND s.user_id = \(id)
-                AND NOT EXISTS (SELECT 1 FROM devices d WHERE d.app = s.app AND d.device_id = s.device_id) ORDER BY s.device_id
-                """) { row in (deviceID: row.text(0) ?? "", document: row.text(1) ?? "") }
+                SELECT device_id, document FROM sdk_devices WHERE app = \(app) AND user_id = \(id)
+                """ + " AND " + SDKDeviceDocuments.temporary + " ORDER BY device_id") { row in (deviceID: row.text(0) ?? "", document: row.text(1) ?? "") }
         }
         guard let user = try await Users(executor: executor).whole(app: app, id: id) else {
             return temporary.isEmpty ? nil : Export(aliases: [:], devices: [], temporaryDevices: temporary)

@@ -49,12 +49,16 @@ package struct SDKDeviceDocuments: Sendable {
         return any
     }
 
-    /// Whether a document of the app names this user (a temporary device's may be all that does).
+    /// Whether a temporary device's document names this user (it may be all that does).
     package func names(app: String, user: String) async throws(StoreError) -> Bool {
         try await executor.run { connection throws(StoreError) in
-            try connection.queryOne("SELECT 1 FROM sdk_devices WHERE app = \(app) AND user_id = \(user) LIMIT 1") { _ in true } ?? false
+            try connection.queryOne("SELECT 1 FROM sdk_devices WHERE app = \(app) AND user_id = \(user) AND " + Self.temporary + " LIMIT 1") { _ in true } ?? false
         }
     }
+
+    /// A document of a temporary device: one with no device row (no APNs token yet). A
+    /// device with a row is its user's through the row, whatever its document last said.
+    static let temporary: SQLStatement = "NOT EXISTS (SELECT 1 FROM devices d WHERE d.app = sdk_devices.app AND d.device_id = sdk_devices.device_id)"
 
     /// True when there was one.
     package func delete(app: String, deviceID: String) async throws(StoreError) -> Bool {

@@ -9,9 +9,9 @@ enum Schema {
         let sqlite: String
         let postgres: String
 
-        /// A migration each dialect says in its own way: 15 (the log's sequence) and 23 (a
-        /// JSON member in an index); the first shares all but its device tables
-        /// (`firstTables`).
+        /// A migration each dialect says in its own way: 15 (the log's sequence), 23 and 28
+        /// (a JSON member), 27 (SQLite's devices numbered anew; nothing to do on PostgreSQL);
+        /// the first shares all but its device tables (`firstTables`).
         init(version: Int, summary: String, sqlite: String, postgres: String) {
             (self.version, self.summary, self.sqlite, self.postgres) = (version, summary, sqlite, postgres)
         }
@@ -276,12 +276,33 @@ enum Schema {
         Migration(
             version: 28, summary: "the user an SDK's device document names, so a user's erasure and export find a temporary device's too",
             sqlite: sdkDocumentUsers(userOfDocument: "json_extract(document, '$.userID')"),
-            postgres: sdkDocumentUsers(userOfDocument: "(document::jsonb ->> 'userID')")),
+            postgres: sdkDocumentUsers(userOfDocument: "(document::json ->> 'userID')")),
+        Migration(
+            version: 29, summary: "conversions' devices counted once across currencies: the pairs counted before, under the conversions of every currency too",
+            sqlite: conversionDevicesAcrossCurrencies, postgres: conversionDevicesAcrossCurrencies),
     ]
+
+    /// Migration 29, the same on both databases. A conversion's device is counted once per
+    /// (campaign, variant) across currencies, in the group of detail "" (`EngagementRows`);
+    /// devices counted before, under their currency's group only, are put there too, so that
+    /// converting again after the upgrade does not count them again.
+    private static let conversionDevicesAcrossCurrencies = """
+        INSERT INTO engagement_groups (campaign, variant, kind, detail)
+            SELECT DISTINCT campaign, variant, kind, '' FROM engagement_groups WHERE kind = 'converted' AND detail <> ''
+            ORDER BY campaign, variant
+            ON CONFLICT (campaign, variant, kind, detail) DO NOTHING;
+        INSERT INTO engagement_group_devices (group_id, row_key)
+            SELECT DISTINCT every.id, x.row_key FROM engagement_groups g
+            JOIN engagement_group_devices x ON x.group_id = g.id
+            JOIN engagement_groups every ON every.campaign = g.campaign AND every.variant = g.variant AND every.kind = g.kind AND every.detail = ''
+            WHERE g.kind = 'converted' AND g.detail <> ''
+            ON CONFLICT (group_id, row_key) DO NOTHING;
+        """
 
     /// Migration 28. A temporary device (the SDK's, before it has an APNs token) has no
     /// device row to name its user, only its document: the column the API writes with the
-    /// document names it, filled here from the documents written before.
+    /// document names it, filled here from the documents written before (PostgreSQL reads
+    /// them as `json`, which takes any text the encoder wrote, `\u0000` included).
     private static func sdkDocumentUsers(userOfDocument: String) -> String {
         """
         ALTER TABLE sdk_devices ADD COLUMN user_id TEXT;
@@ -295,7 +316,9 @@ enum Schema {
     /// key passed to the next new device: its ledger and engagement rows, a quiet-hours hold
     /// or a message task's recipients (a push meant for one person sent to another's phone).
     /// Migrations run inside one transaction with foreign keys on, so dropping the old table
-    /// deletes the tags (ON DELETE CASCADE): they wait in a temporary table meanwhile.
+    /// deletes the tags (ON DELETE CASCADE): they wait in a table of their own meanwhile (in
+    /// the file, not in memory, where temporary tables live). The numbering starts above every
+    /// row key a table still names, so a key removed before this migration is not given again either.
     private static let sqliteDevicesNumberedOnce = """
         CREATE TABLE devices_numbered (
             row_key INTEGER PRIMARY KEY AUTOINCREMENT,
@@ -306,11 +329,16 @@ enum Schema {
             UNIQUE (app, environment, token)
         );
         INSERT INTO devices_numbered SELECT * FROM devices ORDER BY row_key;
-        CREATE TEMP TABLE device_tags_kept AS SELECT * FROM device_tags;
+        CREATE TABLE device_tags_kept AS SELECT * FROM device_tags;
         DROP TABLE devices;
         ALTER TABLE devices_numbered RENAME TO devices;
-        INSERT INTO device_tags SELECT * FROM temp.device_tags_kept ORDER BY row_key, tag;
-        DROP TABLE temp.device_tags_kept;
+        INSERT INTO device_tags SELECT * FROM device_tags_kept ORDER BY row_key, tag;
+        DROP TABLE device_tags_kept;
+        INSERT INTO sqlite_sequence (name, seq) SELECT 'devices', 0 WHERE NOT EXISTS (SELECT 1 FROM sqlite_sequence WHERE name = 'devices');
+        UPDATE sqlite_sequence SET seq = max(seq,
+            (SELECT coalesce(max(row_key), 0) FROM deliveries), (SELECT coalesce(max(row_key), 0) FROM device_tokens),
+            (SELECT coalesce(max(row_key), 0) FROM frequency_sends), (SELECT coalesce(max(row_key), 0) FROM engagement_group_devices))
+            WHERE name = 'devices';
         CREATE INDEX devices_by_app ON devices (app, row_key);
         \(usersIndex(userOfDevice: "json_extract(attributes, '$.user_id')"))
         """

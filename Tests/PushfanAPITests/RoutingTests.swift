@@ -40,8 +40,15 @@ import Testing
             Issue.record("a named segment")
             return
         }
-        // An empty id never names anything, nor one holding a control character.
-        for path in ["/v1/apps/shop/devices", "/v1/apps/shop/devices/d1/extra", "/nothing", "/v1/apps//devices/d1", "/v1/apps/shop/devices/d1%00", "/v1/apps/shop%0A/devices/d1", "/v1/apps/shop/devices/d%7F"] {
+        // An id holding a control character names nothing, and is said to.
+        for (path, parameter) in [("/v1/apps/shop/devices/d1%00", "device"), ("/v1/apps/shop%0A/devices/d1", "app"), ("/v1/apps/shop/devices/d%7F", "device")] {
+            guard case .controlCharacter(parameter) = router.match(method: "GET", path: path) else {
+                Issue.record("\(path) was not refused for its \(parameter)")
+                continue
+            }
+        }
+        // An empty id never names anything.
+        for path in ["/v1/apps/shop/devices", "/v1/apps/shop/devices/d1/extra", "/nothing", "/v1/apps//devices/d1"] {
             guard case .notFound = router.match(method: "GET", path: path) else {
                 Issue.record("\(path) matched")
                 continue

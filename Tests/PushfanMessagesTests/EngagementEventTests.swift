@@ -86,7 +86,7 @@ struct EngagementEventTests {
     @Test("stats: rates per delivered device, the holdout's over its devices, and the lift with its 95 % interval")
     func statsArithmetic() throws {
         let stats = CampaignStats(
-            outcomes: ["a": ["delivered": 400], "b": ["delivered": 300, "invalid_token": 100], "holdout": ["skipped": 200]],
+            outcomes: ["a": ["delivered": 400, "skipped": 40], "b": ["delivered": 300, "invalid_token": 100], "holdout": ["skipped": 200]],
             engagement: [
                 EngagementCount(variant: "a", kind: .opened, detail: "", events: 130, devices: 120, value: 0),
                 EngagementCount(variant: "a", kind: .converted, detail: "EUR", events: 60, devices: 60, value: 600),
@@ -102,7 +102,8 @@ struct EngagementEventTests {
         #expect(holdout["conversion_rate"] == .number(0.05))
         #expect(a["conversions"] == ["events": 60, "devices": 60, "value": ["EUR": .number(600)]])
         let lift = try #require(stats.holdoutLift)
-        // Variants pooled: 75 of the 800 sent to (100 of b's tokens refused); holdout 10 of 200.
+        // Variants pooled: 75 of the 800 a request went to (100 of b's tokens refused; a's 40
+        // skipped before a request are not); holdout 10 of 200.
         #expect(abs(lift.treatedRate - 75.0 / 800) < 1e-12 && abs(lift.holdoutRate - 0.05) < 1e-12)
         // Newcombe's interval from Wilson's: Wilson of 75/800 is 0.0754479-0.1159351, of
         // 10/200 0.0273823-0.0895791 (computed apart from this code).

@@ -552,6 +552,20 @@ struct DeviceStoreTests {
         #expect(try await store.personalData.eraseDevice(app: "shop-ios", id: "phone-b") != nil)
         let third = try await register("phone-c", 3)
         #expect(third > second, "phone-c got row key \(third), phone-b had \(second)")
+        if backend == .sqlite {
+            // A store from before migration 27 whose newest device was removed while a row
+            // still names its key (here a VoIP token): the numbering starts above that key.
+            #expect(try await store.tokens.register(app: "shop-ios", deviceID: "phone-c", KindToken(kind: .voip, token: String(format: "%064x", 90)), now: now))
+            _ = try await store.ledger.executor.run { connection throws(StoreError) in
+                try connection.executeScript("""
+                    DELETE FROM devices WHERE row_key = \(third); DELETE FROM sqlite_sequence WHERE name = 'devices';
+                    DELETE FROM schema_migrations WHERE version = 27;
+                    """)
+            }
+            #expect(try await store.migrate() == [27])
+            let fourth = try await register("phone-e", 4)
+            #expect(fourth > third, "phone-e got row key \(fourth), a token still names \(third)")
+        }
         // A token moving from the newest device to a new one: the new row's key is new too.
         let moved = try await register("phone-d", 3)
         let gone = try await store.devices.get(app: "shop-ios", deviceID: "phone-c")

@@ -139,6 +139,30 @@ struct EngagementTalliesTests {
         #expect(try await store.engagement.counts(campaign: sale).allSatisfy { $0.kind != .custom })
     }
 
+    @Test("migration 29: a device that converted before it, counted under its currency only, is not counted again when it converts after it", arguments: Backend.enabled)
+    func conversionsCountedBeforeMigration29(_ backend: Backend) async throws {
+        let (store, campaign) = try await store(backend)
+        let device = try #require(treated(campaign).first)
+        let counted = try await store.engagement.resolve([event(.converted, device, value: 5, currency: "EUR")], app: "shop-ios", now: now).map { try $0.get() }
+        #expect(try await store.engagement.count(counted, now: now).count == 1)
+        // Back to how it was counted before: the pair under the EUR group only.
+        _ = try await store.ledger.executor.run { connection throws(StoreError) in
+            try connection.executeScript("""
+                INSERT INTO engagement_groups (campaign, variant, kind, detail)
+                    SELECT campaign, variant, kind, 'EUR' FROM engagement_groups WHERE kind = 'converted' AND detail = '';
+                UPDATE engagement_group_devices SET group_id = (SELECT id FROM engagement_groups WHERE kind = 'converted' AND detail = 'EUR')
+                WHERE group_id = (SELECT id FROM engagement_groups WHERE kind = 'converted' AND detail = '');
+                DELETE FROM engagement_groups WHERE kind = 'converted' AND detail = '';
+                DELETE FROM schema_migrations WHERE version = 29;
+                """)
+        }
+        #expect(try await store.migrate() == [29])
+        let again = try await store.engagement.resolve([event(.converted, device, at: now - 500, value: 7, currency: "EUR")], app: "shop-ios", now: now).map { try $0.get() }
+        #expect(try await store.engagement.count(again, now: now).count == 1)
+        let conversions = try await store.engagement.counts(campaign: sale).filter { $0.kind == .converted }
+        #expect(conversions.map(\.events).reduce(0, +) == 2 && conversions.map(\.devices).reduce(0, +) == 1, "\(conversions)")
+    }
+
     @Test("every event id counts once: the same batch again, or an event again with its own id, changes nothing; devices are counted once per kind", arguments: Backend.enabled)
     func countsOnce(_ backend: Backend) async throws {
         let (store, campaign) = try await store(backend)

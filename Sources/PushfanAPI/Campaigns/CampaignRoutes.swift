@@ -52,7 +52,10 @@ enum CampaignRoutes {
             var answer: [String: JSONValue] = ["campaigns": .array(page.map { row in
                 ["id": .string(row.id), "status": .string(row.status.rawValue), "audience": .int(Int64(row.audience))]
             })]
-            if rows.count > limit, let last = page.last { answer["next"] = .string("/v1/apps/\(call.parameter("app"))/campaigns?limit=\(limit)&after=\(last.id)") }
+            if rows.count > limit, let last = page.last {
+                let filter = status.map { "&status=\($0.rawValue)" } ?? ""
+                answer["next"] = .string("/v1/apps/\(call.parameter("app"))/campaigns?limit=\(limit)\(filter)&after=\(last.id)")
+            }
             return .json(200, .object(answer))
         })
         router.add("GET", "/v1/apps/{app}/campaigns/{campaign}", Route(roles: [.master], campaigns: true) { call in

@@ -26,8 +26,8 @@ enum PersonalDataRoutes {
         router.add("DELETE", "/v1/apps/{app}/users/{user}", Route(roles: [.master]) { call in
             let (app, id) = (call.parameter("app"), call.parameter("user"))
             let user = try await store.users.whole(app: app, id: id)
-            let named = try await user != nil ? true : store.sdkDevices.names(app: app, user: id)
-            guard named else { throw APIError.notFound("app \(app) has no user \(id)") }
+            // A user known only by a temporary SDK device's document is a user too.
+            if user == nil, try await !store.sdkDevices.names(app: app, user: id) { throw APIError.notFound("app \(app) has no user \(id)") }
             let told = user?.devices.map(\.deviceID) ?? []
             // The tombstone first: a failure leaves everything in place for the retry.
             try await tombstone(ErasureRecord(app: app, user: id, devices: told, at: store.clock.wallMillis), writer)
@@ -60,6 +60,7 @@ enum PersonalDataRoutes {
 
     /// Devices that joined the user between the read and the erasure get a tombstone too.
     private static func tombstoneLate(_ erased: PersonalData.Erased, app: String, told: [String], at: Int64, writer: ResultsWriter) async throws {
+        let told = Set(told)
         let late = erased.devices.filter { !told.contains($0) }
         if !late.isEmpty { try await tombstone(ErasureRecord(app: app, user: erased.user, devices: late, at: at), writer) }
     }

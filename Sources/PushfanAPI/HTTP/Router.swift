@@ -21,6 +21,8 @@ package struct Router<Handler: Sendable>: Sendable {
         case found(Handler, parameters: [String: String], pattern: String)
         case methodNotAllowed(allowed: [String])
         case notFound
+        /// A route fits but for an id holding a control character: named, the caller's 400.
+        case controlCharacter(parameter: String)
     }
 
     private var routes: [Route] = []
@@ -45,6 +47,7 @@ package struct Router<Handler: Sendable>: Sendable {
         // The most literal routes that fit win: `/segments/count` is not the segment named "count".
         var best: [(route: Route, parameters: [String: String])] = []
         var bestLiterals = -1
+        var refused: String?
         for route in routes where route.segments.count == parts.count {
             // Literals first: most routes fail there, before any parameter is decoded.
             var literals = 0
@@ -61,9 +64,10 @@ package struct Router<Handler: Sendable>: Sendable {
                 guard case .parameter(let name) = segment else { continue }
                 // Percent-encoded ids arrive decoded; an empty segment never names anything,
                 // nor does one holding a control character (`%00` would cut `phone-1%00` to
-                // `phone-1` in a C string further down).
+                // `phone-1` in a C string further down): that one is said.
                 let value = decoded[index] ?? Self.percentDecoded(parts[index])
                 decoded[index] = value
+                if Self.hasControlCharacter(value) { refused = refused ?? name }
                 fits = !value.isEmpty && !Self.hasControlCharacter(value)
                 if !fits { break }
                 parameters[name] = value
@@ -75,6 +79,7 @@ package struct Router<Handler: Sendable>: Sendable {
         if let hit = best.first(where: { $0.route.method == method }) {
             return .found(hit.route.handler, parameters: hit.parameters, pattern: hit.route.pattern)
         }
+        if best.isEmpty, let refused { return .controlCharacter(parameter: refused) }
         return best.isEmpty ? .notFound : .methodNotAllowed(allowed: best.map(\.route.method))
     }
 

@@ -28,18 +28,21 @@ enum NotificareRoutes {
             let app = call.parameter("app")
             var device = try await load(store, app: app, id) ?? NotificareDevice(deviceID: id)
             // A device whose id changed (its APNs token arrived, or changed): what the old id
-            // had moves here, and the old id goes.
-            if case .string(let old)? = body["oldDeviceID"], old != id, let previous = try await load(store, app: app, old) {
-                device.tags = Array(Set(device.tags + previous.tags)).sorted()
-                device.userData.merge(previous.userData) { mine, _ in mine }
-                device.dnd = device.dnd ?? previous.dnd
-                device.userID = device.userID ?? previous.userID
-                device.userName = device.userName ?? previous.userName
-                device.allowedUI = device.allowedUI ?? previous.allowedUI
-                try await remove(store, app: app, previous)
+            // had moves here, and the old id goes once the new one is saved (a refused
+            // registration leaves the old one as it was, for the retry).
+            var previous: NotificareDevice?
+            if case .string(let old)? = body["oldDeviceID"], old != id, let found = try await load(store, app: app, old) {
+                device.tags = Array(Set(device.tags + found.tags)).sorted()
+                device.userData.merge(found.userData) { mine, _ in mine }
+                device.dnd = device.dnd ?? found.dnd
+                device.userID = device.userID ?? found.userID
+                device.userName = device.userName ?? found.userName
+                device.allowedUI = device.allowedUI ?? found.allowedUI
+                previous = found
             }
             try device.apply(body)
             try await save(store, app: app, device, role: call.role)
+            if let previous { try await remove(store, app: app, previous) }
             return .json(200, ["message": "device registered"])
         })
         router.add("PUT", "/device/{device}", Route(roles: roles) { call in
