@@ -214,7 +214,7 @@ package final class APIService: Sendable {
         case .notFound:
             throw APIError.notFound("no route \(request.method) \(request.path)")
         case .controlCharacter(let parameter):
-            throw APIError(400, "invalid_input", "\(parameter): an id in the path holds a control character", field: parameter)
+            throw APIError(404, "not_found", "\(parameter): an id holding a control character names nothing", field: parameter)
         case .methodNotAllowed(let allowed):
             throw APIError(405, "method_not_allowed", "\(request.path) takes \(allowed.joined(separator: ", "))", headers: ["Allow": allowed.joined(separator: ", ")])
         case .found(let route, let parameters, let matched):

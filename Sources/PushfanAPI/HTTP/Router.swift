@@ -21,7 +21,7 @@ package struct Router<Handler: Sendable>: Sendable {
         case found(Handler, parameters: [String: String], pattern: String)
         case methodNotAllowed(allowed: [String])
         case notFound
-        /// A route fits but for an id holding a control character: named, the caller's 400.
+        /// A route fits but for an id holding a control character: named, the caller's 404.
         case controlCharacter(parameter: String)
     }
 

@@ -189,11 +189,13 @@ enum NotificareEngagementRoutes {
     }
 
     /// The SDK's `timestamp`, milliseconds since the epoch.
+    /// Milliseconds since the epoch, from the year 1 to 9999 (the range the OpenAPI document gives).
     private static func timestamp(_ body: [String: JSONValue]) throws -> Int64 {
+        let range: ClosedRange<Int64> = -62_135_596_800_000...253_402_300_799_999
         switch body["timestamp"] {
-        case .int(let millis)?: return millis
-        case .number(let millis)? where millis.rounded() == millis && abs(millis) < 1e15: return Int64(millis)
-        default: throw APIError(400, "invalid_input", "timestamp: required, milliseconds since the epoch", field: "timestamp")
+        case .int(let millis)? where range.contains(millis): return millis
+        case .number(let millis)? where millis.rounded() == millis && abs(millis) < 1e15 && range.contains(Int64(millis)): return Int64(millis)
+        default: throw APIError(400, "invalid_input", "timestamp: required, milliseconds since the epoch (years 1 to 9999)", field: "timestamp")
         }
     }
 
