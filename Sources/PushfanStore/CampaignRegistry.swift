@@ -222,6 +222,17 @@ package struct CampaignRegistry: Sendable {
             guard let row = try await get(id) else { return nil }
             let decision = ControlDecision.decide(action, campaign: id.id, status: row.status, parked: row.parked)
             guard case .move(let from, let to) = decision else { return decision }
+            if to == .scheduled {
+                // Back to waiting for its time only while no dispatch has claimed it: one that
+                // did has made its tasks, and `scheduled` would leave them waiting for good.
+                let moved = try await executor.run { connection throws(StoreError) in
+                    try connection.execute("""
+                        UPDATE campaigns SET status = \(to.rawValue), updated_at = \(now) WHERE id = \(id) AND status = \(from.rawValue) AND dispatched_at IS NULL
+                        """) == 1
+                }
+                if moved { return decision }
+                continue
+            }
             if try await transition(id, from: from, to: to, now: now) { return decision }
             // The status moved under us (the planner, a finisher, another command): decide again.
         }

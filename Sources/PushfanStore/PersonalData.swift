@@ -165,14 +165,22 @@ package struct PersonalData: Sendable {
                 "SELECT id, definition FROM campaigns WHERE app = \(app) AND definition LIKE \(containing("\"" + id + "\"")) ESCAPE '!'"
             ) { row throws(StoreError) in listing[row.text(0) ?? ""] = row.text(1) }
         }
-        for (campaign, definition) in listing {
-            guard case .object(var record)? = try? JSONDecoder().decode(JSONValue.self, from: Data(definition.utf8)),
-                  case .object(var audience)? = record["audience"], case .array(let devices)? = audience["devices"] else { continue }
-            let kept = devices.filter { device in device.stringValue.map { !ids.contains($0) } ?? true }
-            guard kept.count < devices.count else { continue }
-            audience["devices"] = .array(kept.isEmpty ? [.string(erasedMarker)] : kept)
-            record["audience"] = .object(audience)
-            try connection.execute("UPDATE campaigns SET definition = \(JSONValue.object(record).compactJSON) WHERE id = \(campaign)")
+        for (campaign, read) in listing {
+            var definition = read
+            // Over the record as read, again if it changed meanwhile (on PostgreSQL a winner's
+            // decision may land between the read and the write, and must stay).
+            for _ in 0..<3 {
+                guard case .object(var record)? = try? JSONDecoder().decode(JSONValue.self, from: Data(definition.utf8)),
+                      case .object(var audience)? = record["audience"], case .array(let devices)? = audience["devices"] else { break }
+                let kept = devices.filter { device in device.stringValue.map { !ids.contains($0) } ?? true }
+                guard kept.count < devices.count else { break }
+                audience["devices"] = .array(kept.isEmpty ? [.string(erasedMarker)] : kept)
+                record["audience"] = .object(audience)
+                let written = try connection.execute(
+                    "UPDATE campaigns SET definition = \(JSONValue.object(record).compactJSON) WHERE id = \(campaign) AND definition = \(definition)")
+                guard written == 0, let now = try connection.queryOne("SELECT definition FROM campaigns WHERE id = \(campaign)", { $0.text(0) }) ?? nil else { break }
+                definition = now
+            }
         }
     }
 

@@ -276,7 +276,7 @@ enum Schema {
         Migration(
             version: 28, summary: "the user an SDK's device document names, so a user's erasure and export find a temporary device's too",
             sqlite: sdkDocumentUsers(userOfDocument: "json_extract(document, '$.userID')"),
-            postgres: sdkDocumentUsers(userOfDocument: "(document::json ->> 'userID')")),
+            postgres: sdkDocumentUsers(userOfDocument: "(replace(document, '\\u0000', '\\ufffd')::json ->> 'userID')")),
         Migration(
             version: 29, summary: "conversions' devices counted once across currencies: the pairs counted before, under the conversions of every currency too",
             sqlite: conversionDevicesAcrossCurrencies, postgres: conversionDevicesAcrossCurrencies),
@@ -301,8 +301,10 @@ enum Schema {
 
     /// Migration 28. A temporary device (the SDK's, before it has an APNs token) has no
     /// device row to name its user, only its document: the column the API writes with the
-    /// document names it, filled here from the documents written before (PostgreSQL reads
-    /// them as `json`, which takes any text the encoder wrote, `\u0000` included).
+    /// document names it, filled here from the documents written before. PostgreSQL's JSON
+    /// functions refuse a `\u0000` escape, which the API's encoder writes for a NUL in any
+    /// text of a document: read as `\ufffd` instead (an escape for an escape, so the text
+    /// stays JSON), so that no document can stop the migration.
     private static func sdkDocumentUsers(userOfDocument: String) -> String {
         """
         ALTER TABLE sdk_devices ADD COLUMN user_id TEXT;

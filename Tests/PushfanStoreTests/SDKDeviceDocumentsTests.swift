@@ -43,7 +43,7 @@ struct SDKDeviceDocumentsTests {
             try connection.executeScript("DROP INDEX sdk_devices_by_user; ALTER TABLE sdk_devices DROP COLUMN user_id;")
             try connection.execute("DELETE FROM schema_migrations WHERE version = 28")
             return try connection.execute("""
-                INSERT INTO sdk_devices (app, device_id, document, updated_at) VALUES ('shop-ios', 'tmp-old', '{"deviceID":"tmp-old","userID":"42","userName":"Ada"}', 1)
+                INSERT INTO sdk_devices (app, device_id, document, updated_at) VALUES ('shop-ios', 'tmp-old', '{"deviceID":"tmp-old","userID":"42","userName":"Ada\\u0000","userData":{"note":"\\\\u0000"}}', 1)
                 """)
         }
         #expect(try await store.migrate() == [28])
