@@ -67,8 +67,9 @@ package struct Router<Handler: Sendable>: Sendable {
                 // `phone-1` in a C string further down): that one is said.
                 let value = decoded[index] ?? Self.percentDecoded(parts[index])
                 decoded[index] = value
-                if Self.hasControlCharacter(value) { refused = refused ?? name }
-                fits = !value.isEmpty && !Self.hasControlCharacter(value)
+                let controlled = Self.hasControlCharacter(value)
+                if controlled { refused = refused ?? name }
+                fits = !value.isEmpty && !controlled
                 if !fits { break }
                 parameters[name] = value
             }

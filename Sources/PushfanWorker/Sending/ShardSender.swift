@@ -385,9 +385,12 @@ package struct ShardSender: Sendable {
                                 as: .skipped, reason: Campaign.frequencyCapReason, state: &state)
         }
         if holdsQuiet(plan), owned.contains(where: { $0.quietHours != nil }) {
-            // The holdout gets no push: it is decided now, not after its quiet hours.
-            let holdout = owned.filter { plan.campaign.share(of: $0.deviceID) == .holdout }
-            let rest = owned.filter { plan.campaign.share(of: $0.deviceID) != .holdout }
+            // The holdout gets no push: it is decided now, not after its quiet hours (one share
+            // per device: it hashes the device's id).
+            var (holdout, rest): ([DeviceTarget], [DeviceTarget]) = ([], [])
+            for device in owned {
+                if plan.campaign.share(of: device.deviceID) == .holdout { holdout.append(device) } else { rest.append(device) }
+            }
             owned = try await holdout + holdQuiet(rest, plan: plan, round: round, now: now, leaseUntil: claim.leaseUntil, state: &state)
         }
         let start = context.clock.now
