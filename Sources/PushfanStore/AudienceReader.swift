@@ -269,10 +269,24 @@ package struct AudienceReader: Sendable {
     private static func holders(_ tokens: TokenSelection?, now: Int64) -> SQLStatement {
         guard let tokens, tokens.kind != .alert else { return "" }
         if let filter = tokens.activities { return " JOIN device_tokens t ON t.row_key = d.row_key" + matching(filter, now: now) }
-        return """
-             \(raw: tokens.holdersOnly ? "JOIN" : "LEFT JOIN") device_tokens t ON t.row_key = d.row_key AND t.kind = \(tokens.kind.rawValue)
-                AND t.scope = \(tokens.scope) AND t.status = 'active' AND (t.expires_at IS NULL OR t.expires_at > \(now))
-            """
+        return " \(raw: tokens.holdersOnly ? "JOIN" : "LEFT JOIN") device_tokens t ON " + held(tokens, now: now)
+    }
+
+    /// A column of 1 where device `d` holds a token `tokens` selects (always for an alert
+    /// push), else 0: what `holders` joins on, for a report of who a push cannot reach.
+    static func holdsToken(_ tokens: TokenSelection?, now: Int64) -> SQLStatement {
+        guard let tokens, tokens.kind != .alert else { return "1" }
+        if let filter = tokens.activities {
+            return "CASE WHEN EXISTS (SELECT 1 FROM device_tokens t WHERE t.row_key = d.row_key" + matching(filter, now: now) + ") THEN 1 ELSE 0 END"
+        }
+        return "CASE WHEN EXISTS (SELECT 1 FROM device_tokens t WHERE " + held(tokens, now: now) + ") THEN 1 ELSE 0 END"
+    }
+
+    private static func held(_ tokens: TokenSelection, now: Int64) -> SQLStatement {
+        """
+        t.row_key = d.row_key AND t.kind = \(tokens.kind.rawValue)
+            AND t.scope = \(tokens.scope) AND t.status = 'active' AND (t.expires_at IS NULL OR t.expires_at > \(now))
+        """
     }
 
     private static func target(_ row: any SQLRow, traits: Bool, tokens: TokenSelection?) -> DeviceTarget {

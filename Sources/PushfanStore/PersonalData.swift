@@ -9,8 +9,8 @@ import PushfanSupport
 /// Removed: the device rows (with their attributes, the alert token and quiet hours), their
 /// tags and tokens of other kinds, their ledger rows in every campaign of the app, their
 /// frequency-cap pushes, the engagement rows that name them, the SDK's documents of them
-/// (a user's temporary SDK devices too, by the user their documents name) and the user's
-/// aliases. Answers kept for `Idempotency-Key` replays that name one of them
+/// (and every other SDK document naming the user: temporary devices', and those of devices
+/// since registered to another user) and the user's aliases. Answers kept for `Idempotency-Key` replays that name one of them
 /// (a message's recipients) are redacted, not removed, so a retry still cannot send twice.
 /// Counts stay: campaign totals, engagement tallies and dashboard tallies are numbers about
 /// campaigns, not about a person. A quiet-hours hold's list of row keys may keep the number
@@ -34,8 +34,10 @@ package struct PersonalData: Sendable {
             try connection.transaction { () throws(StoreError) -> Erased? in
                 let devices = try Self.devices(connection, "d.app = \(app) AND \(userOf: "d") = \(id)")
                 let aliases = try connection.execute("DELETE FROM user_aliases WHERE app = \(app) AND user_id = \(id)")
-                // A temporary SDK device has no row to name its user: only its document does.
-                let documents = try connection.execute("DELETE FROM sdk_devices WHERE app = \(app) AND user_id = \(id) AND " + SDKDeviceDocuments.temporary)
+                // A temporary SDK device has no row to name its user, and a device since
+                // registered to another user has a row naming that one: only the document
+                // names this user.
+                let documents = try connection.execute("DELETE FROM sdk_devices WHERE app = \(app) AND " + SDKDeviceDocuments.onlyNaming(id))
                 guard !devices.isEmpty || aliases > 0 || documents > 0 else { return nil }
                 try Self.remove(connection, executor.backend, app: app, devices, user: id)
                 return Erased(user: id, devices: devices.map(\.id))
@@ -70,8 +72,8 @@ package struct PersonalData: Sendable {
     }
 
     /// What an export holds: the user's aliases, every device with what is kept about it, and
-    /// the SDK's documents of its temporary devices (those without an APNs token, so without
-    /// a device row).
+    /// the other SDK documents that name the user (`SDKDeviceDocuments.onlyNaming`): its
+    /// temporary devices', and those of devices since registered to another user.
     package struct Export: Sendable {
         package let aliases: [String: String]
         package let devices: [DeviceData]
@@ -81,9 +83,9 @@ package struct PersonalData: Sendable {
     /// Everything kept about a user; nil when the app has no such user.
     package func export(app: String, user id: String) async throws(StoreError) -> Export? {
         let temporary = try await executor.run { connection throws(StoreError) in
-            try connection.queryAll("""
-                SELECT device_id, document FROM sdk_devices WHERE app = \(app) AND user_id = \(id)
-                """ + " AND " + SDKDeviceDocuments.temporary + " ORDER BY device_id") { row in (deviceID: row.text(0) ?? "", document: row.text(1) ?? "") }
+            try connection.queryAll(
+                "SELECT device_id, document FROM sdk_devices WHERE app = \(app) AND " + SDKDeviceDocuments.onlyNaming(id) + " ORDER BY device_id"
+            ) { row in (deviceID: row.text(0) ?? "", document: row.text(1) ?? "") }
         }
         guard let user = try await Users(executor: executor).whole(app: app, id: id) else {
             return temporary.isEmpty ? nil : Export(aliases: [:], devices: [], temporaryDevices: temporary)

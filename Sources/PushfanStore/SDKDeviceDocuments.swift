@@ -49,16 +49,24 @@ package struct SDKDeviceDocuments: Sendable {
         return any
     }
 
-    /// Whether a temporary device's document names this user (it may be all that does).
+    /// Whether a document names this user without a device row of the user behind it (it
+    /// may be all that does: `onlyNaming`).
     package func names(app: String, user: String) async throws(StoreError) -> Bool {
         try await executor.run { connection throws(StoreError) in
-            try connection.queryOne("SELECT 1 FROM sdk_devices WHERE app = \(app) AND user_id = \(user) AND " + Self.temporary + " LIMIT 1") { _ in true } ?? false
+            try connection.queryOne("SELECT 1 FROM sdk_devices WHERE app = \(app) AND " + Self.onlyNaming(user) + " LIMIT 1") { _ in true } ?? false
         }
     }
 
-    /// A document of a temporary device: one with no device row (no APNs token yet). A
-    /// device with a row is its user's through the row, whatever its document last said.
-    static let temporary: SQLStatement = "NOT EXISTS (SELECT 1 FROM devices d WHERE d.app = sdk_devices.app AND d.device_id = sdk_devices.device_id)"
+    /// The documents that name `user` with no device row of that user behind them: a
+    /// temporary device's (no APNs token yet, so no row), or one whose row has since been
+    /// registered to another user through the native API. The user's own devices' documents
+    /// go with their rows; these only the document ties to the user.
+    static func onlyNaming(_ user: String) -> SQLStatement {
+        """
+        sdk_devices.user_id = \(user) AND NOT EXISTS (
+            SELECT 1 FROM devices d WHERE d.app = sdk_devices.app AND d.device_id = sdk_devices.device_id AND \(userOf: "d") = \(user))
+        """
+    }
 
     /// True when there was one.
     package func delete(app: String, deviceID: String) async throws(StoreError) -> Bool {

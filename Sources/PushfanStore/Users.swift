@@ -68,8 +68,13 @@ package struct Users: Sendable {
         package let deviceID: String
         package let rowKey: Int64
         package let status: DeviceStatus
+        /// Whether it holds an active token of the kind the push goes to (always, for an
+        /// alert push: its alert token is the device row's own).
+        package let hasToken: Bool
 
-        package init(deviceID: String, rowKey: Int64, status: DeviceStatus) { (self.deviceID, self.rowKey, self.status) = (deviceID, rowKey, status) }
+        package init(deviceID: String, rowKey: Int64, status: DeviceStatus, hasToken: Bool = true) {
+            (self.deviceID, self.rowKey, self.status, self.hasToken) = (deviceID, rowKey, status, hasToken)
+        }
     }
 
     /// A transactional message's recipients, looked up in one read per kind and chunk: each
@@ -84,8 +89,12 @@ package struct Users: Sendable {
         package init() {}
     }
 
-    package func resolve(app: String, users: [String], aliases: [String: [String]], devices: [String]) async throws(StoreError) -> Resolution {
+    /// `tokens` is the push's token selection (`Campaign.tokenSelection`), for `hasToken`.
+    package func resolve(
+        app: String, users: [String], aliases: [String: [String]], devices: [String], tokens: TokenSelection?, now: Int64
+    ) async throws(StoreError) -> Resolution {
         let backend = executor.backend
+        let holds = AudienceReader.holdsToken(tokens, now: now)
         return try await executor.run { connection throws(StoreError) in
             var resolution = Resolution()
             for (name, values) in aliases {
@@ -99,7 +108,7 @@ package struct Users: Sendable {
             let named = Array(Set(users + resolution.aliasUsers.values.flatMap(\.values)))
             for chunk in StoreExecutor.chunks(named) {
                 try connection.query(
-                    "SELECT \(userOf: "d"), d.device_id, d.row_key, d.status FROM devices d WHERE d.app = \(app) AND \(userOf: "d")"
+                    "SELECT \(userOf: "d"), d.device_id, d.row_key, d.status, " + holds + " FROM devices d WHERE d.app = \(app) AND \(userOf: "d")"
                         + backend.isIn(chunk.map { .text($0) }, type: "text") + " ORDER BY d.row_key"
                 ) { row in
                     resolution.userDevices[row.text(0) ?? "", default: []].append(Self.recipient(row, from: 1))
@@ -107,7 +116,7 @@ package struct Users: Sendable {
             }
             for chunk in StoreExecutor.chunks(devices) {
                 try connection.query(
-                    "SELECT device_id, row_key, status FROM devices WHERE app = \(app) AND device_id" + backend.isIn(chunk.map { .text($0) }, type: "text")
+                    "SELECT d.device_id, d.row_key, d.status, " + holds + " FROM devices d WHERE d.app = \(app) AND d.device_id" + backend.isIn(chunk.map { .text($0) }, type: "text")
                 ) { row in
                     let recipient = Self.recipient(row, from: 0)
                     resolution.devices[recipient.deviceID] = recipient
@@ -120,7 +129,7 @@ package struct Users: Sendable {
     private static func recipient(_ row: any SQLRow, from column: Int) -> Recipient {
         Recipient(
             deviceID: row.text(column) ?? "", rowKey: row.int(column + 1) ?? 0,
-            status: DeviceStatus(rawValue: row.text(column + 2) ?? "") ?? .unregistered)
+            status: DeviceStatus(rawValue: row.text(column + 2) ?? "") ?? .unregistered, hasToken: row.int(column + 3) == 1)
     }
 
     /// The user an alias names, nil when none does.

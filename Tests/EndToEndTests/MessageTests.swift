@@ -106,6 +106,11 @@ struct MessageTests {
         }
         let unreachable = try await post(#"{"recipients":{"users":["nobody"]},"notification":\#(Self.notification)}"#)
         #expect(unreachable.body.contains(#""recipients":[{"error":"unknown_user""#), "the refusal says why, per recipient: \(unreachable.body)")
+        let noVoIPToken = try await post(#"{"recipients":{"devices":["seven"]},"notification":{"push_type":"voip","data":{"call":"1"}}}"#)
+        #expect(
+            noVoIPToken.status == 422 && noVoIPToken.body.contains(#""code":"no_reachable_devices""#)
+                && noVoIPToken.body.contains(#"{"device":"seven","devices":[],"not_sent":[{"device":"seven","reason":"no_token_for_push_type","status":"active"}]}"#),
+            "a VoIP message to a device without a VoIP token: \(noVoIPToken.body)")
         #expect(try await post(keyed, secret: server.application).status == 403, "the application secret ships in the app: it sends nothing")
         let otherApp = try await server.call("POST", "/v1/apps/news/messages", secret: server.master, json: keyed)
         #expect(otherApp.status == 401 || otherApp.status == 403, "shop's secret is not news's: \(otherApp.body)")

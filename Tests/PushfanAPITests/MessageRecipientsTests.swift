@@ -78,5 +78,13 @@ import Testing
         let voip = recipients.plan(resolution, tokenKind: .voip)
         #expect(voip.deviceIDs == ["phone"] && voip.report.map(\.compactJSON) == [#"{"devices":["phone"],"not_sent":[{"device":"gone","status":"unregistered"}],"user":"42"}"#])
         #expect(recipients.plan(resolution, tokenKind: .alert).deviceIDs.isEmpty)
+        // A device with no VoIP token is reported as such, not listed as sent.
+        resolution.userDevices["42"] = [
+            .init(deviceID: "phone", rowKey: 7, status: .invalid, hasToken: false), .init(deviceID: "tablet", rowKey: 8, status: .active),
+        ]
+        let partial = recipients.plan(resolution, tokenKind: .voip)
+        #expect(partial.deviceIDs == ["tablet"] && partial.report.map(\.compactJSON) == [
+            #"{"devices":["tablet"],"not_sent":[{"device":"phone","reason":"no_token_for_push_type","status":"invalid"}],"user":"42"}"#,
+        ])
     }
 }

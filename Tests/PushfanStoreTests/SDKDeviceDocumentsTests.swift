@@ -34,7 +34,7 @@ struct SDKDeviceDocumentsTests {
         #expect(try await !here.sdkDevices.any(app: "other-app"))
     }
 
-    @Test("a temporary device's document names its user: the user's export shows it and the user's erasure removes it, also for a document written before migration 28", arguments: Backend.enabled)
+    @Test("a document naming a user with no device row of that user behind it (a temporary device, or one since registered to another user) is the user's: its export shows it and its erasure removes it, also for a document written before migration 28", arguments: Backend.enabled)
     func temporaryDevicesBelongToTheirUser(_ backend: Backend) async throws {
         let store = try await backend.openFresh()
         try await store.addTestApp()
@@ -49,16 +49,24 @@ struct SDKDeviceDocumentsTests {
         #expect(try await store.migrate() == [28])
         try await store.sdkDevices.put(app: "shop-ios", deviceID: "tmp-new", document: #"{"deviceID":"tmp-new","userID":"42"}"#, user: "42", now: 2)
         try await store.sdkDevices.put(app: "shop-ios", deviceID: "tmp-other", document: #"{"deviceID":"tmp-other","userID":"7"}"#, user: "7", now: 2)
+        // A device the SDK registered for 42 whose row was then registered to 7 through the
+        // native API: its document still names 42, so it is 42's to export and erase.
+        var moved = DeviceRegistration(deviceID: "moved", token: String(format: "%064x", 5))
+        moved.attributes["user_id"] = "7"
+        _ = try await store.devices.register(app: "shop-ios", moved)
+        try await store.sdkDevices.put(app: "shop-ios", deviceID: "moved", document: #"{"deviceID":"moved","userID":"42","userName":"Ada"}"#, user: "42", now: 2)
         #expect(try await store.sdkDevices.names(app: "shop-ios", user: "42"))
 
         let exported = try #require(try await store.personalData.export(app: "shop-ios", user: "42"))
-        #expect(exported.devices.isEmpty && exported.temporaryDevices.map(\.deviceID) == ["tmp-new", "tmp-old"])
+        #expect(exported.devices.isEmpty && exported.temporaryDevices.map(\.deviceID) == ["moved", "tmp-new", "tmp-old"])
         #expect(exported.temporaryDevices.last?.document.contains("Ada") == true)
         let erased = try await store.personalData.eraseUser(app: "shop-ios", id: "42")
         #expect(erased == PersonalData.Erased(user: "42", devices: []))
         #expect(try await store.sdkDevices.get(app: "shop-ios", deviceID: "tmp-old") == nil)
         #expect(try await store.sdkDevices.get(app: "shop-ios", deviceID: "tmp-new") == nil)
         #expect(try await store.sdkDevices.get(app: "shop-ios", deviceID: "tmp-other") != nil)
+        #expect(try await store.sdkDevices.get(app: "shop-ios", deviceID: "moved") == nil, "the document naming 42 is gone")
+        #expect(try await store.devices.get(app: "shop-ios", deviceID: "moved") != nil, "7's device stays")
         #expect(try await store.personalData.export(app: "shop-ios", user: "42") == nil)
         #expect(try await !store.sdkDevices.names(app: "shop-ios", user: "42"))
     }

@@ -127,7 +127,8 @@ struct UsersTests {
         try await store.users.setAliases(app: "news-ios", user: "42", ["crm_id": "C-42"], now: 1_000)
 
         let found = try await store.users.resolve(
-            app: "shop-ios", users: ["42", "nobody"], aliases: ["crm_id": ["C-7", "C-42"]], devices: ["anonymous", "news-phone", "missing"])
+            app: "shop-ios", users: ["42", "nobody"], aliases: ["crm_id": ["C-7", "C-42"]], devices: ["anonymous", "news-phone", "missing"],
+            tokens: nil, now: store.clock.wallMillis)
         let rows = try await store.audience.rowKeys(app: "shop-ios", deviceIDs: ["phone", "tablet", "seven", "anonymous"], tokens: nil)
         #expect(found.userDevices["42"]?.map(\.deviceID) == ["phone", "tablet", "old"])
         #expect(found.userDevices["42"]?.map(\.status) == [.active, .active, .invalid])
@@ -136,6 +137,13 @@ struct UsersTests {
         #expect(found.aliasUsers == ["crm_id": ["C-7": "7"]], "another app's alias is not this app's")
         #expect(Array(found.devices.keys) == ["anonymous"], "another app's device is unknown here")
         #expect(found.devices["anonymous"]?.rowKey == rows[3] && found.userDevices["42"]?.first?.rowKey == rows[0])
+        #expect(found.userDevices["42"]?.allSatisfy(\.hasToken) == true, "an alert push: every device holds its alert token")
+        // A VoIP message: only the device with a VoIP token holds one; the others are reported.
+        #expect(try await store.tokens.register(app: "shop-ios", deviceID: "tablet", KindToken(kind: .voip, token: String(format: "%064x", 90)), now: store.clock.wallMillis))
+        let voip = try await store.users.resolve(
+            app: "shop-ios", users: ["42"], aliases: [:], devices: ["anonymous", "tablet"], tokens: TokenSelection(kind: .voip), now: store.clock.wallMillis)
+        #expect(voip.userDevices["42"]?.map(\.hasToken) == [false, true, false])
+        #expect(voip.devices["anonymous"]?.hasToken == false && voip.devices["tablet"]?.hasToken == true)
         // The same aliases in segments: the alias's user's active devices, this app's only.
         #expect(try await store.audience.count(app: "shop-ios", segment: try SegmentParser.parse("alias.crm_id:C-7"), now: store.clock.wallMillis) == 1)
         #expect(try await store.audience.count(app: "shop-ios", segment: try SegmentParser.parse("alias.crm_id:C-42"), now: store.clock.wallMillis) == 0)

@@ -73,8 +73,9 @@ struct MessageRecipients: Equatable {
     }
 
     /// Who gets the message: each device a push to `tokenKind` reaches once (an active one,
-    /// or for a kind other than alert an invalid one too: `DeviceStatus.isReached(by:)`; row
-    /// keys ascending, ids alongside), and one report per recipient in the order given.
+    /// or for a kind other than alert an invalid one too: `DeviceStatus.isReached(by:)`; and
+    /// holding a token of that kind; row keys ascending, ids alongside), and one report per
+    /// recipient in the order given.
     struct Plan: Equatable {
         var rowKeys: [Int64] = []
         var deviceIDs: [String] = []
@@ -86,10 +87,15 @@ struct MessageRecipients: Equatable {
         var chosen: [Int64: String] = [:]
         func entry(_ named: [String: JSONValue], _ devices: [Users.Recipient]) -> JSONValue {
             var entry = named
-            let (reached, notSent) = (devices.filter { $0.status.isReached(by: tokenKind) }, devices.filter { !$0.status.isReached(by: tokenKind) })
+            let isSent = { (device: Users.Recipient) in device.status.isReached(by: tokenKind) && device.hasToken }
+            let (reached, notSent) = (devices.filter(isSent), devices.filter { !isSent($0) })
             entry["devices"] = .array(reached.map { .string($0.deviceID) })
             if !notSent.isEmpty {
-                entry["not_sent"] = .array(notSent.map { ["device": .string($0.deviceID), "status": .string($0.status.rawValue)] })
+                entry["not_sent"] = .array(notSent.map { device in
+                    var why: [String: JSONValue] = ["device": .string(device.deviceID), "status": .string(device.status.rawValue)]
+                    if device.status.isReached(by: tokenKind) { why["reason"] = .string(APNsTokenKind.missingTokenReason) }
+                    return .object(why)
+                })
             }
             for device in reached { chosen[device.rowKey] = device.deviceID }
             return .object(entry)

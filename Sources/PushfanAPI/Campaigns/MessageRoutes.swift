@@ -34,7 +34,9 @@ enum MessageRoutes {
                 }
             }
             return try await IdempotentCalls.run(call.request, store: store, app: app, body: body) {
-                let resolution = try await store.users.resolve(app: app, users: recipients.users, aliases: recipients.aliasValues, devices: recipients.devices)
+                let resolution = try await store.users.resolve(
+                    app: app, users: recipients.users, aliases: recipients.aliasValues, devices: recipients.devices,
+                    tokens: campaign.tokenSelection, now: store.clock.wallMillis)
                 let plan = recipients.plan(resolution, tokenKind: campaign.notification.tokenKind)
                 guard !plan.deviceIDs.isEmpty else {
                     var refusal = APIError(422, "no_reachable_devices", "no recipient has a device of app \(app) this push can reach; see recipients")

@@ -39,26 +39,6 @@ package struct CampaignPlan: Sendable {
     }
 }
 
-extension Campaign {
-    /// The tokens its pages carry in place of the alert token: nil for alert and background
-    /// pushes; for other push types each device's token of that kind, for a Live Activity
-    /// start the push-to-start token of its `aps.attributes-type`, and for an update or end
-    /// only the devices holding an update token of the activity its audience names.
-    package var tokenSelection: TokenSelection? {
-        switch notification.tokenKind {
-        case .alert: nil
-        case .liveActivityStart: TokenSelection(kind: .liveActivityStart, scope: notification.aps?["attributes-type"]?.stringValue ?? "")
-        case .liveActivityUpdate:
-            switch audience {
-            case .activity(let id): TokenSelection(kind: .liveActivityUpdate, scope: id, holdersOnly: true)
-            case .activities(let filter): TokenSelection(activities: filter)
-            default: TokenSelection(kind: .liveActivityUpdate)
-            }
-        case let kind: TokenSelection(kind: kind)
-        }
-    }
-}
-
 /// The channel a broadcast campaign goes to, standing in the pipeline where a device
 /// would: one page of one target, one ledger row (`rowKey`), one result whose device is the
 /// channel's id.
