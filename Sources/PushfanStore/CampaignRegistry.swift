@@ -143,27 +143,25 @@ package struct CampaignRegistry: Sendable {
     }
 
     /// Takes the dispatch of a campaign `dispatchable` listed: true for the one worker that
-    /// got it.
+    /// got it. A `scheduled` one moves to `planning` in the same update, so a worker dying
+    /// right after leaves a stale dispatch that is taken again, not a claimed `scheduled` row
+    /// that no list shows.
     package func claimDispatch(_ id: CampaignKey, staleAfter: Duration, now: Int64) async throws(StoreError) -> Bool {
         let stale = now - staleAfter.milliseconds
         return try await executor.run { connection throws(StoreError) in
             try connection.execute("""
-                UPDATE campaigns SET dispatched_at = \(now), updated_at = \(now)
+                UPDATE campaigns SET dispatched_at = \(now), updated_at = \(now),
+                       status = CASE WHEN status = 'scheduled' THEN 'planning' ELSE status END
                  WHERE id = \(id) AND (dispatched_at IS NULL OR (status = 'planning' AND dispatched_at < \(stale)))
                 """) == 1
         }
     }
 
-    /// A campaign's audience, counted once its tasks are cut, and (for a dispatched campaign,
-    /// before any task exists) its shards. Nil `shards` leaves them: tasks already running
-    /// may have added quiet-hours holds.
-    package func planned(_ id: CampaignKey, audience: Int, shards: Int? = nil, now: Int64) async throws(StoreError) {
+    /// A campaign's audience, counted once its tasks are cut. Its shards are another's:
+    /// tasks already running may have added quiet-hours holds (`dispatchShards`).
+    package func planned(_ id: CampaignKey, audience: Int, now: Int64) async throws(StoreError) {
         _ = try await executor.run { connection throws(StoreError) in
-            if let shards {
-                try connection.execute("UPDATE campaigns SET audience = \(audience), shards = \(shards), updated_at = \(now) WHERE id = \(id)")
-            } else {
-                try connection.execute("UPDATE campaigns SET audience = \(audience), updated_at = \(now) WHERE id = \(id)")
-            }
+            try connection.execute("UPDATE campaigns SET audience = \(audience), updated_at = \(now) WHERE id = \(id)")
         }
     }
 
@@ -279,10 +277,16 @@ package struct CampaignRegistry: Sendable {
 
     /// How many of a campaign's shards are finished.
     package func finishedTasks(_ campaign: CampaignKey) async throws(StoreError) -> Int {
-        try await executor.run { connection throws(StoreError) in
-            let count: Int64?? = try connection.queryOne("SELECT COUNT(*) FROM campaign_tasks WHERE campaign = \(campaign)") { $0.int(0) }
-            return Int((count ?? nil) ?? 0)
-        }
+        try await executor.run { connection throws(StoreError) in try Self.finished(connection, campaign) }
+    }
+
+    /// Finished shards among the campaign's count: a shard number past it (a task of an
+    /// earlier try that cut more before its worker died) is no shard of the campaign's.
+    private static func finished(_ connection: any SQLConnection, _ campaign: CampaignKey) throws(StoreError) -> Int {
+        let count: Int64?? = try connection.queryOne("""
+            SELECT COUNT(*) FROM campaign_tasks WHERE campaign = \(campaign) AND shard < (SELECT shards FROM campaigns WHERE id = \(campaign))
+            """) { $0.int(0) }
+        return Int((count ?? nil) ?? 0)
     }
 
     /// Marks one task (shard) of a campaign finished; returns how many of its shards are
@@ -298,11 +302,46 @@ package struct CampaignRegistry: Sendable {
                     INSERT INTO campaign_tasks (campaign, shard, finished_at) VALUES (\(campaign), \(shard), \(now))
                     ON CONFLICT (campaign, shard) DO NOTHING
                     """)
-                let count: Int64?? = try connection.queryOne("SELECT COUNT(*) FROM campaign_tasks WHERE campaign = \(campaign)") { $0.int(0) }
                 let shards: Int64?? = try connection.queryOne("SELECT shards FROM campaigns WHERE id = \(campaign)") { $0.int(0) }
-                return (Int((count ?? nil) ?? 0), Int((shards ?? nil) ?? Int64.max))
+                return (try Self.finished(connection, campaign), Int((shards ?? nil) ?? Int64.max))
             }
         }
+    }
+
+    /// The shards a parked campaign's dispatch cuts: `cut` on its first try, which records
+    /// it; the first try's on any later one (a dispatch taken over after its worker died).
+    /// That try may have produced tasks under those shard numbers, and its tasks may have
+    /// parked quiet-hours holds after them, which stay counted. Cutting another number would
+    /// make the row's count wrong: the campaign completing while shards run, or never.
+    package func dispatchShards(_ id: CampaignKey, cut: Int, now: Int64) async throws(StoreError) -> Int {
+        let backend = executor.backend
+        return try await executor.run { connection throws(StoreError) in
+            try connection.transaction { () throws(StoreError) -> Int in
+                try backend.lockCampaign(connection, id)
+                let (recorded, holds) = try Self.shards(connection, id)
+                if let recorded { return recorded }
+                try connection.execute("UPDATE campaigns SET shards = \(Int64(cut + holds)), updated_at = \(now) WHERE id = \(id)")
+                return cut
+            }
+        }
+    }
+
+    /// The shards an earlier try of the campaign's planning cut, when one recorded them (not
+    /// `shardsNotYetKnown`): a try planning it again cuts as many, since the tasks of the
+    /// first may be out under those numbers.
+    package func recordedShards(_ id: CampaignKey) async throws(StoreError) -> Int? {
+        try await executor.run { connection throws(StoreError) in try Self.shards(connection, id).recorded }
+    }
+
+    /// The row's shards less those of its waves (quiet-hours holds, a winner's rest): what
+    /// its planner cut, nil while none is recorded (0, or `shardsNotYetKnown`).
+    private static func shards(_ connection: any SQLConnection, _ id: CampaignKey) throws(StoreError) -> (recorded: Int?, holds: Int) {
+        let shards: Int64?? = try connection.queryOne("SELECT shards FROM campaigns WHERE id = \(id)") { $0.int(0) }
+        guard let total = shards ?? nil else { throw StoreError.notFound("campaign \(id)") }
+        let waves: Int64?? = try connection.queryOne("SELECT COALESCE(SUM(shards), 0) FROM campaign_waves WHERE campaign = \(id)") { $0.int(0) }
+        let holds = Int((waves ?? nil) ?? 0)
+        let cut = Int(total) - holds
+        return (cut > 0 && Int(total) < shardsNotYetKnown ? cut : nil, holds)
     }
 
     /// Shards a campaign is recorded with while its planner is still finding them: no count

@@ -46,11 +46,22 @@ package struct CampaignWaves: Sendable {
             rowKeys: row.text(7).map { $0.split(separator: ",").compactMap { Int64($0) } }, skip: row.text(8))
     }
 
-    /// Parks a campaign's zone waves (planned once: a wave parked again is left as it is).
-    package func park(_ waves: [Wave]) async throws(StoreError) {
-        try await executor.run { connection throws(StoreError) in
-            try connection.transaction { () throws(StoreError) in
+    /// Parks a campaign's zone waves, all or none: planned once, so when a try that died had
+    /// parked its waves (the zones or device count may differ now), those stand, and the
+    /// campaign's shard count is theirs. Returns the waves that stand.
+    @discardableResult
+    package func park(_ waves: [Wave]) async throws(StoreError) -> [Wave] {
+        guard let campaign = waves.first?.campaign else { return [] }
+        let backend = executor.backend
+        return try await executor.run { connection throws(StoreError) in
+            try connection.transaction { () throws(StoreError) -> [Wave] in
+                try backend.lockCampaign(connection, campaign)
+                let parked = try connection.queryAll(Self.columns + " WHERE w.campaign = \(campaign) ORDER BY w.first_shard") { row throws(StoreError) in
+                    try Self.wave(row)
+                }
+                if !parked.isEmpty { return parked }
                 for wave in waves { try Self.insert(connection, wave) }
+                return waves
             }
         }
     }

@@ -118,4 +118,87 @@ struct PlanningCoreTests {
             #expect(try await harness.tasks().count == row.shards)
         }
     }
+
+    @Test("a parked campaign's dispatch taken over after its worker died: the shards the first try cut, and a quiet-hours hold its tasks parked, stay the count")
+    func takenOverDispatchKeepsItsShards() async throws {
+        try await Self.with(devices: 200) { harness in
+            let store = harness.store
+            let sendAt = harness.clock.wallMillis + 3_600_000
+            _ = try await harness.submit(Self.record("c1", options: #"{"send_at":\#(sendAt)}"#))
+            // The first try claims the dispatch (the row moves to planning), cuts two shards and dies;
+            // one of its tasks has held a device for its quiet hours, as shard 2.
+            harness.clock.advance(minutes: 60)
+            #expect(try await store.campaigns.claimDispatch(Self.key, staleAfter: CampaignDispatcher.staleAfter, now: harness.clock.wallMillis))
+            #expect(try await store.campaigns.dispatchShards(Self.key, cut: 2, now: harness.clock.wallMillis) == 2)
+            #expect(try await store.waves.hold(campaign: Self.key, key: "quiet-1", sendAt: sendAt + 3_600_000, lane: 0, rowKeys: [7]) == 2)
+
+            harness.clock.advance(minutes: 2)
+            let stale = try await store.campaigns.dispatchable(now: harness.clock.wallMillis, lead: CampaignDispatcher.lead, staleAfter: CampaignDispatcher.staleAfter)
+            let row = try #require(stale.first { $0.id == "c1" })
+            #expect(try await store.campaigns.claimDispatch(Self.key, staleAfter: CampaignDispatcher.staleAfter, now: harness.clock.wallMillis))
+            try await harness.planner.dispatch(row)
+            let after = try #require(try await store.campaigns.get(Self.key))
+            #expect(after.shards == 3 && after.status == .running, "\(after.shards) \(after.status)")
+            let tasks = try await harness.tasks()
+            #expect(tasks.map(\.shard) == [0, 1], "as many shards as the first try cut, not the 3 or more 150 devices would get now")
+            #expect(tasks.first?.after == nil && tasks.last?.through == nil && tasks.first?.through == tasks.last?.after)
+        }
+    }
+
+    @Test("a local-time campaign listed as a stale dispatch while its first wave is produced: moved on to running, its shards as planned, no task of its own")
+    func localTimeIsNotDispatchedAsParked() async throws {
+        try await Self.with(devices: 30) { harness in
+            let store = harness.store
+            let format = DateFormatter()
+            (format.dateFormat, format.timeZone, format.locale) = ("yyyy-MM-dd'T'HH:mm", TimeZone(identifier: "UTC"), Locale(identifier: "en_US_POSIX"))
+            let tomorrow = format.string(from: Date(timeIntervalSince1970: Double(harness.clock.wallMillis) / 1_000 + 86_400))
+            guard case .scheduled = try await harness.submit(Self.record("c1", options: #"{"local_time":"\#(tomorrow)","ignore_quiet_hours":true}"#)) else {
+                Issue.record("not scheduled")
+                return
+            }
+            let planned = try #require(try await store.campaigns.get(Self.key))
+            // Its first wave's dispatch has moved the row to planning and is producing its
+            // tasks; the row was recorded (its dispatch time) long before.
+            #expect(try await store.campaigns.transition(Self.key, from: .scheduled, to: .planning, now: harness.clock.wallMillis))
+            harness.clock.advance(minutes: 2)
+            let stale = try await store.campaigns.dispatchable(now: harness.clock.wallMillis, lead: CampaignDispatcher.lead, staleAfter: CampaignDispatcher.staleAfter)
+            let row = try #require(stale.first { $0.id == "c1" })
+            #expect(try await store.campaigns.claimDispatch(Self.key, staleAfter: CampaignDispatcher.staleAfter, now: harness.clock.wallMillis))
+            try await harness.planner.dispatch(row)
+            let after = try #require(try await store.campaigns.get(Self.key))
+            #expect(after.shards == planned.shards && after.status == .running)
+            #expect(try await harness.values(harness.topics.tasks).isEmpty, "no task sent at the first wave's time whatever the device's zone")
+        }
+    }
+
+    @Test("a campaign planned again after its planner died: as many shards as the first try recorded, or, over its placeholder, the count found now; a shard number past the count finishes nothing")
+    func replanKeepsTheRecordedShards() async throws {
+        try await Self.with(devices: 200) { harness in
+            let store = harness.store
+            // The first try recorded 3 shards, produced some tasks and died.
+            #expect(try await store.campaigns.record(Self.key, audience: 0, shards: 3, status: .planning, now: harness.clock.wallMillis))
+            guard case .planned(campaign: "c1", audience: 150, tasks: 3) = try await harness.submit(Self.record("c1")) else {
+                Issue.record("not planned in 3 shards")
+                return
+            }
+            let tasks = try await harness.tasks()
+            #expect(tasks.map(\.shard) == [0, 1, 2] && tasks.allSatisfy { $0.shards == 3 })
+            #expect(tasks.first?.after == nil && tasks.last?.through == nil && zip(tasks, tasks.dropFirst()).allSatisfy { $0.through == $1.after })
+            #expect(try #require(try await store.campaigns.get(Self.key)).shards == 3)
+            // A task of an earlier try cut into more shards finishes no shard of this count.
+            #expect(try await store.campaigns.finishTask(campaign: Self.key, shard: 7, now: harness.clock.wallMillis) == (0, 3))
+            for shard in 0..<2 { _ = try await store.campaigns.finishTask(campaign: Self.key, shard: shard, now: harness.clock.wallMillis) }
+            #expect(try await store.campaigns.finishTask(campaign: Self.key, shard: 2, now: harness.clock.wallMillis) == (3, 3))
+
+            // The first try of c2 died walking a large app (the placeholder count); this one
+            // counts the app small, and settles the count all the same.
+            let c2 = CampaignKey(app: "shop", id: "c2")
+            #expect(try await store.campaigns.record(c2, audience: 0, shards: CampaignRegistry.shardsNotYetKnown, status: .planning, now: harness.clock.wallMillis))
+            guard case .planned(campaign: "c2", audience: 150, tasks: let count) = try await harness.submit(Self.record("c2")) else {
+                Issue.record("c2 not planned")
+                return
+            }
+            #expect(try #require(try await store.campaigns.get(c2)).shards == count)
+        }
+    }
 }

@@ -181,11 +181,15 @@ package struct CampaignPlanner: Sendable {
             (audience, tasks, tickets, firstTask) = try await planSegment(campaign, segment: segment, definition: definition, submission: submission)
         } else {
             let listed = try await resolve(campaign, definition: definition, refuse: refuse)
-            let ranges = try await shardRanges(campaign, audience: listed)
-            (audience, tasks) = (listed.count, ranges.count)
-            _ = try await store.campaigns.record(
-                campaign.key, audience: audience, shards: tasks, definition: definition,
+            var ranges = try await shardRanges(campaign, audience: listed)
+            let first = try await store.campaigns.record(
+                campaign.key, audience: listed.count, shards: ranges.count, definition: definition,
                 status: .planning, sendAt: campaign.options.sendAt, now: clock.wallMillis)
+            // Planned again after a planner died: as many shards as the first try recorded.
+            if !first, let recorded = try await store.campaigns.recordedShards(campaign.key), recorded != ranges.count {
+                ranges = try await waveRanges(campaign, definition: definition, count: recorded)
+            }
+            (audience, tasks) = (listed.count, ranges.count)
             tickets = [try await writer.campaign(CampaignEvent(
                 campaign: campaign.id, app: campaign.app, event: .accepted, audience: audience, submission: submission, at: clock.wallMillis))]
             tickets += try await produceTasks(campaign, ranges, notBefore: campaign.options.sendAt, phase: campaign.winner == nil ? nil : .test)
@@ -223,7 +227,8 @@ package struct CampaignPlanner: Sendable {
     }
 
     /// A parked campaign whose time has come (the dispatcher took it): its audience counted
-    /// again, its tasks produced with `not_before` = its `send_at`, and the row moved on
+    /// again, its tasks produced with `not_before` = its `send_at` (as many as a first try
+    /// recorded, when this one takes over a dispatch whose worker died), and the row moved on
     /// from `scheduled`. A campaign paused or cancelled while parked gets its tasks too (they
     /// wait, or end every device `cancelled`). What can no longer run (its app is gone, or,
     /// for a campaign stored before saved segments were kept with it, its saved segment)
@@ -233,6 +238,7 @@ package struct CampaignPlanner: Sendable {
               let campaign = try? definition.accepted(row.key) else {
             throw NotDelivered("the stored definition of scheduled campaign \(row.id)")
         }
+        if campaign.options.localTime != nil { return try await settleLocalTime(campaign.key) }
         do {
             guard try await store.apps.get(campaign.app) != nil else {
                 throw Refusal(code: "unknown_app", reason: "app \(campaign.app) is not registered any more", app: campaign.app, campaign: campaign.id)
@@ -240,8 +246,10 @@ package struct CampaignPlanner: Sendable {
             let audience = try await resolve(campaign, definition: definition) { code, reason in
                 Refusal(code: code, reason: reason, app: campaign.app, campaign: campaign.id)
             }
-            let ranges = try await shardRanges(campaign, audience: audience)
-            try await store.campaigns.planned(campaign.key, audience: audience.count, shards: ranges.count, now: clock.wallMillis)
+            var ranges = try await shardRanges(campaign, audience: audience)
+            let shards = try await store.campaigns.dispatchShards(campaign.key, cut: ranges.count, now: clock.wallMillis)
+            if shards != ranges.count { ranges = try await waveRanges(campaign, definition: definition, count: shards) }
+            try await store.campaigns.planned(campaign.key, audience: audience.count, now: clock.wallMillis)
             // Whatever status the row was read in: a parked campaign paused then resumed
             // meanwhile is `scheduled` again, and must not stay so with its tasks out.
             _ = try await store.campaigns.transition(campaign.key, from: .scheduled, to: .planning, now: clock.wallMillis)
@@ -260,5 +268,16 @@ package struct CampaignPlanner: Sendable {
             if let error = await ResultsWriter.firstFailure([failed]) { throw error }
             logger.error("planner.dispatch_failed", ["campaign.id": campaign.id, "error": refusal.code, "reason": refusal.reason])
         }
+    }
+
+    /// A local-time campaign listed as a stale dispatch: its row is `planning` while its
+    /// first wave's tasks are produced (or were, by a worker that died before moving it on),
+    /// and its own dispatch time is when it was recorded. Its waves are its dispatches
+    /// (`dispatch(_ wave:)`, taken over on their own when stale), so this only moves it on
+    /// to `running` and ends it if every task finished; cutting shards here would send its
+    /// devices at the first wave's time, whatever their zone.
+    private func settleLocalTime(_ campaign: CampaignKey) async throws {
+        _ = try await store.campaigns.transition(campaign, from: .planning, to: .running, now: clock.wallMillis)
+        try await CampaignCompletion.completeIfFinished(store: store, writer: writer, logger: logger, campaign: campaign)
     }
 }

@@ -33,9 +33,11 @@ extension CampaignPlanner {
             size = shardSize(devices: total)
             known = max(1, (total + size - 1) / size)
         }
-        _ = try await store.campaigns.record(
+        let first = try await store.campaigns.record(
             campaign.key, audience: 0, shards: known ?? CampaignRegistry.shardsNotYetKnown, definition: definition, status: .planning,
             sendAt: campaign.options.sendAt, now: clock.wallMillis)
+        // Planned again after a planner died: as many shards as the first try recorded.
+        if !first, let recorded = try await store.campaigns.recordedShards(campaign.key) { known = recorded }
         let (found, finder) = AsyncStream.makeStream(of: ShardRange.self)
         async let walked = Task { [size, known] in
             defer { finder.finish() }
@@ -55,7 +57,8 @@ extension CampaignPlanner {
             index += 1
         }
         let shards = try await walked.count
-        if known == nil { try await store.campaigns.settleShards(campaign.key, shards: shards, now: clock.wallMillis) }
+        // Also when the count was known: a first try that died may have left the placeholder.
+        try await store.campaigns.settleShards(campaign.key, shards: shards, now: clock.wallMillis)
         let audience = try await counted
         try await store.campaigns.planned(campaign.key, audience: audience, now: clock.wallMillis)
         tickets.append(try await writer.campaign(CampaignEvent(

@@ -15,7 +15,8 @@ extension CampaignPlanner {
     /// same number of shards (fixed now, so the campaign's shard count is known before any
     /// task exists), then records the campaign `scheduled` and announces it `accepted`. The
     /// waves are parked before the row is written: a crash in between leaves waves that
-    /// nothing sees (the dispatcher joins the campaign) and a record that is planned again.
+    /// nothing sees (the dispatcher joins the campaign) and a record that is planned again,
+    /// over the waves parked then (`CampaignWaves.park`).
     func planLocalTime(
         _ campaign: Campaign, _ localTime: LocalTime, app: AppRecord, definition: CampaignDefinition, submission: CampaignEvent.Submission,
         refuse: (String, String) -> Refusal
@@ -34,10 +35,10 @@ extension CampaignPlanner {
                 campaign: campaign.key, key: "zone-\(index)", sendAt: wave.sendAt ?? now, firstShard: index * perWave, shards: perWave,
                 zones: wave.zones, skip: wave.skip ? LatePolicy.skippedReason : nil)
         }
-        try await store.waves.park(parked)
+        let standing = try await store.waves.park(parked)
         let first = waves.compactMap(\.sendAt).min()
         _ = try await store.campaigns.record(
-            campaign.key, audience: audience.count, shards: parked.count * perWave, definition: definition,
+            campaign.key, audience: audience.count, shards: standing.reduce(0) { $0 + $1.shards }, definition: definition,
             status: .scheduled, sendAt: first ?? now, parked: false, now: now)
         let accepted = try await writer.campaign(CampaignEvent(
             campaign: campaign.id, app: campaign.app, event: .accepted, audience: audience.count, submission: submission, at: clock.wallMillis))
