@@ -153,6 +153,37 @@ enum EngagementRows {
         return known
     }
 
+    /// A campaign's push to one device (its ledger row).
+    struct Push: Hashable {
+        let campaign: CampaignKey
+        let rowKey: Int64
+    }
+
+    /// Where a push stands: its ledger row's state, and APNs' or Pushfan's reason.
+    struct PushState {
+        let state: LedgerState
+        let reason: String?
+    }
+
+    /// The ledger rows of these campaigns' pushes to these devices (row keys); a device the
+    /// campaign never took has none. One query per campaign and chunk, by the primary key.
+    static func pushStates(
+        _ connection: any SQLConnection, _ backend: any SQLBackend, _ pushes: [CampaignKey: Set<Int64>]
+    ) throws(StoreError) -> [Push: PushState] {
+        var states: [Push: PushState] = [:]
+        for (campaign, rowKeys) in pushes {
+            for chunk in StoreExecutor.chunks(Array(rowKeys)) {
+                let list = backend.isIn(chunk.map(SQLValue.integer), type: "bigint")
+                try connection.query("SELECT row_key, state, reason FROM deliveries WHERE campaign = \(campaign) AND row_key" + list) { row in
+                    if let rowKey = row.int(0), let state = LedgerState(rawValue: row.text(1) ?? "") {
+                        states[Push(campaign: campaign, rowKey: rowKey)] = PushState(state: state, reason: row.text(2))
+                    }
+                }
+            }
+        }
+        return states
+    }
+
     /// An event's identity: its id within its app.
     struct EventKey: Hashable {
         let app: String

@@ -51,14 +51,16 @@ package struct EngagementTallies: Sendable {
     }
 
     /// Checks events of one app against the store, in order: the device is the app's, the
-    /// campaign is the app's, the send id is the one its marker gave the device, the
+    /// campaign is the app's and took the device (`unreached`), the send id is the one its
+    /// marker gave the device, the
     /// variant is the device's, and `at` is not ahead of `now` by more than
     /// `futureAllowance`. Returns each event counted or refused.
     package func resolve(_ events: [EngagementEvent], app: String, now: Int64) async throws(StoreError) -> [Result<Counted, Refusal>] {
         let deviceIDs = Array(Set(events.map(\.device)))
         let campaignKeys = Array(Set(events.compactMap(\.campaignKey)))
         let unattributed = events.filter { $0.kind == .converted && $0.campaign == nil }
-        let (known, campaigns, reached) = try await executor.run { connection throws(StoreError) -> ([String: Int64], [CampaignKey: Campaign], [String: [Reach]]) in
+        let (known, campaigns, reached, ledger) = try await executor.run {
+            connection throws(StoreError) -> ([String: Int64], [CampaignKey: Campaign], [String: [Reach]], [EngagementRows.Push: EngagementRows.PushState]) in
             let known = try executor.backend.knownDevices(connection, app: app, deviceIDs)
             let reached = try Self.reaches(connection, executor.backend, app: app, of: unattributed)
             var campaigns: [CampaignKey: Campaign] = [:]
@@ -66,7 +68,11 @@ package struct EngagementTallies: Sendable {
                 let record = try connection.queryOne("SELECT definition FROM campaigns WHERE id = \(key)") { $0.text(0) }.flatMap { $0 }
                 if let record, let campaign = try? CampaignDefinition(record: record).accepted(key) { campaigns[key] = campaign }
             }
-            return (known, campaigns, reached)
+            var pushes: [CampaignKey: Set<Int64>] = [:]
+            for event in events {
+                if let key = event.campaignKey, campaigns[key] != nil, let rowKey = known[event.device] { pushes[key, default: []].insert(rowKey) }
+            }
+            return (known, campaigns, reached, try EngagementRows.pushStates(connection, executor.backend, pushes))
         }
         // Keyed as the events name their campaigns, as each send id was checked before.
         let sendIDs = Dictionary(uniqueKeysWithValues: campaigns.keys.map { ($0, EngagementMarker.SendIDs($0)) })
@@ -91,6 +97,7 @@ package struct EngagementTallies: Sendable {
                     return Counted(event: event, rowKey: rowKey, attributions: attributions)
                 }
                 guard let campaign = campaigns[key] else { throw Refusal(field: "campaign", reason: "app \(app) has no campaign \(key.id)") }
+                if let refusal = Self.unreached(event, campaign: key, ledger[EngagementRows.Push(campaign: key, rowKey: rowKey)]) { throw refusal }
                 if let sendID = event.sendID, sendID != sendIDs[key]?.sendID(device: event.device) {
                     throw Refusal(field: "send_id", reason: "is not the send id of campaign \(key.id)'s push to device \(event.device)")
                 }
@@ -100,6 +107,27 @@ package struct EngagementTallies: Sendable {
                 }
                 return Counted(event: event, rowKey: rowKey, attributions: [Attribution(campaign: key, variant: variant)])
             }
+        }
+    }
+
+    /// Why an event naming `campaign` cannot count, given the campaign's ledger row for its
+    /// device (nil: the campaign never took the device); nil when it can. Engagement comes
+    /// from pushes: an event is taken for a push that reached the device or may have (under
+    /// way; or failed, which an answer lost after APNs took it can be), and a conversion also
+    /// from a device held out (the lift is measured against it). So the application secret,
+    /// which every app ships, cannot count events for devices a campaign never sent to: a
+    /// device registered with a made-up token is sent nothing that counts.
+    static func unreached(_ event: EngagementEvent, campaign: CampaignKey, _ push: EngagementRows.PushState?) -> Refusal? {
+        guard let push else {
+            return Refusal(field: "campaign", reason: "campaign \(campaign.id) has sent nothing to device \(event.device)")
+        }
+        switch push.state {
+        case .delivered, .claimed, .failed: return nil
+        case .skipped where push.reason == Campaign.holdoutReason:
+            if event.kind == .converted { return nil }
+            return Refusal(field: "campaign", reason: "device \(event.device) is in campaign \(campaign.id)'s holdout, which is sent nothing: only its conversions count")
+        default:
+            return Refusal(field: "campaign", reason: "campaign \(campaign.id)'s push to device \(event.device) never reached it (\(push.state.rawValue))")
         }
     }
 

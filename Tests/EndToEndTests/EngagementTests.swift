@@ -119,6 +119,10 @@ struct EngagementTests {
         // Bad events: the batch is refused whole, each problem named; nothing of it counts.
         let good = events[0]
         let sendID = EngagementMarker.sendID(campaign: key, device: "shop-1")
+        // A device registered after the campaign sent, as anyone with the application secret can.
+        let registered = try await server.call("PUT", "/v1/apps/shop/devices/late-1", secret: server.application, json: #"{"token":"\#(String(repeating: "7", count: 64))"}"#)
+        #expect(registered.status == 201, "\(registered.body)")
+        let heldOut = try #require(groups["holdout"]?.first)
         let bad: [(event: String, field: String, says: String)] = [
             (#"{"kind":"clicked","device_id":"shop-1","at":\#(at)}"#, "events[1].kind", "must be one of received, opened"),
             (#"{"kind":"opened","device_id":"shop-1","campaign":"ab","send_id":"0123456789abcdef","at":\#(at)}"#, "events[1].send_id", "is not the send id"),
@@ -126,6 +130,10 @@ struct EngagementTests {
             (#"{"kind":"opened","device_id":"shop-1","campaign":"ab","send_id":"\#(sendID)","at":\#(at + 3_600_000)}"#, "events[1].at", "ahead of the server's clock"),
             (#"{"kind":"opened","device_id":"shop-1","campaign":"nope","send_id":"\#(sendID)","at":\#(at)}"#, "events[1].campaign", "app shop has no campaign nope"),
             (#"{"kind":"opened","device_id":"shop-1","campaign":"ab","send_id":"\#(sendID)","at":\#(at),"colour":"red"}"#, "events[1].colour", "not a field of an event"),
+            (#"{"kind":"opened","device_id":"late-1","campaign":"ab","send_id":"\#(EngagementMarker.sendID(campaign: key, device: "late-1"))","at":\#(at)}"#,
+             "events[1].campaign", "campaign ab has sent nothing to device late-1"),
+            (#"{"kind":"opened","device_id":"\#(heldOut)","campaign":"ab","send_id":"\#(EngagementMarker.sendID(campaign: key, device: heldOut))","at":\#(at)}"#,
+             "events[1].campaign", "holdout, which is sent nothing: only its conversions count"),
         ]
         for (event, field, says) in bad {
             let answer = try await post([good, event])

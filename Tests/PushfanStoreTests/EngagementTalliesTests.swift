@@ -12,8 +12,10 @@ struct EngagementTalliesTests {
     let now: Int64 = 1_790_000_000_000
     let sale = CampaignKey(app: "shop-ios", id: "sale")
 
-    /// Devices d0…d9 of shop-ios, one of news; campaign `sale` with variants a and b and a holdout.
-    func store(_ backend: Backend) async throws -> (DeviceStore, Campaign) {
+    /// Devices d0…d9 of shop-ios, one of news; campaign `sale` with variants a and b and a
+    /// holdout, sent at `sentAt` (two days ago: outside its attribution window by default):
+    /// delivered to its variants' devices, the holdout's skipped.
+    func store(_ backend: Backend, sentAt: Int64? = nil) async throws -> (DeviceStore, Campaign) {
         let store = try await backend.openFresh()
         try await store.addTestApp()
         try await store.addTestApp("news")
@@ -27,6 +29,14 @@ struct EngagementTalliesTests {
             """#
         let campaign = try MessageCodec.decode(Campaign.self, from: Data(json.utf8))
         #expect(try await store.campaigns.record(sale, audience: 10, shards: 1, definition: CampaignDefinition(record: json, template: nil), now: now))
+        let sent = sentAt ?? now - 2 * 86_400_000
+        let targets = try await store.audience.page(app: "shop-ios", segment: nil, shard: ShardRange(after: nil, through: nil), cursor: nil, limit: 10, now: sent)
+        _ = try await store.ledger.claim(campaign: sale, targets: targets, owner: "w", now: sent)
+        let outcomes = targets.map { target in
+            campaign.share(of: target.deviceID) == .holdout
+                ? LedgerOutcome(rowKey: target.rowKey, state: .skipped, reason: Campaign.holdoutReason) : LedgerOutcome(rowKey: target.rowKey, state: .delivered)
+        }
+        #expect(try await store.ledger.record(campaign: sale, outcomes, now: sent) == 10)
         return (store, campaign)
     }
 
@@ -45,27 +55,36 @@ struct EngagementTalliesTests {
             value: value, currency: currency, receivedAt: now)
     }
 
-    @Test("each refusal names its field: another app's device, an unknown campaign, another device's send id, the wrong variant, a time ahead of the server", arguments: Backend.enabled)
+    @Test("each refusal names its field: another app's device, an unknown campaign, a device the campaign never sent to, an open from its holdout, another device's send id, the wrong variant, a time ahead of the server", arguments: Backend.enabled)
     func refusals(_ backend: Backend) async throws {
         let (store, campaign) = try await store(backend)
         let variantOfD1 = campaign.countedName(of: campaign.share(of: "d1")) ?? ""
         let other = variantOfD1 == "a" ? "b" : "a"
+        let heldOut = try #require((0..<10).map { "d\($0)" }.first { campaign.share(of: $0) == .holdout })
+        // Registered after the campaign sent, as anyone with the application secret can.
+        _ = try await store.devices.register(app: "shop-ios", DeviceRegistration(deviceID: "late", token: String(format: "%064x", 77)))
         let events = [
             event(.opened, "n0"),
             event(.opened, "d1", campaign: "winter"),
+            event(.opened, "late"),
+            event(.opened, heldOut),
             event(.opened, "d1", sendID: EngagementMarker.sendID(campaign: sale, device: "d2")),
             event(.opened, "d1", variant: other),
             event(.opened, "d1", at: now + 16 * 60_000),
             event(.opened, "d1", variant: variantOfD1),
+            event(.converted, heldOut),
         ]
         let results = try await store.engagement.resolve(events, app: "shop-ios", now: now)
         let fields = results.map { result -> String in
             if case .failure(let refusal) = result { return refusal.field } else { return "ok" }
         }
-        #expect(fields == ["device_id", "campaign", "send_id", "variant", "at", "ok"], "\(results)")
+        #expect(fields == ["device_id", "campaign", "campaign", "campaign", "send_id", "variant", "at", "ok", "ok"], "\(results)")
+        if case .failure(let refusal) = results[2] { #expect(refusal.reason == "campaign sale has sent nothing to device late") }
+        if case .failure(let refusal) = results[3] { #expect(refusal.reason.contains("holdout, which is sent nothing: only its conversions count")) }
+        if case .success(let counted) = results[8] { #expect(counted.attributions == [EngagementTallies.Attribution(campaign: sale, variant: "holdout")]) }
         if case .failure(let refusal) = results[0] { #expect(refusal.reason == "app shop-ios has no device n0") }
-        if case .failure(let refusal) = results[3] { #expect(refusal.reason.contains("is in \(variantOfD1.debugDescription) of campaign sale")) }
-        if case .success(let counted) = results[5] { #expect(counted.attributions == [EngagementTallies.Attribution(campaign: sale, variant: variantOfD1)]) }
+        if case .failure(let refusal) = results[5] { #expect(refusal.reason.contains("is in \(variantOfD1.debugDescription) of campaign sale")) }
+        if case .success(let counted) = results[7] { #expect(counted.attributions == [EngagementTallies.Attribution(campaign: sale, variant: variantOfD1)]) }
     }
 
     @Test("a conversion naming no campaign counts for each campaign that reached its device within that campaign's own attribution window", arguments: Backend.enabled)
@@ -114,11 +133,8 @@ struct EngagementTalliesTests {
 
     @Test("a device converting in two currencies and in none is one converting device; a custom event naming no campaign counts under none, beside such a conversion too", arguments: Backend.enabled)
     func convertingDevicesAcrossCurrencies(_ backend: Backend) async throws {
-        let (store, campaign) = try await store(backend)
+        let (store, campaign) = try await store(backend, sentAt: now)
         let device = try #require(treated(campaign).first)
-        let targets = try await store.audience.page(app: "shop-ios", segment: nil, shard: ShardRange(after: nil, through: nil), cursor: nil, limit: 10, now: store.clock.wallMillis)
-        _ = try await store.ledger.claim(campaign: sale, targets: targets, owner: "w", now: now)
-        #expect(try await store.ledger.record(campaign: sale, targets.map { LedgerOutcome(rowKey: $0.rowKey, state: .delivered) }, now: now) == 10)
         let signup = EngagementEvent(
             id: "signup-1", app: "shop-ios", kind: .custom, device: device, campaign: nil, variant: nil, sendID: nil, at: now + 500,
             action: nil, name: "signup", value: nil, currency: nil, receivedAt: now)
@@ -182,7 +198,7 @@ struct EngagementTalliesTests {
         let variant = campaign.countedName(of: campaign.share(of: first)) ?? ""
         #expect(rows.contains(EngagementCount(variant: variant, kind: .action, detail: "track", events: 1, devices: 1, value: 0)))
         #expect(rows.contains(EngagementCount(variant: variant, kind: .converted, detail: "EUR", events: 1, devices: 1, value: 12.5)))
-        // The stats from them: opened devices over delivered (none delivered in this store).
+        // The stats from them.
         let stats = try await store.campaignStats(sale)
         #expect(stats.groups[variant]?.engagement.contains { $0.kind == .converted } == true)
     }
