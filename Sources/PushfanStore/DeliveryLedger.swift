@@ -65,11 +65,16 @@ package struct DeliveryLedger: Sendable {
         }
         // The usual case, a page seen for the first time: every device is new and ours.
         if inserted == targets.count { return Claim(toSend: targets, alreadyFinal: 0, heldElsewhere: 0, leaseUntil: leaseUntil) }
-        try connection.execute("""
-            UPDATE deliveries SET claimed_by = \(owner), lease_until = \(leaseUntil)
-            WHERE campaign = \(campaign) AND row_key >= \(low) AND row_key <= \(high) AND state = 'claimed'
-              AND (claimed_by = \(owner) OR lease_until < \(now))
-            """)
+        // Only the page's own devices: its key range also holds other waves' and holds'
+        // devices, whose stale claims are their own tasks' to take back.
+        for chunk in StoreExecutor.chunks(targets.map(\.rowKey).sorted()) {
+            var update: SQLStatement = """
+                UPDATE deliveries SET claimed_by = \(owner), lease_until = \(leaseUntil)
+                WHERE campaign = \(campaign) AND state = 'claimed' AND (claimed_by = \(owner) OR lease_until < \(now)) AND row_key
+                """
+            update.append(backend.isIn(chunk.map(SQLValue.integer), type: "bigint"))
+            try connection.execute(update)
+        }
         var mine = Set<Int64>()
         var final = 0, elsewhere = 0
         let wanted = Set(targets.map(\.rowKey))

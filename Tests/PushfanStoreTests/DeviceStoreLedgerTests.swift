@@ -59,6 +59,23 @@ extension DeviceStoreTests {
         #expect(try await store.ledger.record(campaign: shop("r"), [LedgerOutcome(rowKey: keys[0], state: .expired)], owner: "w1", now: later) == 1)
     }
 
+    @Test("a page's takeover takes only its own devices' stale claims, not those of other devices in its key range (another zone wave's, a hold's)", arguments: Backend.enabled)
+    func takeoverKeepsToItsPage(_ backend: Backend) async throws {
+        let store = try await backend.openFresh()
+        try await store.addTestApp()
+        let targets = try await store.importSynthetic(5, now: now)
+        let start = store.clock.wallMillis
+        _ = try await store.ledger.claim(campaign: shop("t"), targets: targets, owner: "w1", lease: .seconds(10), now: start)
+        // w1 died. w2 re-runs one zone's page, devices 0 and 4; devices 1-3, inside its key
+        // range, are another zone's.
+        let later = start + 15_000
+        let page = try await store.ledger.claim(campaign: shop("t"), targets: [targets[0], targets[4]], owner: "w2", lease: .seconds(10), now: later)
+        #expect(page.toSend.map(\.rowKey) == [targets[0].rowKey, targets[4].rowKey])
+        // The other zone's task, re-run as well, takes its own devices back at once.
+        let other = try await store.ledger.claim(campaign: shop("t"), targets: Array(targets[1...3]), owner: "w3", lease: .seconds(10), now: later + 1)
+        #expect(other.toSend.count == 3 && other.heldElsewhere == 0, "\(other.heldElsewhere) held by w2, which does not send them")
+    }
+
     @Test(arguments: Backend.enabled)
     func ledgerClaimsAreIdempotentAndFinalOutcomesStick(_ backend: Backend) async throws {
         let url = try backend.freshDatabase()
