@@ -314,7 +314,9 @@ package final class Worker: Sendable {
                 guard let checked = await Self.untilDone(records, logger, stopping, { try await counter.check(records) }) else { break }
                 await counting?.value
                 counting = Task {
-                    guard let new = await Self.untilDone(records, logger, stopping, { try await counter.count(checked) }) else { return }
+                    guard await Self.untilDone(records, logger, stopping, { try await counter.deadLetter(checked) }) != nil,
+                          let new = await Self.untilDone(records, logger, stopping, { try await counter.count(checked) })
+                    else { return }
                     try? consumer.storeOffsets(records)
                     logger.info("events.counted", ["records": String(records.count), "new": String(new)])
                 }

@@ -71,14 +71,22 @@ struct EventCounter {
         return Checked(toCount: toCount, letters: letters, now: now)
     }
 
-    /// Sends the dead letters and counts the checked events; returns how many were new.
-    /// Throws a store or Kafka error, after which the caller tries the same again (the
-    /// counts are keyed by event id, so nothing counts twice).
-    func count(_ checked: Checked) async throws -> Int {
+    /// Sends the dead letters of the checked records. Throws a Kafka error, after which the
+    /// caller tries again: the letters sent before the one that failed go again. A separate
+    /// step from `count`, so a store error there sends none again.
+    func deadLetter(_ checked: Checked) async throws {
+        var tickets: [DeliveryTicket] = []
         for letter in checked.letters {
             logger.warning("events.dead_letter", ["error": letter.error, "reason": letter.reason])
-            if let failure = await ResultsWriter.firstFailure([try await writer.deadLetter(letter)]) { throw failure }
+            tickets.append(try await writer.deadLetter(letter))
         }
+        if let failure = await ResultsWriter.firstFailure(tickets) { throw failure }
+    }
+
+    /// Counts the checked events; returns how many were new. Throws a store error, after
+    /// which the caller tries the same again (the counts are keyed by event id, so nothing
+    /// counts twice).
+    func count(_ checked: Checked) async throws -> Int {
         let new = try await store.engagement.count(checked.toCount, now: checked.now)
         for counted in new { self.counted(counted.event.app, counted.event.kind) }
         return new.count
