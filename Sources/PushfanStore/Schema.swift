@@ -320,7 +320,8 @@ enum Schema {
     /// Migrations run inside one transaction with foreign keys on, so dropping the old table
     /// deletes the tags (ON DELETE CASCADE): they wait in a table of their own meanwhile (in
     /// the file, not in memory, where temporary tables live). The numbering starts above every
-    /// row key a table still names, so a key removed before this migration is not given again either.
+    /// row key a table still names (a quiet-hours hold's list too), so a key removed before
+    /// this migration is not given again either.
     private static let sqliteDevicesNumberedOnce = """
         CREATE TABLE devices_numbered (
             row_key INTEGER PRIMARY KEY AUTOINCREMENT,
@@ -339,7 +340,9 @@ enum Schema {
         INSERT INTO sqlite_sequence (name, seq) SELECT 'devices', 0 WHERE NOT EXISTS (SELECT 1 FROM sqlite_sequence WHERE name = 'devices');
         UPDATE sqlite_sequence SET seq = max(seq,
             (SELECT coalesce(max(row_key), 0) FROM deliveries), (SELECT coalesce(max(row_key), 0) FROM device_tokens),
-            (SELECT coalesce(max(row_key), 0) FROM frequency_sends), (SELECT coalesce(max(row_key), 0) FROM engagement_group_devices))
+            (SELECT coalesce(max(row_key), 0) FROM frequency_sends), (SELECT coalesce(max(row_key), 0) FROM engagement_group_devices),
+            (SELECT coalesce(max(CAST(j.value AS INTEGER)), 0) FROM campaign_waves w, json_each('[' || w.row_keys || ']') j
+              WHERE w.row_keys IS NOT NULL AND w.row_keys <> ''))
             WHERE name = 'devices';
         CREATE INDEX devices_by_app ON devices (app, row_key);
         \(usersIndex(userOfDevice: "json_extract(attributes, '$.user_id')"))

@@ -565,6 +565,17 @@ struct DeviceStoreTests {
             #expect(try await store.migrate() == [27])
             let fourth = try await register("phone-e", 4)
             #expect(fourth > third, "phone-e got row key \(fourth), a token still names \(third)")
+            // The same with a quiet-hours hold listing the key (its devices wait in the hold's list).
+            _ = try await store.ledger.executor.run { connection throws(StoreError) in
+                try connection.executeScript("""
+                    INSERT INTO campaign_waves (campaign, wave, send_at, first_shard, shards, row_keys) VALUES ('shop-ios/x', 'quiet-1', 0, 1, 1, '\(first),\(fourth)');
+                    DELETE FROM device_tokens WHERE row_key = \(fourth); DELETE FROM devices WHERE row_key = \(fourth);
+                    DELETE FROM sqlite_sequence WHERE name = 'devices'; DELETE FROM schema_migrations WHERE version = 27;
+                    """)
+            }
+            #expect(try await store.migrate() == [27])
+            let fifth = try await register("phone-f", 5)
+            #expect(fifth > fourth, "phone-f got row key \(fifth), a hold still lists \(fourth)")
         }
         // A token moving from the newest device to a new one: the new row's key is new too.
         let moved = try await register("phone-d", 3)
