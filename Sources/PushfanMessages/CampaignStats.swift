@@ -40,6 +40,10 @@ package struct CampaignStats: Sendable {
         package var delivered: Int { outcomes["delivered"] ?? 0 }
         /// Devices of the group with a final outcome (the holdout's are `skipped`).
         package var devices: Int { outcomes.values.reduce(0, +) }
+        /// The holdout's devices held out (`skipped`): not those that ended `cancelled` or
+        /// `expired` because the campaign was cancelled or expired first, whose conversions
+        /// cannot count for it.
+        package var heldOut: Int { outcomes[DeviceOutcome.skipped.rawValue] ?? 0 }
         /// Devices a request went to: delivered, or refused or failed at APNs; not those
         /// skipped, expired or cancelled before one.
         package var sentTo: Int {
@@ -76,12 +80,12 @@ package struct CampaignStats: Sendable {
     private static func name(_ variant: String) -> String { variant.isEmpty ? allDevices : variant }
 
     /// The variants' conversion rate against the holdout's: the variants' over the devices
-    /// a request went to, the holdout's over its devices.
+    /// a request went to, the holdout's over the devices it held out.
     package var holdoutLift: Lift? {
         guard let holdout = groups[Campaign.holdoutReason] else { return nil }
         let treated = groups.filter { $0.key != Campaign.holdoutReason }.values
         let (treatedDevices, treatedConverted) = (treated.map(\.sentTo).reduce(0, +), treated.map { $0.devices(of: .converted) }.reduce(0, +))
-        let (holdoutDevices, holdoutConverted) = (holdout.devices, holdout.devices(of: .converted))
+        let (holdoutDevices, holdoutConverted) = (holdout.heldOut, holdout.devices(of: .converted))
         guard treatedDevices > 0, holdoutDevices > 0 else { return nil }
         let p1 = min(1, Double(treatedConverted) / Double(treatedDevices))
         let p2 = min(1, Double(holdoutConverted) / Double(holdoutDevices))
@@ -128,7 +132,7 @@ package struct CampaignStats: Sendable {
             object["actions"] = .object(actions)
             object["custom"] = .object(custom)
             object["conversions"] = ["events": .int(conversions.events), "devices": .int(conversions.devices), "value": .object(values)]
-            let base = name == Campaign.holdoutReason ? group.devices : group.delivered
+            let base = name == Campaign.holdoutReason ? group.heldOut : group.delivered
             object["open_rate"] = Self.rate(group.devices(of: .opened), base)
             object["conversion_rate"] = Self.rate(conversions.devices, base)
             variants[name] = .object(object)

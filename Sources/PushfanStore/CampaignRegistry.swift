@@ -280,12 +280,11 @@ package struct CampaignRegistry: Sendable {
         try await executor.run { connection throws(StoreError) in try Self.finished(connection, campaign) }
     }
 
-    /// Finished shards among the campaign's count: a shard number past it (a task of an
-    /// earlier try that cut more before its worker died) is no shard of the campaign's.
+    /// Finished shards of the campaign. Every number counts: a quiet-hours hold parked
+    /// while a large app's planner still walked its shards is numbered past the count the
+    /// walk settles on (`settleShards`), and counts all the same.
     private static func finished(_ connection: any SQLConnection, _ campaign: CampaignKey) throws(StoreError) -> Int {
-        let count: Int64?? = try connection.queryOne("""
-            SELECT COUNT(*) FROM campaign_tasks WHERE campaign = \(campaign) AND shard < (SELECT shards FROM campaigns WHERE id = \(campaign))
-            """) { $0.int(0) }
+        let count: Int64?? = try connection.queryOne("SELECT COUNT(*) FROM campaign_tasks WHERE campaign = \(campaign)") { $0.int(0) }
         return Int((count ?? nil) ?? 0)
     }
 

@@ -46,21 +46,23 @@ package struct CampaignWaves: Sendable {
             rowKeys: row.text(7).map { $0.split(separator: ",").compactMap { Int64($0) } }, skip: row.text(8))
     }
 
-    /// Parks a campaign's zone waves, all or none: planned once, so when a try that died had
-    /// parked its waves (the zones or device count may differ now), those stand, and the
-    /// campaign's shard count is theirs. Returns the waves that stand.
+    /// Parks a campaign's zone waves, all or none: planned once, so when another try had
+    /// parked its waves (one that died, or one racing this one after a rebalance; the zones
+    /// or device count may differ now), those stand, and the campaign's shard count is
+    /// theirs. Every try parks `zone-0` first: the one whose `zone-0` goes in parks the rest
+    /// (on PostgreSQL the other waits on that key until it commits, then finds it taken).
+    /// Returns the waves that stand.
     @discardableResult
     package func park(_ waves: [Wave]) async throws(StoreError) -> [Wave] {
-        guard let campaign = waves.first?.campaign else { return [] }
-        let backend = executor.backend
+        guard let first = waves.first else { return [] }
         return try await executor.run { connection throws(StoreError) in
             try connection.transaction { () throws(StoreError) -> [Wave] in
-                try backend.lockCampaign(connection, campaign)
-                let parked = try connection.queryAll(Self.columns + " WHERE w.campaign = \(campaign) ORDER BY w.first_shard") { row throws(StoreError) in
-                    try Self.wave(row)
+                guard try Self.insert(connection, first) == 1 else {
+                    return try connection.queryAll(Self.columns + " WHERE w.campaign = \(first.campaign) ORDER BY w.first_shard") { row throws(StoreError) in
+                        try Self.wave(row)
+                    }
                 }
-                if !parked.isEmpty { return parked }
-                for wave in waves { try Self.insert(connection, wave) }
+                for wave in waves.dropFirst() { try Self.insert(connection, wave) }
                 return waves
             }
         }
@@ -98,10 +100,12 @@ package struct CampaignWaves: Sendable {
         }
     }
 
-    private static func insert(_ connection: any SQLConnection, _ wave: Wave) throws(StoreError) {
+    /// 1 when the wave went in, 0 when its key was parked already.
+    @discardableResult
+    private static func insert(_ connection: any SQLConnection, _ wave: Wave) throws(StoreError) -> Int {
         let zones = wave.zones?.joined(separator: ",")
         let rowKeys = wave.rowKeys?.map(String.init).joined(separator: ",")
-        try connection.execute("""
+        return try connection.execute("""
             INSERT INTO campaign_waves (campaign, wave, send_at, first_shard, shards, lane, zones, row_keys, skip)
             VALUES (\(wave.campaign), \(wave.key), \(wave.sendAt), \(wave.firstShard), \(wave.shards), \(.optional(wave.lane.map { Int64($0) })),
                     \(.optional(zones)), \(.optional(rowKeys)), \(.optional(wave.skip)))
@@ -109,9 +113,15 @@ package struct CampaignWaves: Sendable {
             """)
     }
 
+    /// A winner campaign's rest: its wave's key.
+    package static let winnerKey = "winner"
+
     /// Waves to dispatch now: due within `lead`, or of a cancelled campaign (their devices
     /// end `cancelled` at once); and dispatches that began more than `staleAfter` ago and
-    /// never produced their tasks (the worker died), to run again. Earliest first.
+    /// never produced their tasks (the worker died), to run again. Earliest first. A winner's
+    /// rest is due at its time, not ahead (its decision reads the events counted until then),
+    /// at once when its campaign is cancelled, and never while it is paused (a test stopped
+    /// midway decides nothing).
     package func due(now: Int64, lead: Duration, staleAfter: Duration, limit: Int = 100) async throws(StoreError) -> [Wave] {
         let (due, stale) = (now + lead.milliseconds, now - staleAfter.milliseconds)
         return try await executor.run { connection throws(StoreError) in
@@ -119,6 +129,7 @@ package struct CampaignWaves: Sendable {
                  JOIN campaigns c ON c.id = w.campaign
                  WHERE w.produced_at IS NULL AND ((w.dispatched_at IS NULL AND (w.send_at <= \(due) OR c.status = 'cancelled'))
                     OR w.dispatched_at < \(stale))
+                   AND (w.wave <> \(Self.winnerKey) OR (c.status <> 'paused' AND (w.send_at <= \(now) OR c.status = 'cancelled')))
                  ORDER BY w.send_at LIMIT \(limit)
                 """) { row throws(StoreError) in try Self.wave(row) }
         }

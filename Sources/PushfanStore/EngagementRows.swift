@@ -159,10 +159,12 @@ enum EngagementRows {
         let rowKey: Int64
     }
 
-    /// Where a push stands: its ledger row's state, and APNs' or Pushfan's reason.
+    /// Where a push stands: its ledger row's state, APNs' or Pushfan's reason, and how many
+    /// requests went out.
     struct PushState {
         let state: LedgerState
         let reason: String?
+        var attempts: Int64 = 0
     }
 
     /// The ledger rows of these campaigns' pushes to these devices (row keys); a device the
@@ -174,9 +176,9 @@ enum EngagementRows {
         for (campaign, rowKeys) in pushes {
             for chunk in StoreExecutor.chunks(Array(rowKeys)) {
                 let list = backend.isIn(chunk.map(SQLValue.integer), type: "bigint")
-                try connection.query("SELECT row_key, state, reason FROM deliveries WHERE campaign = \(campaign) AND row_key" + list) { row in
+                try connection.query("SELECT row_key, state, reason, attempts FROM deliveries WHERE campaign = \(campaign) AND row_key" + list) { row in
                     if let rowKey = row.int(0), let state = LedgerState(rawValue: row.text(1) ?? "") {
-                        states[Push(campaign: campaign, rowKey: rowKey)] = PushState(state: state, reason: row.text(2))
+                        states[Push(campaign: campaign, rowKey: rowKey)] = PushState(state: state, reason: row.text(2), attempts: row.int(3) ?? 0)
                     }
                 }
             }

@@ -113,8 +113,9 @@ package struct EngagementTallies: Sendable {
     /// Why an event naming `campaign` cannot count, given the campaign's ledger row for its
     /// device (nil: the campaign never took the device); nil when it can. Engagement comes
     /// from pushes: an event is taken for a push that reached the device or may have (under
-    /// way; or failed, which an answer lost after APNs took it can be), and a conversion also
-    /// from a device held out (the lift is measured against it). So the application secret,
+    /// way; or failed, or expired or cancelled between retries, after a request went out
+    /// whose answer was lost though APNs took it), and a conversion also from a device held
+    /// out (the lift is measured against it). So the application secret,
     /// which every app ships, cannot count events for devices a campaign never sent to: a
     /// device registered with a made-up token is sent nothing that counts.
     static func unreached(_ event: EngagementEvent, campaign: CampaignKey, _ push: EngagementRows.PushState?) -> Refusal? {
@@ -123,6 +124,7 @@ package struct EngagementTallies: Sendable {
         }
         switch push.state {
         case .delivered, .claimed, .failed: return nil
+        case .expired where push.attempts > 0, .cancelled where push.attempts > 0: return nil
         case .skipped where push.reason == Campaign.holdoutReason:
             if event.kind == .converted { return nil }
             return Refusal(field: "campaign", reason: "device \(event.device) is in campaign \(campaign.id)'s holdout, which is sent nothing: only its conversions count")

@@ -83,10 +83,10 @@ struct EngagementEventTests {
         #expect(id.hasPrefix("e-") && id.count == 18)
     }
 
-    @Test("stats: rates per delivered device, the holdout's over its devices, and the lift with its 95 % interval")
+    @Test("stats: rates per delivered device, the holdout's over the devices it held out (not those a cancel ended first), and the lift with its 95 % interval")
     func statsArithmetic() throws {
         let stats = CampaignStats(
-            outcomes: ["a": ["delivered": 400, "skipped": 40], "b": ["delivered": 300, "invalid_token": 100], "holdout": ["skipped": 200]],
+            outcomes: ["a": ["delivered": 400, "skipped": 40], "b": ["delivered": 300, "invalid_token": 100], "holdout": ["skipped": 200, "cancelled": 40]],
             engagement: [
                 EngagementCount(variant: "a", kind: .opened, detail: "", events: 130, devices: 120, value: 0),
                 EngagementCount(variant: "a", kind: .converted, detail: "EUR", events: 60, devices: 60, value: 600),

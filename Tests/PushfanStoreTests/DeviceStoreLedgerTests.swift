@@ -171,10 +171,14 @@ extension DeviceStoreTests {
         // holds added meanwhile included.
         #expect(try await store.campaigns.record(CampaignKey(app: "shop-ios", id: "c3"), audience: 0, shards: CampaignRegistry.shardsNotYetKnown, status: .planning, now: store.clock.wallMillis))
         #expect(try await store.campaigns.finishTask(campaign: shop("c3"), shard: 0, now: store.clock.wallMillis).shards == CampaignRegistry.shardsNotYetKnown)
-        _ = try await store.waves.hold(campaign: shop("c3"), key: "quiet-0-1-1", sendAt: 1, lane: 0, rowKeys: [1])
+        let held = try await store.waves.hold(campaign: shop("c3"), key: "quiet-0-1-1", sendAt: 1, lane: 0, rowKeys: [1])
         try await store.campaigns.settleShards(shop("c3"), shards: 2, now: store.clock.wallMillis)
         try await store.campaigns.settleShards(shop("c3"), shards: 2, now: store.clock.wallMillis)
         #expect(try await store.campaigns.get(shop("c3"))?.shards == 3)
+        // The hold is numbered past the settled count, and its shard counts all the same.
+        #expect(held >= CampaignRegistry.shardsNotYetKnown)
+        #expect(try await store.campaigns.finishTask(campaign: shop("c3"), shard: 1, now: store.clock.wallMillis) == (2, 3))
+        #expect(try await store.campaigns.finishTask(campaign: shop("c3"), shard: held, now: store.clock.wallMillis) == (3, 3))
 
         // A released claim is taken over at once, without waiting for its lease.
         let claim = try await store.ledger.claim(campaign: shop("c2"), targets: targets, owner: "worker-a", lease: .seconds(600), now: now)

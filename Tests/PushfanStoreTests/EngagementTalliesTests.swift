@@ -63,6 +63,17 @@ struct EngagementTalliesTests {
         let heldOut = try #require((0..<10).map { "d\($0)" }.first { campaign.share(of: $0) == .holdout })
         // Registered after the campaign sent, as anyone with the application secret can.
         _ = try await store.devices.register(app: "shop-ios", DeviceRegistration(deviceID: "late", token: String(format: "%064x", 77)))
+        // Two more the campaign took: one expired after a request went out (its answer lost,
+        // so it may have arrived), one cancelled before any.
+        for (index, id) in ["retried", "unsent"].enumerated() {
+            _ = try await store.devices.register(app: "shop-ios", DeviceRegistration(deviceID: id, token: String(format: "%064x", 80 + index)))
+        }
+        let taken = try await store.audience.page(app: "shop-ios", segment: nil, shard: ShardRange(after: nil, through: nil), cursor: nil, limit: 20, now: now)
+            .filter { ["retried", "unsent"].contains($0.deviceID) }
+        _ = try await store.ledger.claim(campaign: sale, targets: taken, owner: "w", now: now - 60_000)
+        #expect(try await store.ledger.record(campaign: sale, taken.map { target in
+            target.deviceID == "retried" ? LedgerOutcome(rowKey: target.rowKey, state: .expired, attempts: 2) : LedgerOutcome(rowKey: target.rowKey, state: .cancelled, attempts: 0)
+        }, now: now - 30_000) == 2)
         let events = [
             event(.opened, "n0"),
             event(.opened, "d1", campaign: "winter"),
@@ -73,12 +84,15 @@ struct EngagementTalliesTests {
             event(.opened, "d1", at: now + 16 * 60_000),
             event(.opened, "d1", variant: variantOfD1),
             event(.converted, heldOut),
+            event(.opened, "retried"),
+            event(.opened, "unsent"),
         ]
         let results = try await store.engagement.resolve(events, app: "shop-ios", now: now)
         let fields = results.map { result -> String in
             if case .failure(let refusal) = result { return refusal.field } else { return "ok" }
         }
-        #expect(fields == ["device_id", "campaign", "campaign", "campaign", "send_id", "variant", "at", "ok", "ok"], "\(results)")
+        #expect(fields == ["device_id", "campaign", "campaign", "campaign", "send_id", "variant", "at", "ok", "ok", "ok", "campaign"], "\(results)")
+        if case .failure(let refusal) = results[10] { #expect(refusal.reason == "campaign sale's push to device unsent never reached it (cancelled)") }
         if case .failure(let refusal) = results[2] { #expect(refusal.reason == "campaign sale has sent nothing to device late") }
         if case .failure(let refusal) = results[3] { #expect(refusal.reason.contains("holdout, which is sent nothing: only its conversions count")) }
         if case .success(let counted) = results[8] { #expect(counted.attributions == [EngagementTallies.Attribution(campaign: sale, variant: "holdout")]) }

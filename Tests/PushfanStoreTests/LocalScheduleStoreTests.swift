@@ -127,6 +127,22 @@ private func inA(_ id: String) -> CampaignKey { CampaignKey(app: "a", id: id) }
             _ = try await store.waves.hold(campaign: inA("c3"), key: "quiet-0-1-1", sendAt: now, lane: 0, rowKeys: [1])
         }
     }
+
+    @Test("a winner's rest is due at its time, not within the lead; never while its campaign is paused; at once once it is cancelled", arguments: Backend.enabled)
+    func winnerRestIsDueAtItsTime(_ backend: Backend) async throws {
+        let store = try await backend.openFresh()
+        let now: Int64 = 1_800_000_000_000
+        #expect(try await store.campaigns.record(CampaignKey(app: "a", id: "ab"), audience: 9, shards: 2, status: .running, now: now))
+        let rest = CampaignWaves.Wave(campaign: inA("ab"), key: CampaignWaves.winnerKey, sendAt: now + 5_000, firstShard: 0, shards: 2)
+        #expect(try await store.waves.append(rest) == 2)
+        let placed = try #require(try await store.waves.due(now: now + 5_000, lead: .seconds(10), staleAfter: .seconds(60)).first)
+        #expect(try await store.waves.due(now: now, lead: .seconds(10), staleAfter: .seconds(60)).isEmpty, "within the lead, not yet at its time")
+        #expect(placed.key == CampaignWaves.winnerKey && placed.firstShard == 2)
+        #expect(try await store.campaigns.control(inA("ab"), .pause, now: now) == .move(from: .running, to: .paused))
+        #expect(try await store.waves.due(now: now + 3_600_000, lead: .seconds(10), staleAfter: .seconds(60)).isEmpty, "paused: its test decides nothing yet")
+        #expect(try await store.campaigns.control(inA("ab"), .cancel, now: now) == .move(from: .paused, to: .cancelled))
+        #expect(try await store.waves.due(now: now, lead: .seconds(10), staleAfter: .seconds(60)) == [placed], "cancelled: its devices end at once")
+    }
 }
 
 /// App secrets on both backends: which secret a caller gave, and rotation with its grace period.

@@ -42,10 +42,8 @@ struct CampaignDispatcher {
         for row in due where try await store.campaigns.claimDispatch(row.key, staleAfter: Self.staleAfter, now: clock.wallMillis) {
             try await planner.dispatch(row)
         }
-        let now = clock.wallMillis
-        // A winner's rest is decided at its time, not ahead: the decision reads the events counted until then.
-        let waves = try await store.waves.due(now: now, lead: Self.lead, staleAfter: Self.staleAfter)
-            .filter { $0.key != CampaignPlanner.winnerWave || $0.sendAt <= now }
+        // A winner's rest is due at its time, not ahead (`CampaignWaves.due`).
+        let waves = try await store.waves.due(now: clock.wallMillis, lead: Self.lead, staleAfter: Self.staleAfter)
         for wave in waves where try await store.waves.claim(wave, staleAfter: Self.staleAfter, now: clock.wallMillis) {
             try await planner.dispatch(wave)
         }

@@ -14,7 +14,7 @@ import PushfanTopics
 /// after a crash keeps the decision it finds.
 extension CampaignPlanner {
     /// The rest's wave key.
-    static let winnerWave = "winner"
+    static let winnerWave = CampaignWaves.winnerKey
 
     func dispatchRest(_ wave: CampaignWaves.Wave, campaign stored: Campaign, definition: CampaignDefinition) async throws {
         var campaign = stored
