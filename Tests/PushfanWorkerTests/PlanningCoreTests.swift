@@ -28,6 +28,17 @@ struct PlanningCoreTests {
 
     static let key = CampaignKey(app: "shop", id: "c1")
 
+    /// What a dispatcher does with c1's dispatch left stale: lists it, claims it and
+    /// dispatches it. Returns the row after.
+    static func takeOverStaleDispatch(_ harness: PlanningCoreHarness) async throws -> CampaignRegistry.Row {
+        let store = harness.store
+        let stale = try await store.campaigns.dispatchable(now: harness.clock.wallMillis, lead: CampaignDispatcher.lead, staleAfter: CampaignDispatcher.staleAfter)
+        let row = try #require(stale.first { $0.id == key.id })
+        #expect(try await store.campaigns.claimDispatch(key, staleAfter: CampaignDispatcher.staleAfter, now: harness.clock.wallMillis))
+        try await harness.planner.dispatch(row)
+        return try #require(try await store.campaigns.get(key))
+    }
+
     @Test("a segment campaign: contiguous shards cover the app's row keys, the audience is the segment's count, the row runs")
     func segmentCampaignIsSharded() async throws {
         try await Self.with(devices: 200) { harness in
@@ -133,11 +144,7 @@ struct PlanningCoreTests {
             #expect(try await store.waves.hold(campaign: Self.key, key: "quiet-1", sendAt: sendAt + 3_600_000, lane: 0, rowKeys: [7]) == 2)
 
             harness.clock.advance(minutes: 2)
-            let stale = try await store.campaigns.dispatchable(now: harness.clock.wallMillis, lead: CampaignDispatcher.lead, staleAfter: CampaignDispatcher.staleAfter)
-            let row = try #require(stale.first { $0.id == "c1" })
-            #expect(try await store.campaigns.claimDispatch(Self.key, staleAfter: CampaignDispatcher.staleAfter, now: harness.clock.wallMillis))
-            try await harness.planner.dispatch(row)
-            let after = try #require(try await store.campaigns.get(Self.key))
+            let after = try await Self.takeOverStaleDispatch(harness)
             #expect(after.shards == 3 && after.status == .running, "\(after.shards) \(after.status)")
             let tasks = try await harness.tasks()
             #expect(tasks.map(\.shard) == [0, 1], "as many shards as the first try cut, not the 3 or more 150 devices would get now")
@@ -161,11 +168,7 @@ struct PlanningCoreTests {
             // tasks; the row was recorded (its dispatch time) long before.
             #expect(try await store.campaigns.transition(Self.key, from: .scheduled, to: .planning, now: harness.clock.wallMillis))
             harness.clock.advance(minutes: 2)
-            let stale = try await store.campaigns.dispatchable(now: harness.clock.wallMillis, lead: CampaignDispatcher.lead, staleAfter: CampaignDispatcher.staleAfter)
-            let row = try #require(stale.first { $0.id == "c1" })
-            #expect(try await store.campaigns.claimDispatch(Self.key, staleAfter: CampaignDispatcher.staleAfter, now: harness.clock.wallMillis))
-            try await harness.planner.dispatch(row)
-            let after = try #require(try await store.campaigns.get(Self.key))
+            let after = try await Self.takeOverStaleDispatch(harness)
             #expect(after.shards == planned.shards && after.status == .running)
             #expect(try await harness.values(harness.topics.tasks).isEmpty, "no task sent at the first wave's time whatever the device's zone")
         }
