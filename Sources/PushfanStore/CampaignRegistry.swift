@@ -136,16 +136,11 @@ package struct CampaignRegistry: Sendable {
         return try await executor.run { connection throws(StoreError) in
             try connection.queryAll(Self.columns + """
                  WHERE send_at IS NOT NULL AND ((dispatched_at IS NULL AND (send_at <= \(due) OR status = 'cancelled'))
-                    OR (dispatched_at < \(stale) AND \(raw: Self.unfinishedDispatch)))
+                    OR (status = 'planning' AND dispatched_at < \(stale)))
                  ORDER BY send_at
                 """) { row throws(StoreError) in try Self.row(row) }
         }
     }
-
-    /// A claimed dispatch not seen through: the row still `planning`, or, for one claimed
-    /// while paused or cancelled (whose status it keeps), no shards recorded yet
-    /// (`dispatchShards`).
-    private static let unfinishedDispatch = "(status = 'planning' OR (status IN ('paused', 'cancelled') AND shards = 0))"
 
     /// Takes the dispatch of a campaign `dispatchable` listed: true for the one worker that
     /// got it. A `scheduled` one moves to `planning` in the same update, so a worker dying
@@ -157,7 +152,7 @@ package struct CampaignRegistry: Sendable {
             try connection.execute("""
                 UPDATE campaigns SET dispatched_at = \(now), updated_at = \(now),
                        status = CASE WHEN status = 'scheduled' THEN 'planning' ELSE status END
-                 WHERE id = \(id) AND (dispatched_at IS NULL OR (dispatched_at < \(stale) AND \(raw: Self.unfinishedDispatch)))
+                 WHERE id = \(id) AND (dispatched_at IS NULL OR (status = 'planning' AND dispatched_at < \(stale)))
                 """) == 1
         }
     }

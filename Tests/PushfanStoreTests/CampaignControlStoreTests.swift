@@ -107,18 +107,5 @@ private func shop(_ id: String) -> CampaignKey { CampaignKey(app: "shop-ios", id
         #expect(try await store.campaigns.record(CampaignKey(app: "a", id: "held"), audience: 5, shards: 0, status: .scheduled, sendAt: now + 3_600_000, now: now))
         #expect(try await store.campaigns.control(CampaignKey(app: "a", id: "held"), .pause, now: store.clock.wallMillis) == .move(from: .scheduled, to: .paused))
         #expect(try await store.campaigns.control(CampaignKey(app: "a", id: "held"), .resume, now: store.clock.wallMillis) == .move(from: .paused, to: .scheduled))
-
-        // One claimed while paused (it stays paused) whose worker died before cutting its
-        // shards: taken again a minute later, like a stale `planning` one; not once cut.
-        let paused = CampaignKey(app: "a", id: "paused")
-        #expect(try await store.campaigns.record(paused, audience: 5, shards: 0, status: .scheduled, sendAt: now + 5_000, now: now))
-        #expect(try await store.campaigns.control(paused, .pause, now: now) == .move(from: .scheduled, to: .paused))
-        #expect(try await store.campaigns.claimDispatch(paused, staleAfter: .seconds(60), now: now))
-        #expect(try await store.campaigns.get(paused)?.status == .paused)
-        #expect(try await !store.campaigns.dispatchable(now: now + 1_000, lead: .seconds(10), staleAfter: .seconds(60)).map(\.id).contains("paused"))
-        #expect(try await store.campaigns.dispatchable(now: now + 61_000, lead: .seconds(10), staleAfter: .seconds(60)).map(\.id).contains("paused"))
-        #expect(try await store.campaigns.claimDispatch(paused, staleAfter: .seconds(60), now: now + 61_000))
-        #expect(try await store.campaigns.dispatchShards(paused, cut: 2, now: now + 61_000) == 2)
-        #expect(try await !store.campaigns.dispatchable(now: now + 200_000, lead: .seconds(10), staleAfter: .seconds(60)).map(\.id).contains("paused"))
     }
 }
