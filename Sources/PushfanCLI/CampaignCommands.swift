@@ -85,7 +85,7 @@ struct CampaignsStatsCommand: Command {
         discussion: """
             Counts are exact: each engagement event counts once, however often it was sent or
             read. Rates are per device (opened or converting devices over delivered ones; the
-            holdout's over its devices). --json prints what GET /v1/apps/{app}/campaigns/{id}/stats
+            holdout's over the devices it held out). --json prints what GET /v1/apps/{app}/campaigns/{id}/stats
             answers. Exit 1 when the store has no campaign of that id in that app.
             """,
         positionals: ["APP/ID"],

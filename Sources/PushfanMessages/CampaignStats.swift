@@ -23,7 +23,7 @@ package struct EngagementCount: Sendable, Hashable {
 ///
 /// Rates are per device: opened devices over delivered devices (a device opening twice is
 /// one open), converting devices over delivered devices, and for the holdout converting
-/// devices over its devices. The lift compares like with like: the variants' converting
+/// devices over the devices it held out. The lift compares like with like: the variants' converting
 /// devices over every device a request went to (delivered or not: the holdout too holds
 /// devices whose tokens APNs would have refused) minus the holdout's rate, with the 95 % interval of a
 /// difference of two proportions by Newcombe's method from Wilson's score intervals, which
