@@ -14,12 +14,17 @@ enum APNsOptions {
         .option("ca-file", "FILE", "PEM CA certificates to trust for --url (default: $PUSHFAN_APNS_CA_FILE)"),
     ]
 
-    static let credentialSpecs: [OptionSpec] = [
+    /// Token or certificate auth, as an app stores them (`apps add`, `apps set-credentials`).
+    static let storedCredentialSpecs: [OptionSpec] = [
         .option("team-id", "ID", "token auth: Apple team id (iss)"),
         .option("key-id", "ID", "token auth: signing key id (kid)"),
         .option("key-file", "FILE", "token auth: the .p8 signing key"),
         .option("cert", "FILE", "certificate auth: PEM certificate, or PKCS#12 file without --cert-key"),
         .option("cert-key", "FILE", "certificate auth: PEM private key of --cert"),
+    ]
+
+    /// The stored flags and a password, for the commands that load credentials for one run.
+    static let credentialSpecs: [OptionSpec] = storedCredentialSpecs + [
         .option("cert-password", "TEXT", "certificate auth: password of the PKCS#12 file or key"),
     ]
 
@@ -53,7 +58,7 @@ enum APNsOptions {
 
     /// Token auth (`--team-id --key-id --key-file`) or certificate auth
     /// (`--cert [--cert-key]`), exactly one of them; nil when neither is given.
-    static func credentials(_ arguments: ParsedArguments) throws -> APNsCredentials? {
+    static func credentialsReference(_ arguments: ParsedArguments) throws(UsageError) -> APNsCredentialsReference? {
         let token = ["team-id", "key-id", "key-file"].filter { arguments.value($0) != nil }
         let certificate = ["cert", "cert-key", "cert-password"].filter { arguments.value($0) != nil }
         if !token.isEmpty && !certificate.isEmpty {
@@ -63,15 +68,30 @@ enum APNsOptions {
             guard token.count == 3 else {
                 throw UsageError("token auth needs --team-id, --key-id and --key-file together")
             }
-            return try APNsCredentials.load(.token(
-                teamID: arguments.required("team-id"), keyID: arguments.required("key-id"), keyFile: arguments.required("key-file")))
+            let (team, key) = (try arguments.required("team-id"), try arguments.required("key-id"))
+            for (flag, value) in [("--team-id", team), ("--key-id", key)] where !ProviderSigningKey.hasAppleIDShape(value) {
+                throw UsageError("\(flag) must be Apple's 10-character id of A-Z and 0-9 (like ABC123DEFG), got '\(value)'")
+            }
+            return .token(teamID: team, keyID: key, keyFile: try arguments.required("key-file"))
         }
         if !certificate.isEmpty {
-            return .certificate(try APNsClientCertificate(
-                certificateFile: arguments.required("cert"), keyFile: arguments.value("cert-key"),
-                password: arguments.value("cert-password")))
+            return .certificate(certificateFile: try arguments.required("cert"), keyFile: arguments.value("cert-key"))
         }
         return nil
+    }
+
+    /// The credentials of `credentialsReference`, loaded (with `--cert-password` for a
+    /// certificate); nil when none are given.
+    static func credentials(_ arguments: ParsedArguments) throws -> APNsCredentials? {
+        switch try credentialsReference(arguments) {
+        case nil:
+            return nil
+        case .certificate(let certificateFile, let keyFile)?:
+            return .certificate(try APNsClientCertificate(
+                certificateFile: certificateFile, keyFile: keyFile, password: arguments.value("cert-password")))
+        case let reference?:
+            return try APNsCredentials.load(reference)
+        }
     }
 
     /// The pool settings: flags over the configuration file's `apns` section over defaults.

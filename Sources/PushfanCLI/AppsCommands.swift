@@ -134,7 +134,7 @@ struct AppsSetCredentialsCommand: Command {
     static let spec = CommandSpec(
         name: "apps set-credentials",
         summary: "Replace an app's APNs credentials (checked first); workers take them up when they next re-read the app",
-        options: [.app] + AppsAddCommand.credentialSpecs + StoreOptions.specs)
+        options: [.app] + APNsOptions.storedCredentialSpecs + StoreOptions.specs)
 
     static func run(_ arguments: ParsedArguments, _ context: CommandContext) async throws -> Int32 {
         let key = try arguments.required("app")
@@ -162,7 +162,7 @@ struct AppsAddCommand: Command {
         options: [
             .app,
             .option("topic", "BUNDLE", "bundle id, the APNs topic (required)"),
-        ] + credentialSpecs + [
+        ] + APNsOptions.storedCredentialSpecs + [
             .option("rate", "N", "sends per second across all workers (default 1000)"),
             .option("environment", "E", "production or sandbox (default production)"),
             .option("time-zone", "TZ", "IANA zone of devices that registered none, for local-time campaigns (default UTC)"),
@@ -188,33 +188,11 @@ struct AppsAddCommand: Command {
         return 0
     }
 
-    /// The flags of token and certificate auth, for every command that takes credentials.
-    static let credentialSpecs: [OptionSpec] = [
-        .option("team-id", "T", "Apple team id (token auth)"),
-        .option("key-id", "K", "signing key id (token auth)"),
-        .option("key-file", "F", ".p8 signing key file (token auth)"),
-        .option("cert", "F", "client certificate, PEM or PKCS#12 (certificate auth)"),
-        .option("cert-key", "F", "private key of the certificate, PEM"),
-    ]
-
     /// The credentials of --team-id/--key-id/--key-file or --cert/--cert-key, loaded and
     /// checked; nil (after saying why) when they cannot be used.
     static func checkedCredentials(_ arguments: ParsedArguments, command: String) throws -> APNsCredentialsReference? {
-        let credentials: APNsCredentialsReference
-        if let team = arguments.value("team-id") {
-            guard let key = arguments.value("key-id"), let file = arguments.value("key-file") else {
-                throw UsageError("token auth needs --team-id, --key-id and --key-file together")
-            }
-            credentials = .token(teamID: team, keyID: key, keyFile: file)
-        } else if let certificate = arguments.value("cert") {
-            credentials = .certificate(certificateFile: certificate, keyFile: arguments.value("cert-key"))
-        } else {
+        guard let credentials = try APNsOptions.credentialsReference(arguments) else {
             throw UsageError("give --team-id/--key-id/--key-file (token auth) or --cert [--cert-key] (certificate auth)")
-        }
-        if case .token(let team, let key, _) = credentials {
-            for (flag, value) in [("--team-id", team), ("--key-id", key)] where !ProviderSigningKey.hasAppleIDShape(value) {
-                throw UsageError("\(flag) must be Apple's 10-character id of A-Z and 0-9 (like ABC123DEFG), got '\(value)'")
-            }
         }
         // Loaded now, so a wrong file fails here and not at the first send of a campaign.
         do {

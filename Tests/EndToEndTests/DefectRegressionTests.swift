@@ -107,7 +107,7 @@ struct DefectRegressionTests {
         #expect(tokens.count == count, "\(tokens.count - Set(tokens).count) notifications were sent twice")
     }
 
-    @Test("apps add refuses keys that cannot sign and ids Apple would not issue, and stores nothing")
+    @Test("apps add refuses keys that cannot sign, ids Apple would not issue and two kinds of auth at once, and stores nothing")
     func appsAddChecksCredentials() async throws {
         let pipeline = try await Pipeline()
         defer { pipeline.stop() }
@@ -132,6 +132,11 @@ struct DefectRegressionTests {
             #expect(added.status == item.status && added.error.contains(item.says), "\(item.file): \(added.status) \(added.error)")
             #expect(!added.output.contains("secret"), "a secret was printed for an app that was refused")
         }
+        let both = try await pushfan([
+            "apps", "add", "--database", pipeline.database, "--app", "bad", "--topic", "com.example.bad",
+            "--team-id", "TEAM000001", "--key-id", "KEY0000001", "--key-file", pipeline.keyFile, "--cert", pipeline.keyFile,
+        ])
+        #expect(both.status == 2 && both.error.contains("not both"), "\(both.status) \(both.error)")
         let lookup = try await pushfan(["devices", "list", "--database", pipeline.database, "--app", "bad"])
         let imported = try await pushfan(["devices", "import", "--database", pipeline.database, "--app", "bad", "/dev/null"])
         #expect(imported.status == 1 && imported.error.contains("unknown app 'bad'"), "\(lookup.error) \(imported.error)")

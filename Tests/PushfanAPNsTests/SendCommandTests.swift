@@ -71,6 +71,8 @@ import Testing
         (["--team-id", "T", "--key-id", "K"], "token auth needs --team-id, --key-id and --key-file together"),
         (["--team-id", "TEAM123456", "--key-id", "KEY1234567", "--key-file", "/nonexistent.p8"], "cannot read key file /nonexistent.p8"),
         (["--team-id", "TEAM123456", "--key-id", "KEY1234567", "--key-file", "/dev/null", "--cert", "c.pem"], "not both"),
+        (["--team-id", "team1", "--key-id", "KEY1234567", "--key-file", "/dev/null"], "--team-id must be Apple's 10-character id"),
+        (["--cert-key", "/nonexistent.key"], "--cert is required"),
         ([], "credentials are required"),
         (["--cert", "/nonexistent.pem", "--cert-key", "/nonexistent.key"], "cannot read certificate file"),
         (["--team-id", "TEAM123456", "--key-id", "KEY1234567", "--key-file", "/dev/null", "--url", "ftp://x"], "must look like https://host[:port]"),
