@@ -16,6 +16,11 @@ enum Schema {
             (self.version, self.summary, self.sqlite, self.postgres) = (version, summary, sqlite, postgres)
         }
 
+        /// One text, the same in both dialects.
+        init(version: Int, summary: String, both text: String) {
+            self.init(version: version, summary: summary, sqlite: text, postgres: text)
+        }
+
         /// One text for both dialects, in each one's `Words`.
         init(version: Int, summary: String, _ text: (Words) -> String) {
             self.init(version: version, summary: summary, sqlite: text(.sqlite), postgres: text(.postgres))
@@ -219,53 +224,53 @@ enum Schema {
         },
         Migration(
             version: 10, summary: "the live dashboard's tallies per results partition with their offsets, and recent dead letters",
-            sqlite: dashboardTables, postgres: dashboardTables),
+            both: dashboardTables),
         Migration(
             version: 11, summary: "running totals of final outcomes per A/B variant",
-            sqlite: variantCounts, postgres: variantCounts),
+            both: variantCounts),
         Migration(
             version: 12, summary: "an app's default notification category",
-            sqlite: "ALTER TABLE apps ADD COLUMN default_category TEXT;", postgres: "ALTER TABLE apps ADD COLUMN default_category TEXT;"),
+            both: "ALTER TABLE apps ADD COLUMN default_category TEXT;"),
         Migration(
             version: 13, summary: "apps' frequency caps, and the alert pushes each device was admitted to under them",
-            sqlite: frequencyCaps, postgres: frequencyCaps),
+            both: frequencyCaps),
         Migration(
             version: 14, summary: "apps' stored notification templates, and the copy a campaign was planned with",
-            sqlite: templates, postgres: templates),
+            both: templates),
         Migration(
             version: 15, summary: "the operator log: every call that changes apps, campaigns, templates or segments",
             sqlite: "CREATE TABLE operator_log (seq INTEGER PRIMARY KEY AUTOINCREMENT, \(operatorLogColumns));\n\(operatorLogIndex)",
             postgres: "CREATE TABLE operator_log (seq BIGSERIAL PRIMARY KEY, \(operatorLogColumns));\n\(operatorLogIndex)"),
         Migration(
             version: 16, summary: "scoped keys for operators and tools (admin, campaigns:write for one app, read-only), stored hashed",
-            sqlite: adminKeys, postgres: adminKeys),
+            both: adminKeys),
         Migration(
             version: 17, summary: "campaign ids named within their app: every campaign column holds <app>/<id>",
-            sqlite: campaignsWithinApps, postgres: campaignsWithinApps),
+            both: campaignsWithinApps),
         Migration(
             version: 18, summary: "devices' tokens of other kinds than alert (VoIP, Live Activity, widgets…), each with its own state",
-            sqlite: deviceTokens, postgres: deviceTokens),
+            both: deviceTokens),
         Migration(
             version: 19, summary: "engagement events: each event id once per app, and per campaign, variant and kind the events, devices and values",
-            sqlite: engagement, postgres: engagement),
+            both: engagement),
         Migration(
             version: 20, summary: "apps' broadcast channels (iOS 18) as APNs made them, with their environment and message storage policy",
-            sqlite: broadcastChannels, postgres: broadcastChannels),
+            both: broadcastChannels),
         Migration(
             version: 21, summary: "Live Activity tokens by attributes type, and update tokens' activity attributes, for campaigns that pick activities by them",
-            sqlite: activityAttributes, postgres: activityAttributes),
+            both: activityAttributes),
         Migration(
             version: 22, summary: "engagement events by time, for forgetting the ids of events too old to be counted",
-            sqlite: "CREATE INDEX engagement_events_by_at ON engagement_events (at);", postgres: "CREATE INDEX engagement_events_by_at ON engagement_events (at);"),
+            both: "CREATE INDEX engagement_events_by_at ON engagement_events (at);"),
         Migration(
             version: 23, summary: "users: devices by their user_id attribute, and users' aliases (crm_id, email…)",
             sqlite: users(userOfDevice: "json_extract(attributes, '$.user_id')"), postgres: users(userOfDevice: PostgresSyntax.user(of: "attributes"))),
         Migration(
             version: 24, summary: "frequency caps counted per user: each admitted push names its device's user",
-            sqlite: userCounts, postgres: userCounts),
+            both: userCounts),
         Migration(
             version: 25, summary: "the saved segment's expression a campaign was accepted with, frozen like its template",
-            sqlite: "ALTER TABLE campaigns ADD COLUMN segment TEXT;", postgres: "ALTER TABLE campaigns ADD COLUMN segment TEXT;"),
+            both: "ALTER TABLE campaigns ADD COLUMN segment TEXT;"),
         Migration(
             version: 26, summary: "engagement's distinct devices as (group number, device row) pairs instead of five texts a row",
             engagementDevicesByNumber),
@@ -279,7 +284,7 @@ enum Schema {
             postgres: sdkDocumentUsers(userOfDocument: "(replace(document, '\\u0000', '\\ufffd')::json ->> 'userID')")),
         Migration(
             version: 29, summary: "conversions' devices counted once across currencies: the pairs counted before, under the conversions of every currency too",
-            sqlite: conversionDevicesAcrossCurrencies, postgres: conversionDevicesAcrossCurrencies),
+            both: conversionDevicesAcrossCurrencies),
     ]
 
     /// Migration 29, the same on both databases. A conversion's device is counted once per
