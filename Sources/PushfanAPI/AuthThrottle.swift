@@ -9,14 +9,24 @@ import Foundation
 package struct AuthThrottle: Sendable {
     package let limit: Int
     package let window: Duration
+    /// Pairs kept at most (`failed` says which go past it).
+    package let capacity: Int
     private var failures: [String: (count: Int, since: ContinuousClock.Instant)] = [:]
 
-    package init(limit: Int = 10, window: Duration = .seconds(60)) {
+    package init(limit: Int = 10, window: Duration = .seconds(60), capacity: Int = 100_000) {
         self.limit = limit
         self.window = window
+        self.capacity = capacity
     }
 
-    private static func key(_ credential: String, _ client: String) -> String { credential + "\u{0}" + client }
+    /// The pairs tracked now.
+    package var tracked: Int { failures.count }
+
+    /// A credential longer than any app key or key id counts under its first bytes: made-up
+    /// ones of any length then cost the same memory.
+    private static func key(_ credential: String, _ client: String) -> String {
+        String(decoding: credential.utf8.prefix(160), as: UTF8.self) + "\u{0}" + client
+    }
 
     /// Seconds the client must wait before trying this credential again, or nil when it may.
     package func retryAfter(credential: String, client: String, now: ContinuousClock.Instant) -> Int? {
@@ -26,6 +36,10 @@ package struct AuthThrottle: Sendable {
         return max(1, Int((Double(left.components.seconds) + Double(left.components.attoseconds) / 1e18).rounded(.up)))
     }
 
+    /// Counts a failure. Past `capacity` pairs, those whose window has passed go; if a flood
+    /// of made-up credentials still fills more than half, the pairs not blocked go oldest
+    /// first down to half, so memory stays bounded and the sweep's cost is spread over the
+    /// failures that filled it.
     package mutating func failed(credential: String, client: String, now: ContinuousClock.Instant) {
         let key = Self.key(credential, client)
         if let entry = failures[key], now - entry.since < window {
@@ -33,7 +47,13 @@ package struct AuthThrottle: Sendable {
         } else {
             failures[key] = (1, now)
         }
-        if failures.count > 100_000 { failures = failures.filter { now - $0.value.since < window } }
+        guard failures.count > capacity else { return }
+        failures = failures.filter { now - $0.value.since < window }
+        guard failures.count > capacity / 2 else { return }
+        let kept = failures.sorted { a, b in
+            (a.value.count >= limit) != (b.value.count >= limit) ? a.value.count >= limit : a.value.since > b.value.since
+        }.prefix(capacity / 2)
+        failures = Dictionary(uniqueKeysWithValues: kept.map { ($0.key, $0.value) })
     }
 
     package mutating func succeeded(credential: String, client: String) { failures[Self.key(credential, client)] = nil }

@@ -14,8 +14,9 @@ package struct EngagementTallies: Sendable {
     /// ahead, not more.
     package static let futureAllowance: Int64 = 15 * 60 * 1_000
 
-    /// Oldest events accepted: a client may send what it buffered offline for weeks, not
-    /// longer. Event ids are remembered this long and a day more (for clocks), then `prune`
+    /// Oldest events accepted, against when the API took them (`received_at`): a client may
+    /// send what it buffered offline for weeks, not longer. Event ids are remembered this
+    /// long and a day more (for clocks and a lagging count), then `prune`
     /// forgets them: an event read again after that is refused as too old, so it still
     /// cannot count twice.
     package static let pastHorizon: Int64 = 30 * 86_400_000
@@ -83,7 +84,11 @@ package struct EngagementTallies: Sendable {
                 guard event.at <= now + Self.futureAllowance else {
                     throw Refusal(field: "at", reason: "is \((event.at - now) / 1_000) s ahead of the server's clock; at most \(Self.futureAllowance / 60_000) minutes ahead are taken")
                 }
-                guard event.at >= now - Self.pastHorizon else {
+                // Judged at the API's taking (a count lagging behind keeps what the API took),
+                // but never past the day more that counted ids are remembered (`prune`), so a
+                // replayed record cannot count twice.
+                let taken = min(event.receivedAt ?? now, now)
+                guard event.at >= taken - Self.pastHorizon, event.at >= now - Self.pastHorizon - Self.pruneMargin else {
                     throw Refusal(field: "at", reason: "is \((now - event.at) / 86_400_000) days ago; events are counted up to \(Self.pastHorizon / 86_400_000) days after they happen")
                 }
                 guard let key = event.campaignKey else {

@@ -289,7 +289,8 @@ struct APITests {
         #expect(try await server.call("GET", "/v1/apps/shop/segments", secret: server.application).status == 403)
 
         // Stored templates: save, replace, read, list, remove; a bad one says which field; a
-        // campaign naming one the app does not have is refused before it reaches Kafka.
+        // campaign naming one (or a saved segment) the app does not have is refused before it
+        // reaches Kafka.
         let template = #"{"category":"SHOP_ACTIONS","thread_id":"shop","actions":[{"id":"open","params":{"tab":"sale"}}]}"#
         let put = try await server.call("PUT", "/v1/apps/shop/templates/sale", secret: server.master, json: template)
         #expect(put.status == 201 && put.body.contains(#""name":"sale""#) && put.body.contains(#""category":"SHOP_ACTIONS""#), "\(put.body)")
@@ -302,6 +303,11 @@ struct APITests {
             "POST", "/v1/apps/shop/campaigns", secret: server.master,
             json: #"{"v":1,"id":"shop-http-t","app":"shop","audience":{"segment":"locale = en_US"},"notification":{"template":"nope","content":{"default":{"body":"Hi"}}}}"#)
         #expect(unknownTemplate.status == 422 && unknownTemplate.body.contains(#""code":"unknown_template""#), "\(unknownTemplate.body)")
+        let unknownSegment = try await server.call(
+            "POST", "/v1/apps/shop/campaigns", secret: server.master,
+            json: #"{"v":1,"id":"shop-http-s","app":"shop","audience":{"named":"nope"},"notification":{"content":{"default":{"body":"Hi"}}}}"#)
+        #expect(unknownSegment.status == 422 && unknownSegment.body.contains(#""code":"unknown_segment""#)
+            && unknownSegment.body.contains(#""field":"audience.named""#), "\(unknownSegment.body)")
         #expect(try await server.call("DELETE", "/v1/apps/shop/templates/sale", secret: server.master).status == 204)
         #expect(try await server.call("GET", "/v1/apps/shop/templates/sale", secret: server.master).status == 404)
         #expect(try await server.call("GET", "/v1/apps/shop/templates", secret: server.application).status == 403)

@@ -259,6 +259,25 @@ struct EngagementTalliesTests {
         #expect(try await store.engagement.counts(campaign: sale).filter { $0.kind == .opened }.map(\.events).reduce(0, +) == 1)
     }
 
+    @Test("the 30-day horizon is judged at the API's taking: an event the API took counts after a lag of hours, not past the day more its id is remembered", arguments: Backend.enabled)
+    func horizonIsJudgedWhenTaken(_ backend: Backend) async throws {
+        let (store, campaign) = try await store(backend)
+        let device = try #require(treated(campaign).first)
+        let (day, hour): (Int64, Int64) = (86_400_000, 3_600_000)
+        var taken = event(.opened, device, at: now - 30 * day + 5_000)
+        // Counted 6 hours after the API took it, 5 s inside the horizon then.
+        let lagging = try await store.engagement.resolve([taken], app: "shop-ios", now: now + 6 * hour)
+        #expect((try? lagging[0].get()) != nil, "\(lagging[0])")
+        // Two days behind: past the horizon and the day its id would be remembered.
+        let late = try await store.engagement.resolve([taken], app: "shop-ios", now: now + 2 * day)
+        guard case .failure(let refusal) = late[0] else { Issue.record("counted two days late: \(late[0])"); return }
+        #expect(refusal.field == "at" && refusal.reason == "is 31 days ago; events are counted up to 30 days after they happen", "\(refusal)")
+        // Without the API's time (produced directly), the count's own clock judges.
+        taken.receivedAt = nil
+        let direct = try await store.engagement.resolve([taken], app: "shop-ios", now: now + 6 * hour)
+        guard case .failure = direct[0] else { Issue.record("an event with no received_at was judged by another clock: \(direct[0])"); return }
+    }
+
     @Test("a device removed between the check and the count: its event counts, the device does not, and no row keeps its key", arguments: Backend.enabled)
     func removedDeviceGetsNoRow(_ backend: Backend) async throws {
         let (store, campaign) = try await store(backend)

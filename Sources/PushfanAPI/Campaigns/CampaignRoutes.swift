@@ -28,10 +28,7 @@ enum CampaignRoutes {
                     throw APIError(400, error.code, "\(error.description) (with the keys Notificare's SDK needs, which this app's pushes carry)", field: error.field)
                 }
             }
-            try await TemplateRoutes.check(campaign, store: store)
-            if let missing = try await store.missingReference(in: campaign) {
-                throw APIError(422, missing.code, missing.description, field: missing.field)
-            }
+            _ = try await checkReferences(campaign, store: store)
             return try await IdempotentCalls.run(call.request, store: store, app: campaign.app, body: body) { try await submit(campaign, writer) }
         })
         router.add("GET", "/v1/apps/{app}/campaigns", Route(roles: [.master], campaigns: true) { call in
@@ -85,6 +82,19 @@ enum CampaignRoutes {
                 throw APIError(409, "not_applicable", reason)
             }
         })
+    }
+
+    /// What the campaign names in the store, checked before it is taken: its template (and
+    /// the campaign under it), saved segment, broadcast channel and Live Activity attributes
+    /// types. A name the app does not have: 422 (`unknown_…`); a template or saved segment
+    /// that cannot serve the campaign: 400 with its code.
+    static func checkReferences(_ campaign: Campaign, store: DeviceStore) async throws -> CampaignDefinition {
+        do {
+            if let missing = try await store.missingReference(in: campaign) { throw missing }
+            return try await store.definition(of: campaign)
+        } catch let missing as MissingReference {
+            throw APIError(missing.code.hasPrefix("unknown_") ? 422 : 400, missing.code, missing.description, field: missing.field)
+        }
     }
 
     private static func submit(_ campaign: Campaign, _ writer: ResultsWriter) async throws -> HTTPResponse {

@@ -27,7 +27,8 @@ enum IdempotentCalls {
 
     /// Runs `work` once per key: a retry with the same key and body gets the first answer
     /// (a concurrent one waits for it), another body under the key is refused with 409. A
-    /// failure (Kafka down) gives the key back, so the client's retry with it can succeed.
+    /// failure (Kafka down) gives the key back, so the client's retry with it can succeed;
+    /// work that was done is answered as done, even when its answer cannot be kept.
     private static func once(
         _ store: DeviceStore, app: String, key: String, body: [UInt8], work: () async throws -> HTTPResponse
     ) async throws -> HTTPResponse {
@@ -43,8 +44,7 @@ enum IdempotentCalls {
                     try? await store.idempotency.release(app: app, key: key)
                     throw error
                 }
-                try await store.idempotency.complete(
-                    app: app, key: key, status: response.status, body: String(decoding: response.body, as: UTF8.self), location: response.headers["Location"])
+                await remember(response, store, app: app, key: key)
                 return response
             case .answered(let status, let text, let location):
                 var headers = ["Content-Type": "application/json"]
@@ -61,4 +61,19 @@ enum IdempotentCalls {
         }
     }
 
+    /// Keeps the answer of work that was done, trying the store a few times. If it cannot, the
+    /// answer still goes out: an error would tell the client nothing happened and invite the
+    /// retry that does the work twice. The key then stays in progress, and is taken again
+    /// after `abandonAfter`, as a request whose process died.
+    private static func remember(_ response: HTTPResponse, _ store: DeviceStore, app: String, key: String) async {
+        let body = String(decoding: response.body, as: UTF8.self)
+        for attempt in 0..<3 {
+            do {
+                try await store.idempotency.complete(app: app, key: key, status: response.status, body: body, location: response.headers["Location"])
+                return
+            } catch {
+                if attempt < 2 { try? await store.clock.sleep(for: .milliseconds(100)) }
+            }
+        }
+    }
 }

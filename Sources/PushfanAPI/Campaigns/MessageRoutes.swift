@@ -47,13 +47,7 @@ enum MessageRoutes {
                     throw APIError(422, "too_many_devices", "the recipients have \(plan.deviceIDs.count) devices; a message reaches at most \(Campaign.maxExplicitDevices)", field: "recipients")
                 }
                 campaign.audience = .devices(plan.deviceIDs)
-                let definition: CampaignDefinition
-                do {
-                    if let missing = try await store.missingReference(in: campaign) { throw missing }
-                    definition = try await store.definition(of: campaign)
-                } catch let missing as MissingReference {
-                    throw APIError(missing.code.hasPrefix("unknown_") ? 422 : 400, missing.code, missing.description, field: missing.field)
-                }
+                let definition = try await CampaignRoutes.checkReferences(campaign, store: store)
                 try await send(campaign, rowKeys: plan.rowKeys, definition: definition, store: store, writer: writer, lanes: lanes, partitions: partitions)
                 return .json(202, [
                     "message": .string(campaign.id), "status": "accepted", "devices": .int(Int64(plan.deviceIDs.count)), "recipients": .array(plan.report),

@@ -39,16 +39,4 @@ enum TemplateRoutes {
         let document = (try? JSONDecoder().decode(JSONValue.self, from: Data(NotificationTemplates.document(template).utf8))) ?? [:]
         return ["name": .string(name), "template": document]
     }
-
-    /// The campaign as it would be planned with the template it names: 422 when the app has
-    /// no such template, 400 when the two together break a rule.
-    static func check(_ campaign: Campaign, store: DeviceStore) async throws {
-        guard let name = campaign.notification.template else { return }
-        guard let template = try await store.templates.get(app: campaign.app, name: name) else {
-            throw APIError(422, "unknown_template", "notification.template: app \(campaign.app) has no template \(name.debugDescription)", field: "notification.template")
-        }
-        do { _ = try campaign.resolved(with: template) } catch {
-            throw APIError(400, error.code, "with template \(name): \(error.description)", field: error.field)
-        }
-    }
 }
