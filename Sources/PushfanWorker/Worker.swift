@@ -122,7 +122,7 @@ package final class Worker: Sendable {
                 settings: options.settings, retryPolicy: options.retryPolicy, clock: clock, metrics: options.metrics, logger: logger)
             let writer = self.writer
             let scheduler = TaskScheduler(
-                consumer: consumer, logger: logger, makeSender: { ShardSender(context: context, task: $0) },
+                consumer: consumer, logger: logger, makeSender: { ShardSender(context: context, task: $0, record: $1) },
                 deadLetter: { record, code, reason in
                     let letter = ResultsWriter.deadLetter(for: record, code: code, reason: reason, at: clock.wallMillis)
                     if let ticket = try? await writer.deadLetter(letter) { _ = await ResultsWriter.delivered([ticket]) }

@@ -73,7 +73,14 @@ final class SendingCoreHarness: Sendable {
     /// task sleeps on the clock (a rate, a retry's delay, a pause), after a short real pause
     /// that lets the store's and Kafka's threads finish what they do.
     func run(_ task: TaskRecord) async -> TaskEnd {
-        let sender = Task { await ShardSender(context: context, task: task).run() }
+        await run(task, records: ["0@0"])[0]
+    }
+
+    /// Runs the task once per record place at the same time, as a worker runs two records of
+    /// one shard (a campaign planned again) side by side.
+    func run(_ task: TaskRecord, records: [String]) async -> [TaskEnd] {
+        let context = context
+        let senders = records.map { record in Task { await ShardSender(context: context, task: task, record: record).run() } }
         let done = Locked(false)
         let driver = Task {
             while !done.withLock({ $0 }) {
@@ -83,10 +90,11 @@ final class SendingCoreHarness: Sendable {
                 if clock.sleeping > 0 { clock.advanceToNextDeadline() }
             }
         }
-        let end = await sender.value
+        var ends: [TaskEnd] = []
+        for sender in senders { ends.append(await sender.value) }
         done.withLock { $0 = true }
         await driver.value
-        return end
+        return ends
     }
 
     /// An operator's pause, resume or cancel as `OperatorCommand` makes it: the store first,

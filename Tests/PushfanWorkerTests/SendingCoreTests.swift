@@ -49,6 +49,21 @@ struct SendingCoreTests {
         await harness.stop()
     }
 
+    @Test("two records of one shard on one worker side by side (a campaign planned again): neither sends what the other waits to retry; each device gets its 503 and one more request")
+    func twoRecordsOfOneShardHoldTheirDevicesApart() async throws {
+        var policy = RetryPolicy()
+        (policy.baseDelay, policy.jitter) = (.seconds(2), .none)
+        let harness = try await SendingCoreHarness(devices: 150, retryPolicy: policy) { _, attempt in
+            attempt == 1 ? .rejected(503, .serviceUnavailable) : .accepted
+        }
+        let task = try await harness.campaign("c1")
+        #expect(await harness.run(task, records: ["0@10", "0@11"]) == [.finished, .finished])
+        let attempts = harness.apns.attempts
+        #expect(attempts.count == 150 && attempts.values.allSatisfy { $0 == 2 }, "requests per device: \(Set(attempts.values))")
+        #expect(try await harness.outcomes(task) == [.delivered: 150])
+        await harness.stop()
+    }
+
     @Test("503 then 200: the device is retried after its backoff and delivered; a 410 invalidates the token and is not retried")
     func retriesAndTokenHygiene() async throws {
         let gone = SendingCoreHarness.token(7)

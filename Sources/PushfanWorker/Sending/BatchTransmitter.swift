@@ -225,7 +225,7 @@ struct BatchTransmitter {
         guard Self.soonestLease(ready[index..<index + next]) - now < context.renewBelow.milliseconds else { return [] }
         let rest = ready[index...]
         let kept = try await context.store.ledger.renew(
-            campaign: task.campaignKey, owner: context.workerID, rowKeys: ready.map(\.0.target.rowKey), lease: context.lease, now: now)
+            campaign: task.campaignKey, owner: context.ledgerOwner, rowKeys: ready.map(\.0.target.rowKey), lease: context.lease, now: now)
         // Before `ready` changes: if the store fails here, the whole rest is claimed again.
         _ = try await context.controls.refresh(task.campaignKey)
         let leaseUntil = now + context.lease.milliseconds

@@ -51,7 +51,7 @@ struct OutcomeRecorder {
     /// offset may be stored.
     func record(_ finals: Finals) async throws -> DeliveryTicket? {
         guard !finals.ledger.isEmpty else { return nil }
-        try await untilStored { try await context.store.ledger.record(campaign: task.campaignKey, finals.ledger, owner: context.workerID, now: context.clock.wallMillis) }
+        try await untilStored { try await context.store.ledger.record(campaign: task.campaignKey, finals.ledger, owner: context.ledgerOwner, now: context.clock.wallMillis) }
         if !finals.marks.isEmpty { try await untilStored { try await context.store.devices.applyHygiene(app: task.app, finals.marks, now: context.clock.wallMillis) } }
         let notReceived = finals.notReceived
         if !notReceived.isEmpty { try await untilStored { try await context.store.frequency.forget(campaign: task.campaignKey, rowKeys: notReceived) } }

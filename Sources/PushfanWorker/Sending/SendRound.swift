@@ -90,7 +90,7 @@ struct SendRound {
         context.progress.touch(campaign: task.campaignKey)
         if !unsent.isEmpty {
             // Cancelled between batches (or recording failed): these were never sent; give them back.
-            try await context.store.ledger.release(campaign: task.campaignKey, owner: context.workerID, rowKeys: unsent.map(\.target.rowKey))
+            try await context.store.ledger.release(campaign: task.campaignKey, owner: context.ledgerOwner, rowKeys: unsent.map(\.target.rowKey))
         }
         if let failure { throw failure }
         if !unsent.isEmpty { throw CancellationError() }

@@ -34,6 +34,9 @@ package struct SenderContext: Sendable {
     /// Batches of one round in flight to APNs at once: enough that a stalled answer never
     /// keeps a page's later batches from starting.
     package var batchesInFlight = 64
+    /// Who holds a task's claims in the ledger: the worker and the task record
+    /// (`ShardSender` sets it per task).
+    fileprivate(set) var ledgerOwner: String
 
     package init(
         workerID: String, store: DeviceStore, writer: ResultsWriter, catalog: CampaignCatalog, apns: (any APNsConnector)? = nil, rates: RateLanes,
@@ -41,6 +44,7 @@ package struct SenderContext: Sendable {
         retryPolicy: RetryPolicy = RetryPolicy(), clock: any ServiceClock, metrics: WorkerMetrics = WorkerMetrics(), logger: Logger
     ) {
         self.workerID = workerID
+        self.ledgerOwner = workerID
         self.store = store
         self.writer = writer
         self.catalog = catalog
@@ -97,7 +101,15 @@ package struct ShardSender: Sendable {
     /// retries): the scheduler then starts the lane's next task beside it.
     var lastPageSent: @Sendable () -> Void = {}
 
-    package init(context: SenderContext, task: TaskRecord) {
+    /// `record`: where the task's record stands on its topic (`partition@offset`). The task's
+    /// claims are the worker's and the record's: two tasks of one shard on this worker (a
+    /// campaign planned again after its planner was stopped) hold their devices apart as two
+    /// workers would, so neither sends what the other has on the wire or waiting for a
+    /// retry; the same record run again (a restart under the same worker id) takes its own
+    /// claims back at once.
+    package init(context: SenderContext, task: TaskRecord, record: String) {
+        var context = context
+        context.ledgerOwner = "\(context.workerID)/\(record)"
         self.context = context
         self.task = task
     }
@@ -368,7 +380,7 @@ package struct ShardSender: Sendable {
     private func claimAndSend(_ targets: [DeviceTarget], plan: CampaignPlan, state: inout TaskState) async throws {
         let now = context.clock.wallMillis
         let claim = try await context.store.ledger.claim(
-            campaign: task.campaignKey, targets: targets, owner: context.workerID, lease: context.lease, now: now,
+            campaign: task.campaignKey, targets: targets, owner: context.ledgerOwner, lease: context.lease, now: now,
             admitting: plan.capped ? admission(targets, plan: plan, now: now, state: &state) : nil)
         let round = SendRound(context: context, task: task, plan: plan)
         // The usual case: every device of the page is newly ours.
@@ -437,7 +449,7 @@ package struct ShardSender: Sendable {
             // The same page held again (its task re-run) is the same hold.
             let shard = try await context.store.waves.hold(
                 campaign: task.campaignKey, key: "quiet-\(task.shard)-\(keys[0])-\(until)", sendAt: until, lane: task.lane, rowKeys: keys)
-            try await context.store.ledger.release(campaign: task.campaignKey, owner: context.workerID, rowKeys: keys)
+            try await context.store.ledger.release(campaign: task.campaignKey, owner: context.ledgerOwner, rowKeys: keys)
             context.logger.info("quiet.held", [
                 "campaign.id": task.campaignKey.stored, "task.shard": String(task.shard), "devices": String(keys.count), "until": String(until), "hold.shard": String(shard),
             ])
@@ -489,7 +501,7 @@ package struct ShardSender: Sendable {
             state.retries.removeAll { $0.notBefore <= now }
             // Claim again: renews the lease, and tells if another worker took a device over.
             let claim = try await context.store.ledger.claim(
-                campaign: task.campaignKey, targets: due.map(\.target), owner: context.workerID, lease: context.lease, now: context.clock.wallMillis)
+                campaign: task.campaignKey, targets: due.map(\.target), owner: context.ledgerOwner, lease: context.lease, now: context.clock.wallMillis)
             let owned = Set(claim.toSend.map(\.rowKey))
             // Taken over by another worker meanwhile: the task waits for their outcomes.
             if claim.toSend.count != due.count { state.held += due.filter { !owned.contains($0.target.rowKey) }.map(\.target) }
@@ -506,7 +518,7 @@ package struct ShardSender: Sendable {
     /// Gives back what this task holds and stops.
     private func handBack(_ state: inout TaskState) async throws -> TaskEnd {
         let keys = state.retries.map(\.target.rowKey)
-        try await context.store.ledger.release(campaign: task.campaignKey, owner: context.workerID, rowKeys: keys)
+        try await context.store.ledger.release(campaign: task.campaignKey, owner: context.ledgerOwner, rowKeys: keys)
         _ = await ResultsWriter.delivered(state.tickets)
         return .handedBack
     }

@@ -32,12 +32,12 @@ package final class TaskScheduler: Sendable {
 
     private let state = Locked(State())
     private let consumer: KafkaConsumer
-    private let makeSender: @Sendable (TaskRecord) -> ShardSender
+    private let makeSender: @Sendable (TaskRecord, _ record: String) -> ShardSender
     private let deadLetter: @Sendable (_ record: KafkaRecord, _ code: String, _ reason: String) async -> Void
     private let logger: Logger
 
     package init(
-        consumer: KafkaConsumer, logger: Logger, makeSender: @escaping @Sendable (TaskRecord) -> ShardSender,
+        consumer: KafkaConsumer, logger: Logger, makeSender: @escaping @Sendable (TaskRecord, _ record: String) -> ShardSender,
         deadLetter: @escaping @Sendable (_ record: KafkaRecord, _ code: String, _ reason: String) async -> Void
     ) {
         self.consumer = consumer
@@ -80,7 +80,7 @@ package final class TaskScheduler: Sendable {
             for start in state.schedule.startable() {
                 guard let task = start.payload.task else { continue }
                 let key = TaskSchedule<Payload>.Key(partition: start.partition, offset: start.offset)
-                var sender = makeSender(task)
+                var sender = makeSender(task, "\(start.partition.partition)@\(start.offset)")
                 let record = start.payload.record
                 let clock = sender.context.clock
                 let started = clock.now
