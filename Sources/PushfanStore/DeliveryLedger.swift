@@ -136,10 +136,16 @@ package struct DeliveryLedger: Sendable {
     /// reached APNs, recorded whoever holds the row.
     @discardableResult
     package func record(campaign: CampaignKey, _ outcomes: [LedgerOutcome], owner: String? = nil, now: Int64) async throws(StoreError) -> Int {
+        try await recordFinals(campaign: campaign, outcomes, owner: owner, now: now).count
+    }
+
+    /// `record`, returning the row keys finalised now: the others kept another outcome, or
+    /// are held by another owner.
+    package func recordFinals(campaign: CampaignKey, _ outcomes: [LedgerOutcome], owner: String?, now: Int64) async throws(StoreError) -> Set<Int64> {
         let backend = executor.backend
         return try await executor.run { connection throws(StoreError) in
-            try connection.transaction { () throws(StoreError) -> Int in
-                var total = 0
+            try connection.transaction { () throws(StoreError) -> Set<Int64> in
+                var total = Set<Int64>()
                 // Per state and variant, so the rows that really changed can be added to the
                 // running totals.
                 let groups = Dictionary(grouping: outcomes.filter(\.state.isFinal)) { outcome in
@@ -147,30 +153,31 @@ package struct DeliveryLedger: Sendable {
                 }
                 for (group, outcomes) in groups {
                     let changed = try Self.finalize(connection, backend, campaign: campaign, outcomes, holder: group.holder, now: now)
-                    guard changed > 0 else { continue }
+                    guard !changed.isEmpty else { continue }
                     try connection.execute("""
-                        INSERT INTO campaign_counts (campaign, state, count) VALUES (\(campaign), \(group.state.rawValue), \(changed))
+                        INSERT INTO campaign_counts (campaign, state, count) VALUES (\(campaign), \(group.state.rawValue), \(changed.count))
                         ON CONFLICT (campaign, state) DO UPDATE SET count = campaign_counts.count + excluded.count
                         """)
                     if let variant = group.variant {
                         try connection.execute("""
-                            INSERT INTO campaign_variant_counts (campaign, variant, state, count) VALUES (\(campaign), \(variant), \(group.state.rawValue), \(changed))
+                            INSERT INTO campaign_variant_counts (campaign, variant, state, count) VALUES (\(campaign), \(variant), \(group.state.rawValue), \(changed.count))
                             ON CONFLICT (campaign, variant, state) DO UPDATE SET count = campaign_variant_counts.count + excluded.count
                             """)
                     }
-                    total += changed
+                    total.formUnion(changed)
                 }
                 return total
             }
         }
     }
 
-    /// Sets final outcomes of claimed rows (only those `holder` holds, if given); returns how
-    /// many changed. One `UPDATE … FROM` per chunk (SQLite 3.33+ and PostgreSQL both have it).
+    /// Sets final outcomes of claimed rows (only those `holder` holds, if given); returns the
+    /// keys of those that changed. One `UPDATE … FROM … RETURNING` per chunk (SQLite 3.35+
+    /// and PostgreSQL both have it).
     private static func finalize(
         _ connection: any SQLConnection, _ backend: any SQLBackend, campaign: CampaignKey, _ final: [LedgerOutcome], holder: String?, now: Int64
-    ) throws(StoreError) -> Int {
-        var changed = 0
+    ) throws(StoreError) -> Set<Int64> {
+        var changed = Set<Int64>()
         for chunk in StoreExecutor.chunks(final) {
             var update: SQLStatement = """
                 UPDATE deliveries SET state = v.s, attempts = v.a, apns_id = v.i, status = v.st, reason = v.re, finished_at = \(now) FROM
@@ -178,7 +185,8 @@ package struct DeliveryLedger: Sendable {
             update.append(backend.outcomeRows(chunk))
             update.append(" WHERE deliveries.campaign = \(campaign) AND deliveries.row_key = v.r AND deliveries.state = 'claimed'")
             if let holder { update.append(" AND deliveries.claimed_by = \(holder)") }
-            changed += try connection.execute(update)
+            update.append(" RETURNING deliveries.row_key")
+            try connection.query(update) { row in if let key = row.int(0) { changed.insert(key) } }
         }
         return changed
     }

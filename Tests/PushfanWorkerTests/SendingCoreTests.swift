@@ -171,6 +171,25 @@ struct SendingCoreTests {
         await harness.stop()
     }
 
+    @Test("another owner's answer recorded first: the ledger keeps it, and the result this worker writes is the ledger's, not its own later answer")
+    func resultsFollowTheLedger() async throws {
+        let harness = try await SendingCoreHarness(devices: 30) { _, _ in .rejected(400, .badDeviceToken) }
+        let task = try await harness.campaign("c1")
+        harness.apns.beforeFirstBatch {
+            // A worker that took the devices over while this one was stopped got APNs' 200 first.
+            guard let targets = try? await harness.targets() else { return }
+            let delivered = targets.map { LedgerOutcome(rowKey: $0.rowKey, state: .delivered, attempts: 1, apnsID: "a", status: 200) }
+            _ = try? await harness.store.ledger.record(campaign: task.campaignKey, delivered, owner: "w2", now: harness.clock.wallMillis)
+        }
+        #expect(await harness.run(task) == .finished)
+        #expect(harness.apns.requests.count == 30)
+        #expect(try await harness.outcomes(task) == [.delivered: 30])
+        let app = SendingCoreHarness.app
+        #expect(harness.context.metrics.notifications.value([app, "delivered", ""]) == 30)
+        #expect(harness.context.metrics.notifications.value([app, "invalid_token", "BadDeviceToken"]) == 0, "a result contradicts the ledger")
+        await harness.stop()
+    }
+
     @Test("a page that waits longer than its lease for the rate keeps its claims: renewed before each batch, no other worker can take them over, each device sent once")
     func longWaitsRenewTheLease() async throws {
         // 60 devices at 2/s take 30 s, twice the lease.

@@ -48,16 +48,41 @@ struct OutcomeRecorder {
     let task: TaskRecord
 
     /// Records `finals`; returns the ticket of their results, to wait for before the task's
-    /// offset may be stored.
+    /// offset may be stored. A device the ledger kept another outcome for (another owner's
+    /// answer came first, or this one's write committed before its error) gets the ledger's
+    /// as its result, so the results topic ends where the ledger does; one another owner
+    /// holds gets none here (its holder writes it).
     func record(_ finals: Finals) async throws -> DeliveryTicket? {
         guard !finals.ledger.isEmpty else { return nil }
-        try await untilStored { try await context.store.ledger.record(campaign: task.campaignKey, finals.ledger, owner: context.ledgerOwner, now: context.clock.wallMillis) }
+        let recorded = try await untilStored {
+            try await context.store.ledger.recordFinals(campaign: task.campaignKey, finals.ledger, owner: context.ledgerOwner, now: context.clock.wallMillis)
+        }
         if !finals.marks.isEmpty { try await untilStored { try await context.store.devices.applyHygiene(app: task.app, finals.marks, now: context.clock.wallMillis) } }
-        let notReceived = finals.notReceived
+        let notReceived = finals.notReceived.filter(recorded.contains)
         if !notReceived.isEmpty { try await untilStored { try await context.store.frequency.forget(campaign: task.campaignKey, rowKeys: notReceived) } }
-        let ticket = try await context.writer.devices(finals.results)
-        context.metrics.recorded(app: task.app, finals.results)
+        var results = finals.results
+        if recorded.count < finals.ledger.count {
+            let others = finals.ledger.map(\.rowKey).filter { !recorded.contains($0) }
+            results = zip(finals.ledger, finals.results).filter { recorded.contains($0.0.rowKey) }.map(\.1)
+            results += try await untilStored { try await ledgerResults(others, campaign: finals.campaign, broadcast: finals.broadcast) }
+        }
+        let ticket = try await context.writer.devices(results)
+        context.metrics.recorded(app: task.app, results)
         return ticket
+    }
+
+    /// The results of these devices as the ledger has them final (none for a device still
+    /// claimed).
+    func ledgerResults(_ rowKeys: [Int64], campaign: Campaign, broadcast: Bool) async throws -> [DeviceResult] {
+        guard let low = rowKeys.min(), let high = rowKeys.max() else { return [] }
+        let wanted = Set(rowKeys)
+        let now = context.clock.wallMillis
+        return try await context.store.ledger.finished(campaign: task.campaignKey, after: low - 1, through: high).filter { wanted.contains($0.rowKey) }.map { entry in
+            DeviceResult(
+                campaign: task.campaignKey, device: entry.deviceID, outcome: DeviceOutcome(rawValue: entry.state.rawValue) ?? .failed,
+                status: entry.status, reason: entry.reason, apnsID: entry.apnsID, attempts: entry.attempts, at: now,
+                variant: campaign.variantID(of: entry.deviceID), broadcast: broadcast)
+        }
     }
 
     /// Runs a store write again while the store is unavailable, until the task is stopped:

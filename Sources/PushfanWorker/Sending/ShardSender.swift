@@ -386,7 +386,7 @@ package struct ShardSender: Sendable {
         // The usual case: every device of the page is newly ours.
         if claim.toSend.count != targets.count {
             let owned = Set(claim.toSend.map(\.rowKey))
-            let finalKeys = claim.alreadyFinal > 0 ? try await reemitFinished(targets, campaign: plan.campaign, state: &state) : []
+            let finalKeys = claim.alreadyFinal > 0 ? try await reemitFinished(targets, plan: plan, state: &state) : []
             state.held += targets.filter { !owned.contains($0.rowKey) && !finalKeys.contains($0.rowKey) }
         }
         var owned = claim.toSend
@@ -463,19 +463,12 @@ package struct ShardSender: Sendable {
 
     /// Produces again the results of the page's devices that are final in the ledger;
     /// returns their row keys.
-    private func reemitFinished(_ targets: [DeviceTarget], campaign: Campaign, state: inout TaskState) async throws -> Set<Int64> {
-        guard let low = targets.map(\.rowKey).min(), let high = targets.map(\.rowKey).max() else { return [] }
-        let wanted = Set(targets.map(\.rowKey))
-        let entries = try await context.store.ledger.finished(campaign: task.campaignKey, after: low - 1, through: high).filter { wanted.contains($0.rowKey) }
-        let now = context.clock.wallMillis
-        let results = entries.map { entry in
-            DeviceResult(
-                campaign: task.campaignKey, device: entry.deviceID, outcome: DeviceOutcome(rawValue: entry.state.rawValue) ?? .failed,
-                status: entry.status, reason: entry.reason, apnsID: entry.apnsID, attempts: entry.attempts, at: now,
-                variant: campaign.variantID(of: entry.deviceID))
-        }
+    private func reemitFinished(_ targets: [DeviceTarget], plan: CampaignPlan, state: inout TaskState) async throws -> Set<Int64> {
+        let results = try await OutcomeRecorder(context: context, task: task).ledgerResults(
+            targets.map(\.rowKey), campaign: plan.campaign, broadcast: plan.channel != nil)
         if let ticket = try await context.writer.devices(results) { state.tickets.append(ticket) }
-        return Set(entries.map(\.rowKey))
+        let finished = Set(results.map(\.device))
+        return Set(targets.filter { finished.contains($0.deviceID) }.map(\.rowKey))
     }
 
     /// Whether a task waits in this status: paused, or parked (`scheduled`). A completed
