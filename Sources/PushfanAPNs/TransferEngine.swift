@@ -197,10 +197,17 @@ class TransferEngine {
            case .token(let key) = credentials, let token
         {
             switch tokenCache.invalidate(token, for: key) {
-            case .refreshNow, .alreadyReplaced:
+            case .refreshNow:
                 logger.notice("apns.token.expired", ["key_id": key.keyID, "action": "refresh_and_reconnect"])
                 request.resentWithFreshToken = true
                 reconnectForNewToken()
+                requeue(request)
+                return
+            case .alreadyReplaced:
+                // Another answer already replaced the token and moved sends to new
+                // connections: a late 403 of the same token only goes again, so the many
+                // answers of one expiry drain the connections once, not once each.
+                request.resentWithFreshToken = true
                 requeue(request)
                 return
             case .refreshAt(let date):

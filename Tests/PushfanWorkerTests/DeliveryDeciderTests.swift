@@ -32,9 +32,11 @@ import Testing
             #expect(decision == .final(.init(.invalidToken, status: status, reason: reason.rawValue, hygiene: hygiene)))
         case .fixRequest, .doNotRetry:
             #expect(decision == .final(.init(.rejected, status: status, reason: reason.rawValue)))
-        case .credentialsProblem:
+        case .credentialsProblem, .refreshProviderTokenAndRetry:
             #expect(decision == .pauseApp(reason: "APNs answered \(status) \(reason.rawValue)"))
-        case .retryLater, .retryOnNewConnection, .refreshProviderTokenAndRetry, .useSeparateConnection:
+        case .retryLater where reason == .tooManyProviderTokenUpdates:
+            #expect(decision == .pauseApp(reason: "APNs answered \(status) \(reason.rawValue)"), "the key's, not the device's")
+        case .retryLater, .retryOnNewConnection, .useSeparateConnection:
             // 429 TooManyRequests waits a minute per token; the rest back off from 250 ms.
             let delay: Duration = reason == .tooManyRequests ? .seconds(60) : .milliseconds(250)
             #expect(decision == .retry(after: delay), "\(reason.rawValue)")

@@ -65,9 +65,15 @@ package struct DeliveryDecider: Sendable {
                 return .final(Final(.invalidToken, status: status, reason: reason.rawValue, hygiene: status == 410 ? .unregistered(at: timestamp) : .invalidate))
             case .fixRequest, .doNotRetry:
                 return .final(Final(.rejected, status: status, reason: reason.rawValue))
-            case .credentialsProblem:
+            case .credentialsProblem, .refreshProviderTokenAndRetry:
+                // An expired provider token reaches here only when the pool could not cure it
+                // (resent with a fresh token, or one too young to replace): like a refused
+                // key, it is the key's, and every send of the app meets it until it passes.
                 return .pauseApp(reason: "APNs answered \(status) \(reason.rawValue)")
-            case .retryLater, .retryOnNewConnection, .refreshProviderTokenAndRetry, .useSeparateConnection:
+            case .retryLater where reason == .tooManyProviderTokenUpdates:
+                // The key's tokens, not the device: its retries would only use up attempts.
+                return .pauseApp(reason: "APNs answered \(status) \(reason.rawValue)")
+            case .retryLater, .retryOnNewConnection, .useSeparateConnection:
                 break
             }
         case .failed(let failure):
