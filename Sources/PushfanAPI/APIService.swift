@@ -91,7 +91,7 @@ package final class APIService: Sendable {
         self.writer = writer
         self.logger = logger
         var router = Router<Route>()
-        HealthRoutes.add(to: &router, store: store, writer: writer)
+        HealthRoutes.add(to: &router, store: store, writer: writer, logger: logger)
         DeviceRoutes.add(to: &router, store: store, logger: logger)
         UserRoutes.add(to: &router, store: store)
         PersonalDataRoutes.add(to: &router, store: store, writer: writer)

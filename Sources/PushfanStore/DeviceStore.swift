@@ -74,7 +74,8 @@ package final class DeviceStore: Sendable {
             backend = PostgresBackend(url: url, logger: logger)
             location = PostgresConnection.redact(url)
         } else {
-            throw StoreError.invalidInput("database must be sqlite:PATH or a postgres:// URL, got '\(url)'")
+            // Not echoed whole: a mistyped scheme may still carry a password.
+            throw StoreError.invalidInput("database must be sqlite:PATH or a postgres:// URL, got one starting '\(url.prefix { $0 != ":" }.prefix(20))'")
         }
         let store = DeviceStore(executor: try await StoreExecutor.make(backend: backend, clock: clock), location: location)
         let applied = try await store.migrate()

@@ -27,11 +27,15 @@ final class PostgresConnection: SQLConnection {
 
     deinit { PQfinish(connection) }
 
-    /// The URL without its password, for logs and errors.
+    /// The URL without its password (in the user part, or a `password` parameter, which
+    /// libpq reads too), for logs and errors; one it cannot read shows only its scheme.
     static func redact(_ url: String) -> String {
-        guard var components = URLComponents(string: url), components.password != nil else { return url }
-        components.password = "***"
-        return components.string ?? url
+        guard var components = URLComponents(string: url), let scheme = components.scheme else { return "(an unreadable database URL)" }
+        if components.password != nil { components.password = "***" }
+        if let items = components.queryItems, items.contains(where: { $0.name.lowercased() == "password" }) {
+            components.queryItems = items.map { $0.name.lowercased() == "password" ? URLQueryItem(name: $0.name, value: "***") : $0 }
+        }
+        return components.string ?? "\(scheme)://…"
     }
 
     private func connect() throws(StoreError) {
