@@ -145,7 +145,7 @@ package struct PersonalData: Sendable {
             try connection.execute("DELETE FROM sdk_devices WHERE app = \(app) AND device_id" + ids)
             for device in chunk {
                 try connection.execute(
-                    "UPDATE api_idempotency SET response = \(redactedAnswer) WHERE app = \(app) AND response LIKE \(containing("\"" + device.id + "\"")) ESCAPE '!'")
+                    "UPDATE api_idempotency SET response = \(redactedAnswer) WHERE app = \(app) AND response LIKE \(containing(quoted(device.id))) ESCAPE '!'")
             }
             try removeFromAudiences(connection, app: app, Set(chunk.map(\.id)))
             try connection.execute("DELETE FROM devices WHERE app = \(app) AND row_key" + keys)
@@ -153,7 +153,7 @@ package struct PersonalData: Sendable {
         if let user {
             try connection.execute("DELETE FROM frequency_sends WHERE user_key = \(FrequencyLedger.userKey(app: app, user: user))")
             try connection.execute(
-                "UPDATE api_idempotency SET response = \(redactedAnswer) WHERE app = \(app) AND response LIKE \(containing("\"user\":\"" + user + "\"")) ESCAPE '!'")
+                "UPDATE api_idempotency SET response = \(redactedAnswer) WHERE app = \(app) AND response LIKE \(containing("\"user\":" + quoted(user))) ESCAPE '!'")
         }
     }
 
@@ -188,6 +188,14 @@ package struct PersonalData: Sendable {
 
     /// What an audience list that lost all its devices to erasures lists instead.
     static let erasedMarker = "erased"
+
+    /// The text as a JSON string, escaped as the API wrote it into the answers searched
+    /// (a user id may hold `"` or `\`).
+    private static func quoted(_ text: String) -> String {
+        var bytes: [UInt8] = []
+        JSONWriter.writeString(text, into: &bytes)
+        return String(decoding: bytes, as: UTF8.self)
+    }
 
     /// A LIKE pattern matching text that contains `text` (JSON as the API wrote it).
     private static func containing(_ text: String) -> String {

@@ -163,4 +163,23 @@ struct UsersTests {
         let inside = try DeviceJSONReader.registration(json: Array(#"{"token":"\#(token)","attributes":{"user_id":"7"}}"#.utf8), deviceID: "phone")
         #expect(inside.attributes["user_id"] == "7")
     }
+
+    @Test("erasing a user whose id JSON escapes (a quote, a backslash) redacts the stored Idempotency-Key answers that name it too", arguments: Backend.enabled)
+    func erasureFindsEscapedUserIDs(_ backend: Backend) async throws {
+        let store = try await backend.openFresh()
+        try await store.addTestApp()
+        let user = #"ada "the first" \ lovelace"#
+        try await register(store, "phone", token: 1, user: .string(user))
+        let body = Array("POST /v1/apps/shop-ios/messages\n{}".utf8)
+        #expect(try await store.idempotency.claim(app: "shop-ios", key: "k1", body: body, now: 1) == .claimed)
+        let answer = JSONValue.object(["recipients": .array([.object(["user": .string(user), "devices": .array(["phone"])])])]).compactJSON
+        #expect(answer.contains(#"\"the first\""#), "the answer holds the id escaped: \(answer)")
+        try await store.idempotency.complete(app: "shop-ios", key: "k1", status: 202, body: answer, location: nil)
+        #expect(try await store.personalData.eraseUser(app: "shop-ios", id: user) != nil)
+        guard case .answered(_, let kept, _) = try await store.idempotency.claim(app: "shop-ios", key: "k1", body: body, now: 2) else {
+            Issue.record("the key's answer is gone")
+            return
+        }
+        #expect(!kept.contains("lovelace"), "the answer still names the erased user: \(kept)")
+    }
 }
