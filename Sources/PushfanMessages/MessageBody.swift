@@ -54,8 +54,12 @@ package struct MessageBody: Decodable, Sendable {
                 return
             }
             var read: Campaign.Options = try container.field(optionsKey)
-            if !names.contains("ignore_quiet_hours") { read.ignoreQuietHours = true }
-            if !names.contains("ignore_frequency_caps") { read.ignoreFrequencyCaps = true }
+            // Absent or null (as docs/messages.md has null everywhere): a message's default.
+            func unset(_ name: String) -> Bool {
+                !names.contains(name) || (try? given.decodeNil(forKey: AnyCodingKey(stringValue: name))) == true
+            }
+            if unset("ignore_quiet_hours") { read.ignoreQuietHours = true }
+            if unset("ignore_frequency_caps") { read.ignoreFrequencyCaps = true }
             self.options = read
         }
         notification = try container.field(AnyCodingKey(stringValue: "notification"))

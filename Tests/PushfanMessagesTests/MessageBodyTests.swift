@@ -27,6 +27,10 @@ import Testing
         #expect(!given.options.ignoreFrequencyCaps, "given false: the caps hold")
         #expect(given.options.collapseID == "order-7" && given.options.priority == 5)
 
+        let nulls = try Self.read(
+            #"{"recipients":{"devices":["d1"]},"notification":\#(Self.notification),"options":{"ignore_quiet_hours":null,"ignore_frequency_caps":null}}"#)
+        #expect(nulls.options.ignoreQuietHours && nulls.options.ignoreFrequencyCaps, "null is absent: the message's defaults")
+
         let campaign = try given.campaign(id: "msg-1", app: "shop", devices: ["d1"], now: Date())
         #expect(campaign.audience == .devices(["d1"]) && campaign.id == "msg-1" && campaign.app == "shop")
         #expect(campaign.options == given.options && campaign.submittedAt != nil)
