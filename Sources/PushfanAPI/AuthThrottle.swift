@@ -16,7 +16,7 @@ package struct AuthThrottle: Sendable {
     package init(limit: Int = 10, window: Duration = .seconds(60), capacity: Int = 100_000) {
         self.limit = limit
         self.window = window
-        self.capacity = capacity
+        self.capacity = max(2, capacity)
     }
 
     /// The pairs tracked now.
@@ -37,9 +37,10 @@ package struct AuthThrottle: Sendable {
     }
 
     /// Counts a failure. Past `capacity` pairs, those whose window has passed go; if a flood
-    /// of made-up credentials still fills more than half, the pairs not blocked go oldest
-    /// first down to half, so memory stays bounded and the sweep's cost is spread over the
-    /// failures that filled it.
+    /// of made-up credentials still fills more than half, pairs go down to half, the fewest
+    /// failures first (the newest of equal ones first), so memory stays bounded, the sweep's
+    /// cost is spread over the failures that filled it, and a guesser's count outlives the
+    /// one-off failures it floods with.
     package mutating func failed(credential: String, client: String, now: ContinuousClock.Instant) {
         let key = Self.key(credential, client)
         if let entry = failures[key], now - entry.since < window {
@@ -51,7 +52,7 @@ package struct AuthThrottle: Sendable {
         failures = failures.filter { now - $0.value.since < window }
         guard failures.count > capacity / 2 else { return }
         let kept = failures.sorted { a, b in
-            (a.value.count >= limit) != (b.value.count >= limit) ? a.value.count >= limit : a.value.since > b.value.since
+            a.value.count != b.value.count ? a.value.count > b.value.count : a.value.since < b.value.since
         }.prefix(capacity / 2)
         failures = Dictionary(uniqueKeysWithValues: kept.map { ($0.key, $0.value) })
     }

@@ -85,10 +85,10 @@ package struct EngagementTallies: Sendable {
                     throw Refusal(field: "at", reason: "is \((event.at - now) / 1_000) s ahead of the server's clock; at most \(Self.futureAllowance / 60_000) minutes ahead are taken")
                 }
                 // Judged at the API's taking (a count lagging behind keeps what the API took),
-                // but never past the day more that counted ids are remembered (`prune`), so a
-                // replayed record cannot count twice.
+                // but never past half the day more that counted ids are remembered (`prune`):
+                // the other half is for clocks, so a replayed record cannot count twice.
                 let taken = min(event.receivedAt ?? now, now)
-                guard event.at >= taken - Self.pastHorizon, event.at >= now - Self.pastHorizon - Self.pruneMargin else {
+                guard event.at >= taken - Self.pastHorizon, event.at >= now - Self.pastHorizon - Self.pruneMargin / 2 else {
                     throw Refusal(field: "at", reason: "is \((now - event.at) / 86_400_000) days ago; events are counted up to \(Self.pastHorizon / 86_400_000) days after they happen")
                 }
                 guard let key = event.campaignKey else {

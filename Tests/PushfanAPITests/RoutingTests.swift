@@ -105,17 +105,21 @@ import Testing
         #expect(throttle.retryAfter(credential: shop, client: client, now: start + .seconds(62)) == nil)
     }
 
-    @Test("a flood of made-up credentials keeps the throttle within its capacity, and a blocked pair stays blocked through it")
+    @Test("a flood of made-up credentials keeps the throttle within its capacity; a blocked pair stays blocked through it and a guesser's count is not reset by it")
     func throttleStaysBoundedUnderAFlood() {
         var throttle = AuthThrottle(limit: 3, window: .seconds(60), capacity: 100)
         let start = ContinuousClock.now
         for _ in 0..<3 { throttle.failed(credential: "app:shop", client: "10.0.0.1", now: start) }
+        for _ in 0..<2 { throttle.failed(credential: "app:news", client: "10.0.0.9", now: start) }
         let long = String(repeating: "k", count: 20_000)
         for index in 0..<1_000 {
             throttle.failed(credential: "app:\(index)" + long, client: "10.0.0.2", now: start + .milliseconds(index))
             #expect(throttle.tracked <= 100)
         }
         #expect(throttle.retryAfter(credential: "app:shop", client: "10.0.0.1", now: start + .seconds(1)) == 59)
+        // Two guesses before the flood, one after: blocked, as without the flood.
+        throttle.failed(credential: "app:news", client: "10.0.0.9", now: start + .seconds(1))
+        #expect(throttle.retryAfter(credential: "app:news", client: "10.0.0.9", now: start + .seconds(1)) == 59)
         // Long made-up keys count under their first bytes: all these are one pair.
         for second in 0..<3 { throttle.failed(credential: "app:x" + long + "\(second)", client: "10.0.0.3", now: start + .seconds(2)) }
         #expect(throttle.retryAfter(credential: "app:x" + long + "other", client: "10.0.0.3", now: start + .seconds(2)) == 60)

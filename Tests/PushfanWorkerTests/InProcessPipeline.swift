@@ -50,6 +50,32 @@ struct InProcessPipeline: Sendable {
 
     static func token(_ index: Int) -> String { String(format: "%064x", index + 1) }
 
+    /// The device results on `topic`, read from its start until `count` have come (or 20 s
+    /// passed), in their order.
+    func deviceResults(topic: String, count: Int) async throws -> [DeviceResult] {
+        var configuration = KafkaConsumerConfiguration(
+            client: KafkaClientConfiguration(bootstrapServers: cluster.bootstrapServers, properties: DevClusterProcess.fastGroupProperties),
+            groupID: "test-reader-\(UUID().uuidString.prefix(8))")
+        configuration.offsetReset = .earliest
+        let consumer = try KafkaConsumer(configuration: configuration, logger: Logger(label: "reader", threshold: .warning))
+        try consumer.subscribe(topics: [topic])
+        let watchdog = Task {
+            try? await Task.sleep(for: .seconds(20))
+            if !Task.isCancelled { await consumer.close() }
+        }
+        var results: [DeviceResult] = []
+        loop: for await event in consumer.events {
+            guard case .records(let records) = event else { continue }
+            for record in records {
+                if case .device(let result)? = try? MessageCodec.decode(ResultRecord.self, from: Data(record.value)) { results.append(result) }
+                if results.count >= count { break loop }
+            }
+        }
+        watchdog.cancel()
+        await consumer.close()
+        return results
+    }
+
     func stop() async {
         await producer.close()
         cluster.close()

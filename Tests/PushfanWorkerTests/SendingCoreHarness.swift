@@ -118,6 +118,11 @@ final class SendingCoreHarness: Sendable {
         return try? await store.ledger.claim(campaign: task.campaignKey, targets: targets, owner: "w2", lease: .seconds(15), now: clock.wallMillis)
     }
 
+    /// The first `count` device results on the results topic.
+    func results(count: Int) async throws -> [DeviceResult] {
+        try await pipeline.deviceResults(topic: TopicNames().results, count: count)
+    }
+
     /// Final outcomes in the ledger, by state.
     func outcomes(_ task: TaskRecord) async throws -> [LedgerState: Int] {
         try await store.ledger.outcomeCounts(campaign: task.campaignKey)

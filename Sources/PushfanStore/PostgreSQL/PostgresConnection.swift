@@ -27,13 +27,15 @@ final class PostgresConnection: SQLConnection {
 
     deinit { PQfinish(connection) }
 
-    /// The URL without its password (in the user part, or a `password` parameter, which
-    /// libpq reads too), for logs and errors; one it cannot read shows only its scheme.
+    /// The URL without its secrets (the user part's password; the `password` and
+    /// `sslpassword` parameters, which libpq reads too), for logs and errors; one it cannot
+    /// read shows none of itself.
     static func redact(_ url: String) -> String {
         guard var components = URLComponents(string: url), let scheme = components.scheme else { return "(an unreadable database URL)" }
         if components.password != nil { components.password = "***" }
-        if let items = components.queryItems, items.contains(where: { $0.name.lowercased() == "password" }) {
-            components.queryItems = items.map { $0.name.lowercased() == "password" ? URLQueryItem(name: $0.name, value: "***") : $0 }
+        let secret = { (item: URLQueryItem) in ["password", "sslpassword"].contains(item.name.lowercased()) }
+        if let items = components.queryItems, items.contains(where: secret) {
+            components.queryItems = items.map { secret($0) ? URLQueryItem(name: $0.name, value: "***") : $0 }
         }
         return components.string ?? "\(scheme)://…"
     }

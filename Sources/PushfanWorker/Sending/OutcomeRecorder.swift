@@ -58,30 +58,35 @@ struct OutcomeRecorder {
             try await context.store.ledger.recordFinals(campaign: task.campaignKey, finals.ledger, owner: context.ledgerOwner, now: context.clock.wallMillis)
         }
         if !finals.marks.isEmpty { try await untilStored { try await context.store.devices.applyHygiene(app: task.app, finals.marks, now: context.clock.wallMillis) } }
-        let notReceived = finals.notReceived.filter(recorded.contains)
-        if !notReceived.isEmpty { try await untilStored { try await context.store.frequency.forget(campaign: task.campaignKey, rowKeys: notReceived) } }
         var results = finals.results
+        // A cap's admission is given back by the ledger's final state, not this worker's
+        // answer: it stands for a device delivered, or still another owner's to end.
+        var standing = Set<Int64>()
         if recorded.count < finals.ledger.count {
             let others = finals.ledger.map(\.rowKey).filter { !recorded.contains($0) }
-            results = zip(finals.ledger, finals.results).filter { recorded.contains($0.0.rowKey) }.map(\.1)
-            results += try await untilStored { try await ledgerResults(others, campaign: finals.campaign, broadcast: finals.broadcast) }
+            let kept = try await untilStored { try await ledgerResults(others, campaign: finals.campaign, broadcast: finals.broadcast) }
+            results = zip(finals.ledger, finals.results).filter { recorded.contains($0.0.rowKey) }.map(\.1) + kept.map(\.result)
+            standing = Set(others).subtracting(kept.filter { $0.result.outcome != .delivered }.map(\.rowKey))
         }
+        let notReceived = finals.notReceived.filter { !standing.contains($0) }
+        if !notReceived.isEmpty { try await untilStored { try await context.store.frequency.forget(campaign: task.campaignKey, rowKeys: notReceived) } }
         let ticket = try await context.writer.devices(results)
-        context.metrics.recorded(app: task.app, results)
+        // Counted once, by the worker whose outcome the ledger took.
+        context.metrics.recorded(app: task.app, zip(finals.ledger, finals.results).filter { recorded.contains($0.0.rowKey) }.map(\.1))
         return ticket
     }
 
-    /// The results of these devices as the ledger has them final (none for a device still
-    /// claimed).
-    func ledgerResults(_ rowKeys: [Int64], campaign: Campaign, broadcast: Bool) async throws -> [DeviceResult] {
+    /// The results of these devices as the ledger has them final, with their row keys (none
+    /// for a device still claimed).
+    func ledgerResults(_ rowKeys: [Int64], campaign: Campaign, broadcast: Bool) async throws -> [(rowKey: Int64, result: DeviceResult)] {
         guard let low = rowKeys.min(), let high = rowKeys.max() else { return [] }
         let wanted = Set(rowKeys)
         let now = context.clock.wallMillis
         return try await context.store.ledger.finished(campaign: task.campaignKey, after: low - 1, through: high).filter { wanted.contains($0.rowKey) }.map { entry in
-            DeviceResult(
+            (entry.rowKey, DeviceResult(
                 campaign: task.campaignKey, device: entry.deviceID, outcome: DeviceOutcome(rawValue: entry.state.rawValue) ?? .failed,
                 status: entry.status, reason: entry.reason, apnsID: entry.apnsID, attempts: entry.attempts, at: now,
-                variant: campaign.variantID(of: entry.deviceID), broadcast: broadcast)
+                variant: campaign.variantID(of: entry.deviceID), broadcast: broadcast))
         }
     }
 

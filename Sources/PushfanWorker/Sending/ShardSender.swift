@@ -464,11 +464,10 @@ package struct ShardSender: Sendable {
     /// Produces again the results of the page's devices that are final in the ledger;
     /// returns their row keys.
     private func reemitFinished(_ targets: [DeviceTarget], plan: CampaignPlan, state: inout TaskState) async throws -> Set<Int64> {
-        let results = try await OutcomeRecorder(context: context, task: task).ledgerResults(
+        let finished = try await OutcomeRecorder(context: context, task: task).ledgerResults(
             targets.map(\.rowKey), campaign: plan.campaign, broadcast: plan.channel != nil)
-        if let ticket = try await context.writer.devices(results) { state.tickets.append(ticket) }
-        let finished = Set(results.map(\.device))
-        return Set(targets.filter { finished.contains($0.deviceID) }.map(\.rowKey))
+        if let ticket = try await context.writer.devices(finished.map(\.result)) { state.tickets.append(ticket) }
+        return Set(finished.map(\.rowKey))
     }
 
     /// Whether a task waits in this status: paused, or parked (`scheduled`). A completed
