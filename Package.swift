@@ -72,7 +72,7 @@ let package = Package(
         .executableTarget(name: "pushfan-shifted-clock", dependencies: ["PushfanCLI", "PushfanSupport"], path: "Tests/ShiftedClock"),
 
         // Starting and stopping real processes (kafka-dev, simulators) for the suites below.
-        .target(name: "PushfanTestSupport", dependencies: ["PushfanSupport"], path: "Tests/PushfanTestSupport"),
+        .target(name: "PushfanTestSupport", dependencies: ["PushfanSupport", "PushfanKafka"], path: "Tests/PushfanTestSupport"),
         .target(name: "SegmentTestSupport", dependencies: ["PushfanSupport", "PushfanSegments", "PushfanTestSupport"], path: "Tests/SegmentTestSupport"),
         .testTarget(name: "PushfanMessagesTests", dependencies: ["PushfanSupport", "PushfanSegments", "PushfanTemplates", "PushfanMessages", "PushfanSchedule", "PushfanAPNsModel", "PushfanTestSupport", "SegmentTestSupport"]),
         .testTarget(name: "PushfanKafkaTests", dependencies: ["PushfanKafka", "PushfanSupport", "PushfanMessages", "PushfanTestSupport"]),

@@ -250,24 +250,7 @@ final class Pipeline: @unchecked Sendable {
     func readTopic<State: Sendable>(
         _ topic: String, timeout: Duration, into initial: State, _ done: @escaping (inout State, KafkaRecord) -> Bool
     ) async throws -> State {
-        var configuration = KafkaConsumerConfiguration(
-            client: KafkaClientConfiguration(bootstrapServers: cluster.bootstrapServers, properties: DevClusterProcess.fastGroupProperties),
-            groupID: "test-reader-\(UUID().uuidString.prefix(8))")
-        configuration.offsetReset = .earliest
-        let consumer = try KafkaConsumer(configuration: configuration, logger: Logger(label: "reader", threshold: .warning))
-        try consumer.subscribe(topics: [topic])
-        let watchdog = Task {
-            try? await Task.sleep(for: timeout)
-            if !Task.isCancelled { await consumer.close() }
-        }
-        var state = initial
-        loop: for await event in consumer.events {
-            guard case .records(let records) = event else { continue }
-            for record in records where done(&state, record) { break loop }
-        }
-        watchdog.cancel()
-        await consumer.close()
-        return state
+        try await TopicReader.read(topic, bootstrapServers: cluster.bootstrapServers, timeout: timeout, into: initial, done)
     }
 
     /// Waits until `predicate` holds, polling; false after `timeout`.

@@ -10,10 +10,16 @@ import Testing
 @Suite struct IdempotentCallsTests {
     @Test("work done whose answer cannot be kept (the store fails after it) is answered as done, not as an error inviting the retry that does it twice")
     func doneWorkIsAnsweredWhenItsAnswerCannotBeKept() async throws {
-        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("pushfan-idempotent-\(UUID().uuidString.prefix(8))").path
-        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
-        defer { try? FileManager.default.removeItem(atPath: directory) }
-        let store = try await DeviceStore.open("sqlite:\(directory)/store.db", logger: Logger(label: "test", threshold: .error), clock: SystemClock())
+        let api = try await InProcessService()
+        let (store, directory, clock) = (api.store, api.directory.path, api.clock)
+        // The answer's retries wait on the test's clock: it moves whenever they sleep.
+        let driver = Task {
+            while !Task.isCancelled {
+                try? await Task.sleep(for: .milliseconds(2))
+                if clock.sleeping > 0 { clock.advanceToNextDeadline() }
+            }
+        }
+        defer { driver.cancel() }
         let request = HTTPRequest(method: "POST", path: "/v1/apps/shop/messages", headers: ["idempotency-key": "order-1"])
         var runs = 0
         let answer = try await IdempotentCalls.run(request, store: store, app: "shop", body: Array("{}".utf8)) {
@@ -24,5 +30,6 @@ import Testing
         }
         #expect(runs == 1)
         #expect(answer.status == 202 && String(decoding: answer.body, as: UTF8.self).contains("msg-1"))
+        await api.stop()
     }
 }

@@ -14,20 +14,10 @@ import Testing
 @Suite struct NotificareUserLinkTests {
     @Test("the server links the SDK's device to bob; the SDK's next update (still naming alice) keeps bob; the SDK's own login as carol moves it")
     func serverLinkOutlivesTheSDKsStaleUser() async throws {
-        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("pushfan-sdklink-\(UUID().uuidString.prefix(8))").path
-        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
-        defer { try? FileManager.default.removeItem(atPath: directory) }
-        let logger = Logger(label: "test", threshold: .error)
-        let store = try await DeviceStore.open("sqlite:\(directory)/store.db", logger: logger, clock: ManualClock())
-        let secrets = try await store.apps.add(AppRegistration(app: "shop", topic: "com.example.shop", credentials: .certificate(certificateFile: "/c.pem", keyFile: nil)))
-        let producer = try KafkaProducer(configuration: KafkaProducerConfiguration(client: KafkaClientConfiguration(bootstrapServers: "127.0.0.1:9")), logger: logger)
-        defer { Task { await producer.close() } }
-        let service = APIService(store: store, writer: ResultsWriter(producer: producer, topics: TopicNames()), throttle: AuthThrottle(), logger: logger)
+        let api = try await InProcessService()
+        let (store, secrets) = (api.store, api.secrets)
         func call(_ method: String, _ path: String, _ secret: String, _ body: String) async -> HTTPResponse {
-            let credentials = Data("shop:\(secret)".utf8).base64EncodedString()
-            return await service.handle(HTTPRequest(
-                method: method, path: path, headers: ["authorization": "Basic \(credentials)", "content-type": "application/json"],
-                body: Array(body.utf8), clientAddress: "10.0.0.1"))
+            await api.call(method, path, secret: secret, body: body)
         }
         func user() async throws -> JSONValue? { try await store.devices.get(app: "shop", deviceID: token)?.attributes["user_id"] }
         let token = String(repeating: "ab", count: 32)
@@ -47,5 +37,6 @@ import Testing
         // A login in the app: the SDK names another user, which is the device's to say.
         #expect(await call("PUT", "/device/\(token)", secrets.application, #"{"userID":"carol"}"#).status == 200)
         #expect(try await user() == "carol")
+        await api.stop()
     }
 }

@@ -14,21 +14,9 @@ import Testing
 @Suite struct ThrottleWindowTests {
     @Test("ten failures answer 429 with Retry-After; the right secret works again once that many seconds have passed, not before")
     func retryAfterIsTheWindowLeft() async throws {
-        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("pushfan-throttle-\(UUID().uuidString.prefix(8))").path
-        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
-        defer { try? FileManager.default.removeItem(atPath: directory) }
-        let logger = Logger(label: "test", threshold: .error)
-        let clock = ManualClock()
-        let store = try await DeviceStore.open("sqlite:\(directory)/store.db", logger: logger, clock: clock)
-        let secrets = try await store.apps.add(AppRegistration(app: "shop", topic: "com.example.shop", credentials: .certificate(certificateFile: "/c.pem", keyFile: nil)))
-        let producer = try KafkaProducer(configuration: KafkaProducerConfiguration(client: KafkaClientConfiguration(bootstrapServers: "127.0.0.1:9")), logger: logger)
-        defer { Task { await producer.close() } }
-        let service = APIService(
-            store: store, writer: ResultsWriter(producer: producer, topics: TopicNames()), throttle: AuthThrottle(limit: 10, window: .seconds(60)), logger: logger)
-        func get(_ secret: String) async -> HTTPResponse {
-            let credentials = Data("shop:\(secret)".utf8).base64EncodedString()
-            return await service.handle(HTTPRequest(method: "GET", path: "/v1/apps/shop/devices/d", headers: ["authorization": "Basic \(credentials)"], clientAddress: "10.0.0.1"))
-        }
+        let api = try await InProcessService(throttle: AuthThrottle(limit: 10, window: .seconds(60)))
+        let (clock, secrets) = (api.clock, api.secrets)
+        func get(_ secret: String) async -> HTTPResponse { await api.call("GET", "/v1/apps/shop/devices/d", secret: secret) }
 
         for attempt in 0..<10 {
             #expect(await get("guess-\(attempt)").status == 401)
@@ -42,5 +30,6 @@ import Testing
         #expect(await get(secrets.master).status == 429, "a second before the window ends")
         clock.advance(by: .seconds(1))
         #expect(await get(secrets.master).status == 404, "the window has passed: the right secret reaches the route (no such device)")
+        await api.stop()
     }
 }

@@ -53,27 +53,10 @@ struct InProcessPipeline: Sendable {
     /// The device results on `topic`, read from its start until `count` have come (or 20 s
     /// passed), in their order.
     func deviceResults(topic: String, count: Int) async throws -> [DeviceResult] {
-        var configuration = KafkaConsumerConfiguration(
-            client: KafkaClientConfiguration(bootstrapServers: cluster.bootstrapServers, properties: DevClusterProcess.fastGroupProperties),
-            groupID: "test-reader-\(UUID().uuidString.prefix(8))")
-        configuration.offsetReset = .earliest
-        let consumer = try KafkaConsumer(configuration: configuration, logger: Logger(label: "reader", threshold: .warning))
-        try consumer.subscribe(topics: [topic])
-        let watchdog = Task {
-            try? await Task.sleep(for: .seconds(20))
-            if !Task.isCancelled { await consumer.close() }
+        try await TopicReader.read(topic, bootstrapServers: cluster.bootstrapServers, timeout: .seconds(20), into: [DeviceResult]()) { results, record in
+            if case .device(let result)? = try? MessageCodec.decode(ResultRecord.self, from: Data(record.value)) { results.append(result) }
+            return results.count >= count
         }
-        var results: [DeviceResult] = []
-        loop: for await event in consumer.events {
-            guard case .records(let records) = event else { continue }
-            for record in records {
-                if case .device(let result)? = try? MessageCodec.decode(ResultRecord.self, from: Data(record.value)) { results.append(result) }
-                if results.count >= count { break loop }
-            }
-        }
-        watchdog.cancel()
-        await consumer.close()
-        return results
     }
 
     func stop() async {
