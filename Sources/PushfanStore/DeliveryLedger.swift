@@ -127,21 +127,18 @@ package struct DeliveryLedger: Sendable {
     }
 
     /// Records final outcomes of claimed devices. A device that already has a final outcome
-    /// keeps it (the first outcome wins); returns how many rows were finalised now.
+    /// keeps it (the first outcome wins).
     ///
     /// With `owner`, an outcome without an APNs status (decided without an answer: cancelled,
     /// expired, skipped, a request never built or never answered) is recorded only on a row
     /// `owner` still holds: another worker that took the device over may have sent it, and
     /// its answer is the truth. An outcome with APNs' status is a fact about a request that
     /// reached APNs, recorded whoever holds the row.
+    ///
+    /// Returns the row keys finalised now: the others kept another outcome, or are held by
+    /// another owner.
     @discardableResult
-    package func record(campaign: CampaignKey, _ outcomes: [LedgerOutcome], owner: String? = nil, now: Int64) async throws(StoreError) -> Int {
-        try await recordFinals(campaign: campaign, outcomes, owner: owner, now: now).count
-    }
-
-    /// `record`, returning the row keys finalised now: the others kept another outcome, or
-    /// are held by another owner.
-    package func recordFinals(campaign: CampaignKey, _ outcomes: [LedgerOutcome], owner: String?, now: Int64) async throws(StoreError) -> Set<Int64> {
+    package func record(campaign: CampaignKey, _ outcomes: [LedgerOutcome], owner: String? = nil, now: Int64) async throws(StoreError) -> Set<Int64> {
         let backend = executor.backend
         return try await executor.run { connection throws(StoreError) in
             try connection.transaction { () throws(StoreError) -> Set<Int64> in

@@ -20,9 +20,9 @@ extension DeviceStoreTests {
             outcome.variant = index < 10 ? "a" : index < 20 ? "b" : "holdout"
             return outcome
         }
-        #expect(try await store.ledger.record(campaign: shop("ab"), (0..<30).map(outcome), now: store.clock.wallMillis) == 30)
+        #expect(try await store.ledger.record(campaign: shop("ab"), (0..<30).map(outcome), now: store.clock.wallMillis).count == 30)
         // The same outcomes again (a page re-processed after a crash) change nothing.
-        #expect(try await store.ledger.record(campaign: shop("ab"), (0..<30).map(outcome), now: store.clock.wallMillis) == 0)
+        #expect(try await store.ledger.record(campaign: shop("ab"), (0..<30).map(outcome), now: store.clock.wallMillis).count == 0)
         let variants = try await store.ledger.variantCounts(campaign: shop("ab"))
         #expect(variants == [
             "a": [.invalidToken: 4, .delivered: 6], "b": [.invalidToken: 3, .delivered: 7], "holdout": [.invalidToken: 3, .skipped: 7],
@@ -44,7 +44,7 @@ extension DeviceStoreTests {
         // 15 s on, every lease has run out: w2 takes device 2 over, device 3 is final.
         let later = start + 15_000
         #expect(try await store.ledger.claim(campaign: shop("r"), targets: [targets[2]], owner: "w2", lease: .seconds(10), now: later).toSend.count == 1)
-        #expect(try await store.ledger.record(campaign: shop("r"), [LedgerOutcome(rowKey: keys[3], state: .cancelled)], now: later) == 1)
+        #expect(try await store.ledger.record(campaign: shop("r"), [LedgerOutcome(rowKey: keys[3], state: .cancelled)], now: later).count == 1)
         // Device 4 is w2's, device 5 was never claimed.
         let kept = try await store.ledger.renew(campaign: shop("r"), owner: "w1", rowKeys: keys, lease: .seconds(10), now: later)
         #expect(kept == [keys[0], keys[1]])
@@ -54,9 +54,9 @@ extension DeviceStoreTests {
         #expect(try await store.ledger.renew(campaign: shop("r"), owner: "w1", rowKeys: [], lease: .seconds(10), now: later).isEmpty)
         // w1 records device 2, which w2 holds now: an outcome decided without a request is
         // refused; APNs' answer to a request w1 sent before is recorded (the first wins).
-        #expect(try await store.ledger.record(campaign: shop("r"), [LedgerOutcome(rowKey: keys[2], state: .cancelled)], owner: "w1", now: later) == 0)
-        #expect(try await store.ledger.record(campaign: shop("r"), [LedgerOutcome(rowKey: keys[2], state: .delivered, status: 200)], owner: "w1", now: later) == 1)
-        #expect(try await store.ledger.record(campaign: shop("r"), [LedgerOutcome(rowKey: keys[0], state: .expired)], owner: "w1", now: later) == 1)
+        #expect(try await store.ledger.record(campaign: shop("r"), [LedgerOutcome(rowKey: keys[2], state: .cancelled)], owner: "w1", now: later).count == 0)
+        #expect(try await store.ledger.record(campaign: shop("r"), [LedgerOutcome(rowKey: keys[2], state: .delivered, status: 200)], owner: "w1", now: later).count == 1)
+        #expect(try await store.ledger.record(campaign: shop("r"), [LedgerOutcome(rowKey: keys[0], state: .expired)], owner: "w1", now: later).count == 1)
     }
 
     @Test("a page's takeover takes only its own devices' stale claims, not those of other devices in its key range (another zone wave's, a hold's)", arguments: Backend.enabled)
@@ -96,8 +96,8 @@ extension DeviceStoreTests {
         // Outcomes for half; the first final outcome wins.
         let half = Array((claimA.toSend.isEmpty ? claimB.toSend : claimA.toSend).prefix(100))
         let recorded = try await store.ledger.record(campaign: shop("c1"), half.map { LedgerOutcome(rowKey: $0.rowKey, state: .delivered, apnsID: "id-\($0.rowKey)") }, now: store.clock.wallMillis)
-        #expect(recorded == half.count)
-        #expect(try await store.ledger.record(campaign: shop("c1"), half.map { LedgerOutcome(rowKey: $0.rowKey, state: .failed) }, now: store.clock.wallMillis) == 0)
+        #expect(recorded.count == half.count)
+        #expect(try await store.ledger.record(campaign: shop("c1"), half.map { LedgerOutcome(rowKey: $0.rowKey, state: .failed) }, now: store.clock.wallMillis).count == 0)
 
         // Re-processing the page after a crash: finished devices are not claimed again; the rest
         // are held by the other owner until its lease runs out, then taken over.

@@ -34,7 +34,7 @@ struct DeviceStoreTests {
         let targets = try await store.importSynthetic(20, now: now)
         #expect(try await store.campaigns.record(shop("old"), audience: 20, shards: 2, now: store.clock.wallMillis))
         _ = try await store.ledger.claim(campaign: shop("old"), targets: targets, owner: "w", now: now)
-        #expect(try await store.ledger.record(campaign: shop("old"), targets.prefix(5).map { LedgerOutcome(rowKey: $0.rowKey, state: .delivered) }, now: store.clock.wallMillis) == 5)
+        #expect(try await store.ledger.record(campaign: shop("old"), targets.prefix(5).map { LedgerOutcome(rowKey: $0.rowKey, state: .delivered) }, now: store.clock.wallMillis).count == 5)
         _ = try await store.campaigns.finishTask(campaign: shop("old"), shard: 0, now: store.clock.wallMillis)
         // Back to the shape before migration 17: every campaign column held the bare id.
         let tables = ["deliveries", "campaign_tasks", "campaign_counts", "campaigns"]

@@ -36,7 +36,7 @@ struct EngagementTalliesTests {
             campaign.share(of: target.deviceID) == .holdout
                 ? LedgerOutcome(rowKey: target.rowKey, state: .skipped, reason: Campaign.holdoutReason) : LedgerOutcome(rowKey: target.rowKey, state: .delivered)
         }
-        #expect(try await store.ledger.record(campaign: sale, outcomes, now: sent) == 10)
+        #expect(try await store.ledger.record(campaign: sale, outcomes, now: sent).count == 10)
         return (store, campaign)
     }
 
@@ -73,7 +73,7 @@ struct EngagementTalliesTests {
         _ = try await store.ledger.claim(campaign: sale, targets: taken, owner: "w", now: now - 60_000)
         #expect(try await store.ledger.record(campaign: sale, taken.map { target in
             target.deviceID == "retried" ? LedgerOutcome(rowKey: target.rowKey, state: .expired, attempts: 2) : LedgerOutcome(rowKey: target.rowKey, state: .cancelled, attempts: 0)
-        }, now: now - 30_000) == 2)
+        }, now: now - 30_000).count == 2)
         let events = [
             event(.opened, "n0"),
             event(.opened, "d1", campaign: "winter"),
@@ -113,7 +113,7 @@ struct EngagementTalliesTests {
             #expect(try await store.campaigns.record(key, audience: 10, shards: 1, definition: CampaignDefinition(record: json), now: reachedAt - 60_000))
             let targets = try await store.audience.page(app: "shop-ios", segment: nil, shard: ShardRange(after: nil, through: nil), cursor: nil, limit: 10, now: store.clock.wallMillis)
             _ = try await store.ledger.claim(campaign: key, targets: targets, owner: "w", now: reachedAt)
-            #expect(try await store.ledger.record(campaign: key, targets.map { LedgerOutcome(rowKey: $0.rowKey, state: .delivered) }, now: reachedAt) == 10)
+            #expect(try await store.ledger.record(campaign: key, targets.map { LedgerOutcome(rowKey: $0.rowKey, state: .delivered) }, now: reachedAt).count == 10)
             keys[id] = key
         }
         // Half an hour after the pushes: both campaigns'; three hours after: the daily one's only.
@@ -138,7 +138,7 @@ struct EngagementTalliesTests {
         let sentAt = now - 3_600_000
         let targets = try await store.audience.page(app: "shop-ios", segment: nil, shard: ShardRange(after: nil, through: nil), cursor: nil, limit: 10, now: store.clock.wallMillis)
         _ = try await store.ledger.claim(campaign: key, targets: targets, owner: "w", now: sentAt)
-        #expect(try await store.ledger.record(campaign: key, targets.map { LedgerOutcome(rowKey: $0.rowKey, state: .delivered) }, now: sentAt) == 10)
+        #expect(try await store.ledger.record(campaign: key, targets.map { LedgerOutcome(rowKey: $0.rowKey, state: .delivered) }, now: sentAt).count == 10)
         #expect(try await store.campaigns.transition(key, from: .running, to: .completed, now: sentAt))
         let results = try await store.engagement.resolve([event(.converted, "d3", campaign: nil, at: now - 60_000)], app: "shop-ios", now: now)
         guard case .success(let counted) = results[0] else { Issue.record("\(results[0])"); return }

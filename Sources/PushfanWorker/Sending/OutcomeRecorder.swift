@@ -55,7 +55,7 @@ struct OutcomeRecorder {
     func record(_ finals: Finals) async throws -> DeliveryTicket? {
         guard !finals.ledger.isEmpty else { return nil }
         let recorded = try await untilStored {
-            try await context.store.ledger.recordFinals(campaign: task.campaignKey, finals.ledger, owner: context.ledgerOwner, now: context.clock.wallMillis)
+            try await context.store.ledger.record(campaign: task.campaignKey, finals.ledger, owner: context.ledgerOwner, now: context.clock.wallMillis)
         }
         if !finals.marks.isEmpty { try await untilStored { try await context.store.devices.applyHygiene(app: task.app, finals.marks, now: context.clock.wallMillis) } }
         var results = finals.results
