@@ -57,8 +57,10 @@ struct APICommand: Command {
         var adminToken = ProcessInfo.processInfo.environment["PUSHFAN_ADMIN_TOKEN"]
         if let file = arguments.value("admin-token-file") {
             guard let text = try? String(contentsOfFile: file, encoding: .utf8) else { throw UsageError("--admin-token-file: cannot read \(file)") }
-            if let mode = (try? FileManager.default.attributesOfItem(atPath: file))?[.posixPermissions] as? Int, mode & 0o007 != 0 {
-                throw UsageError("--admin-token-file: \(file) may be read by every user (mode \(String(mode & 0o777, radix: 8))); chmod o-rwx it (600 or 640)")
+            // stat, not lstat: Kubernetes mounts a Secret's file as a link (mode 777) to it.
+            var info = stat()
+            if stat(file, &info) == 0, info.st_mode & 0o007 != 0 {
+                throw UsageError("--admin-token-file: \(file) may be read by every user (mode \(String(info.st_mode & 0o777, radix: 8))); chmod o-rwx it (600 or 640)")
             }
             adminToken = text.trimmingCharacters(in: .whitespacesAndNewlines)
         }

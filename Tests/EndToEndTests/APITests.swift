@@ -466,7 +466,7 @@ struct APITests {
         #expect(gone.contains(#""status":"unregistered""#), "\(gone)")
     }
 
-    @Test("app management with the admin token: create (credentials checked), list, read, change rate and credentials, rotate; without the token nothing")
+    @Test("app management with the admin token (its file read through a link, as Kubernetes mounts it): create (credentials checked), list, read, change rate and credentials, rotate; without the token nothing")
     func adminRoutes() async throws {
         let pipeline = try await Pipeline()
         defer { pipeline.stop() }
@@ -476,7 +476,10 @@ struct APITests {
         let open = try await CommandLineTool.run(TestBinaries.pushfan, ["api", "--port", "0", "--database", pipeline.database, "--admin-token-file", tokenFile])
         #expect(open.status == 2 && open.error.contains("may be read by every user (mode 644); chmod o-rwx it (600 or 640)"), "\(open.status) \(open.error)")
         try FileManager.default.setAttributes([.posixPermissions: 0o600], ofItemAtPath: tokenFile)
-        let server = try await Self.start(pipeline, extra: ["--admin-token-file", tokenFile])
+        // Mounted as Kubernetes mounts a Secret's file: a link (itself mode 777) to the file.
+        let link = pipeline.directory + "/admin-token-link"
+        try FileManager.default.createSymbolicLink(atPath: link, withDestinationPath: tokenFile)
+        let server = try await Self.start(pipeline, extra: ["--admin-token-file", link])
         defer { server.process.signal(SIGTERM) }
         let admin = ["Authorization: Bearer an-admin-token-of-some-length"]
         func call(_ method: String, _ path: String, _ json: String? = nil, headers: [String] = admin) async throws -> (status: Int, headers: [String: String], body: String) {
