@@ -29,6 +29,18 @@ struct AuditCommand: Command {
         ] + StoreOptions.specs + KafkaOptions.specs)
 
     static func run(_ arguments: ParsedArguments, _ context: CommandContext) async throws -> Int32 {
+        do {
+            return try await audit(arguments, context)
+        } catch let error as UsageError {
+            throw error
+        } catch {
+            // Not a verdict: 1 means a violation was found, and scripts branch on it.
+            printError("pushfan audit: the sources could not be read: \(error)")
+            return 2
+        }
+    }
+
+    private static func audit(_ arguments: ParsedArguments, _ context: CommandContext) async throws -> Int32 {
         let one = try arguments.value("campaign").map { text in try CampaignArgument.key(text, what: "--campaign") }
         guard (one != nil) != arguments.flag("all") else { throw UsageError("give --campaign APP/ID or --all") }
         let store = try await StoreOptions.open(arguments, context)
@@ -60,7 +72,8 @@ struct AuditCommand: Command {
             }
             let audit = CampaignAudit(
                 campaign: row.key.stored, status: row.status.rawValue, ledger: ledger, results: topic.devices[row.key] ?? [:],
-                resultRecords: topic.records[row.key] ?? 0, finalEvent: topic.finalEvents[row.key], accepted: accepted)
+                resultRecords: topic.records[row.key] ?? 0, finalEvent: topic.finalEvents[row.key], accepted: accepted,
+                erased: topic.erased[row.app] ?? [])
             reports.append(audit.check())
         }
         print(table(reports))
@@ -134,6 +147,8 @@ struct ResultsReading {
     var records: [CampaignKey: Int] = [:]
     /// Campaign → its last `completed` or `cancelled` event.
     var finalEvents: [CampaignKey: CampaignEvent] = [:]
+    /// App → devices erased on request (the topic's tombstones): their ledger rows are gone.
+    var erased: [String: Set<String>] = [:]
 
     static func read(client: KafkaClientConfiguration, topic: String, campaigns: Set<CampaignKey>, timeout: Duration, logger: Logger) async throws -> ResultsReading {
         var configuration = KafkaConsumerConfiguration(client: client, groupID: "pushfan-audit-\(getpid())-\(UInt32.random(in: 0...UInt32.max))")
@@ -173,7 +188,12 @@ struct ResultsReading {
     }
 
     mutating func add(_ record: KafkaRecord, campaigns: Set<CampaignKey>) {
-        guard let decoded = record.withValueBytes({ try? MessageCodec.decode(ResultRecord.self, from: $0) }) else { return }
+        guard let decoded = record.withValueBytes({ try? MessageCodec.decode(ResultRecord.self, from: $0) }) else {
+            if let erasure = record.withValueBytes({ try? MessageCodec.decode(ErasureRecord.self, from: $0) }) {
+                erased[erasure.app, default: []].formUnion(erasure.devices)
+            }
+            return
+        }
         switch decoded {
         case .device(let result) where campaigns.contains(result.campaignKey):
             devices[result.campaignKey, default: [:]][result.device] = result

@@ -11,7 +11,8 @@ import PushfanMessages
 /// result that contradicts the ledger; with the APNs side, a device delivered without an
 /// accepted request, or sent although its outcome says it never was. Duplicates (a result
 /// written twice, a request accepted twice for one device) are counted, not failed: sends
-/// are at least once, and crashes are allowed to cost a page per lane.
+/// are at least once, and crashes are allowed to cost a page per lane. A device erased on
+/// request has no ledger row left; its result stands in for it (`erased`).
 package struct CampaignAudit: Sendable {
     /// A device's final (or pending) state in the ledger.
     package struct LedgerFact: Sendable, Equatable {
@@ -34,11 +35,15 @@ package struct CampaignAudit: Sendable {
     package var finalEvent: CampaignEvent?
     /// Device id → requests APNs (the simulator) accepted for it; nil without the log.
     package var accepted: [String: Int]?
+    /// Devices of the app erased on request (tombstones on the topic): erasure took their
+    /// ledger rows, so their results and requests are not held against the ledger, and the
+    /// final event counted them as their results say.
+    package var erased: Set<String>
 
     package init(campaign: String, status: String, ledger: [String: LedgerFact], results: [String: DeviceResult], resultRecords: Int,
-                 finalEvent: CampaignEvent?, accepted: [String: Int]? = nil) {
+                 finalEvent: CampaignEvent?, accepted: [String: Int]? = nil, erased: Set<String> = []) {
         (self.campaign, self.status, self.ledger, self.results, self.resultRecords) = (campaign, status, ledger, results, resultRecords)
-        (self.finalEvent, self.accepted) = (finalEvent, accepted)
+        (self.finalEvent, self.accepted, self.erased) = (finalEvent, accepted, erased)
     }
 
     package struct Report: Sendable, Equatable, Codable {
@@ -73,9 +78,14 @@ package struct CampaignAudit: Sendable {
         }
         var ledgerCounts: [String: Int] = [:]
         for fact in ledger.values where fact.state != "claimed" { ledgerCounts[fact.state, default: 0] += 1 }
+        let gone = results.filter { erased.contains($0.key) && ledger[$0.key] == nil }
+        for result in gone.values { ledgerCounts[result.outcome.rawValue, default: 0] += 1 }
+        let results = results.filter { gone[$0.key] == nil }
+        let accepted = accepted?.filter { !erased.contains($0.key) || ledger[$0.key] != nil }
         if let event = finalEvent {
             if event.counts.filter({ $0.value != 0 }) != ledgerCounts {
-                violations.append("the \(event.event.rawValue) event counts \(Self.describe(event.counts)), the ledger \(Self.describe(ledgerCounts))")
+                let erasedNote = gone.isEmpty ? "" : " (with \(gone.count) erased devices as their results say)"
+                violations.append("the \(event.event.rawValue) event counts \(Self.describe(event.counts)), the ledger\(erasedNote) \(Self.describe(ledgerCounts))")
             }
             let total = event.counts.values.reduce(0, +)
             if let audience = event.audience, audience != total {
@@ -102,7 +112,7 @@ package struct CampaignAudit: Sendable {
         }
         return Report(
             campaign: campaign, status: status, devices: ledger.count, results: results.count,
-            duplicateResults: max(0, resultRecords - results.count), apnsDuplicates: apnsDuplicates, violations: violations)
+            duplicateResults: max(0, resultRecords - self.results.count), apnsDuplicates: apnsDuplicates, violations: violations)
     }
 
     static func describe(_ counts: [String: Int]) -> String {

@@ -45,6 +45,11 @@ import Testing
         #expect(try await audit(["--campaign", "aud/nope"]).status == 2)
         // The same id in another app is another campaign, which does not exist.
         #expect(try await audit(["--campaign", "other/aud-1"]).status == 2)
+        // A store that cannot be read is not a violation.
+        let (dead, held) = try FreePort.held()
+        defer { close(held) }
+        let unreadable = try await CommandLineTool.run(TestBinaries.pushfan, ["audit", "--all", "--database", "postgres://127.0.0.1:\(dead)/none"] + pipeline.kafkaArguments)
+        #expect(unreadable.status == 2 && unreadable.error.contains("the sources could not be read"), "\(unreadable.status) \(unreadable.error)")
         let bare = try await audit(["--campaign", "aud-1"])
         #expect(bare.status == 2 && bare.error.contains("--campaign: give the campaign as APP/ID"), "\(bare.error)")
     }

@@ -23,6 +23,17 @@ import Testing
         #expect(report.devices == 3 && report.results == 3 && report.duplicateResults == 1 && report.apnsDuplicates == 1)
     }
 
+    @Test("a device erased on request after the campaign (its ledger row gone, its result and request still recorded) is no violation; the same gap without its tombstone is")
+    func erasedDevicesStandInByTheirResults() {
+        var audit = Self.clean
+        audit.ledger["d2"] = nil
+        #expect(!audit.check().violations.isEmpty, "a ledger row missing without an erasure passed")
+        audit.erased = ["d2", "d-other"]
+        let report = audit.check()
+        #expect(report.violations.isEmpty, "\(report.violations)")
+        #expect(report.devices == 2 && report.duplicateResults == 1)
+    }
+
     /// One broken promise each.
     enum Breakage: String, CaseIterable, Sendable {
         case stillClaimed, resultMissing, resultOfAStranger, contradiction, eventCountsOtherwise, eventMissesAudience, noFinalEvent
