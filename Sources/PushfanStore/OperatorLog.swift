@@ -42,7 +42,8 @@ package struct OperatorLog: Sendable {
 
     init(executor: StoreExecutor) {
         self.executor = executor
-        appends = GroupCommit(executor: executor) { connection, _, entries, at throws(StoreError) in
+        appends = GroupCommit(executor: executor) { connection, backend, entries, at throws(StoreError) in
+            try backend.lockOperatorLog(connection)
             for entry in entries {
                 _ = try connection.execute("""
                     INSERT INTO operator_log (at, actor, client, action, app, target, status)

@@ -47,6 +47,10 @@ protocol SQLBackend: Sendable {
     /// Inside the migration transaction: makes concurrent starters take turns.
     func lockMigrations(_ connection: any SQLConnection) throws(StoreError)
 
+    /// Inside a transaction appending to the operator log: appenders take turns, so its
+    /// sequence numbers commit in their order (a reader paging by them skips none).
+    func lockOperatorLog(_ connection: any SQLConnection) throws(StoreError)
+
     /// A migration's SQL for this dialect.
     func script(of migration: Schema.Migration) -> String
 

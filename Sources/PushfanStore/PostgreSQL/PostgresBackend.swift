@@ -70,6 +70,14 @@ struct PostgresBackend: SQLBackend {
         try connection.execute("SELECT pg_advisory_xact_lock(7316504)")
     }
 
+    /// A sequence hands out numbers at insert, not at commit: two API processes appending at
+    /// once could commit 151-200 before 100-150, and a reader paging `after=200` would never
+    /// see those. Taken before the inserts, the lock makes numbers and commits go in turn.
+    func lockOperatorLog(_ connection: any SQLConnection) throws(StoreError) {
+        // An arbitrary constant naming "Pushfan operator log".
+        try connection.execute("SELECT pg_advisory_xact_lock(7316505)")
+    }
+
     func script(of migration: Schema.Migration) -> String { migration.postgres }
 
     /// Also a vacuum, which marks the new pages all-visible so that computing shard

@@ -72,6 +72,9 @@ struct SQLiteBackend: SQLBackend {
     /// The write transaction already serialises starters.
     func lockMigrations(_ connection: any SQLConnection) throws(StoreError) {}
 
+    /// The write lock, taken at BEGIN, already orders appenders.
+    func lockOperatorLog(_ connection: any SQLConnection) throws(StoreError) {}
+
     func script(of migration: Schema.Migration) -> String { migration.sqlite }
 
     func refreshStatistics(_ connection: any SQLConnection) throws(StoreError) {
