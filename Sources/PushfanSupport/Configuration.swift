@@ -163,6 +163,8 @@ package struct PushfanConfiguration: Codable, Sendable, Equatable {
         package static let apnsURL = "PUSHFAN_APNS_URL"
         package static let apnsCAFile = "PUSHFAN_APNS_CA_FILE"
         package static let logLevel = "PUSHFAN_LOG_LEVEL"
+        /// Kafka's `sasl.password`, so a deployment keeps it in its secrets, not its config file.
+        package static let kafkaSASLPassword = "PUSHFAN_KAFKA_SASL_PASSWORD"
     }
 
     /// Loads defaults, then the file (explicit path, else `PUSHFAN_CONFIG`), then the environment.
@@ -187,6 +189,7 @@ package struct PushfanConfiguration: Codable, Sendable, Equatable {
         if let value = environment[Environment.apnsURL], !value.isEmpty { configuration.apns.url = value }
         if let value = environment[Environment.apnsCAFile], !value.isEmpty { configuration.apns.caFile = value }
         if let value = environment[Environment.logLevel], !value.isEmpty { configuration.logLevel = value }
+        if let value = environment[Environment.kafkaSASLPassword], !value.isEmpty { configuration.kafka.properties["sasl.password"] = value }
         try configuration.worker.validate()
         guard LogLevel(name: configuration.logLevel) != nil else {
             throw ConfigurationError("log_level '\(configuration.logLevel)' is not one of debug, info, notice, warning, error")

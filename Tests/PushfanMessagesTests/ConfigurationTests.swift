@@ -20,6 +20,9 @@ import Testing
         let overridden = try PushfanConfiguration.load(
             file: path, environment: ["PUSHFAN_KAFKA_BROKERS": "127.0.0.1:1", "PUSHFAN_DATABASE": "sqlite:x.db", "PUSHFAN_APNS_URL": "https://sim:2197"])
         #expect(overridden.kafka.brokers == "127.0.0.1:1" && overridden.database == "sqlite:x.db" && overridden.apns.url == "https://sim:2197")
+        #expect(overridden.kafka.properties["sasl.password"] == fromFile.kafka.properties["sasl.password"], "no variable, the file's")
+        let secret = try PushfanConfiguration.load(file: path, environment: ["PUSHFAN_KAFKA_SASL_PASSWORD": "from-the-secret"])
+        #expect(secret.kafka.properties["sasl.password"] == "from-the-secret" && secret.kafka.properties["security.protocol"] == "SASL_SSL")
     }
 
     @Test func theSenderSectionReadsItsKeys() throws {
