@@ -26,8 +26,7 @@ enum NotificareRoutes {
                 throw APIError(400, "invalid_input", "deviceID: required, a string", field: "deviceID")
             }
             let app = call.parameter("app")
-            let before = try await load(store, app: app, id)
-            var device = before ?? NotificareDevice(deviceID: id)
+            var device = try await load(store, app: app, id) ?? NotificareDevice(deviceID: id)
             // A device whose id changed (its APNs token arrived, or changed): what the old id
             // had moves here, and the old id goes once the new one is saved (a refused
             // registration leaves the old one as it was, for the retry).
@@ -42,7 +41,7 @@ enum NotificareRoutes {
                 previous = found
             }
             try device.apply(body)
-            try await save(store, app: app, device, before: before, role: call.role)
+            try await save(store, app: app, device, role: call.role)
             if let previous { try await remove(store, app: app, previous) }
             return .json(200, ["message": "device registered"])
         })
@@ -136,10 +135,9 @@ enum NotificareRoutes {
 
     /// Loads, changes, saves and answers as the SDK expects.
     private static func update(_ store: DeviceStore, _ call: RouteCall, _ change: (inout NotificareDevice) throws -> Void) async throws -> HTTPResponse {
-        let before = try await existing(store, call)
-        var device = before
+        var device = try await existing(store, call)
         try change(&device)
-        try await save(store, app: call.parameter("app"), device, before: before, role: call.role)
+        try await save(store, app: call.parameter("app"), device, role: call.role)
         return .json(200, ["message": "device updated"])
     }
 
@@ -148,17 +146,9 @@ enum NotificareRoutes {
     /// claim as the native registration's (`ApplicationClaim`): the SDK's device id is its
     /// token, so it brings its own token, and a token another device of the app holds (one
     /// registered through the native calls) is not taken from it.
-    ///
-    /// `before`: the document as this call found it. The SDK sends its document's user with
-    /// every call, so a user the server linked the device to since (`PUT
-    /// /v1/apps/{app}/users/{user}/devices/{device}`, master secret) stays until the SDK
-    /// itself names another user (a login or logout).
-    private static func save(_ store: DeviceStore, app: String, _ device: NotificareDevice, before: NotificareDevice?, role: AppRole?) async throws {
+    private static func save(_ store: DeviceStore, app: String, _ device: NotificareDevice, role: AppRole?) async throws {
         let environment = try await store.apps.get(app)?.environment ?? .production
-        if var registration = try device.registration(environment: environment) {
-            if let before, before.userID == device.userID, let row = try await store.devices.get(app: app, deviceID: device.deviceID) {
-                registration.attributes[Users.attribute] = row.attributes[Users.attribute]
-            }
+        if let registration = try device.registration(environment: environment) {
             do {
                 let validated = try Validation.device(registration, now: store.clock.wallMillis)
                 if role == .application {
