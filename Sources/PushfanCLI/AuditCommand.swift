@@ -73,7 +73,7 @@ struct AuditCommand: Command {
             let audit = CampaignAudit(
                 campaign: row.key.stored, status: row.status.rawValue, ledger: ledger, results: topic.devices[row.key] ?? [:],
                 resultRecords: topic.records[row.key] ?? 0, finalEvent: topic.finalEvents[row.key], accepted: accepted,
-                erased: topic.erased[row.app] ?? [])
+                erased: topic.erased[row.app] ?? [:])
             reports.append(audit.check())
         }
         print(table(reports))
@@ -101,7 +101,7 @@ struct AuditCommand: Command {
         let topic = (try? APNsNotification.requestTopic(appRecord.topic, pushType: parsed.notification.pushType)) ?? appRecord.topic
         var accepted: [String: Int] = [:]
         for (token, requests) in log.accepted(topic: topic, collapseID: parsed.effectiveCollapseID) {
-            accepted[devices[token] ?? "token:\(token.prefix(12))", default: 0] += requests
+            accepted[devices[token] ?? CampaignAudit.unmappedToken + token.prefix(12), default: 0] += requests
         }
         return accepted
     }
@@ -147,8 +147,9 @@ struct ResultsReading {
     var records: [CampaignKey: Int] = [:]
     /// Campaign → its last `completed` or `cancelled` event.
     var finalEvents: [CampaignKey: CampaignEvent] = [:]
-    /// App → devices erased on request (the topic's tombstones): their ledger rows are gone.
-    var erased: [String: Set<String>] = [:]
+    /// App → devices erased on request and when (the topic's tombstones): their ledger rows
+    /// are gone.
+    var erased: [String: [String: Int64]] = [:]
 
     static func read(client: KafkaClientConfiguration, topic: String, campaigns: Set<CampaignKey>, timeout: Duration, logger: Logger) async throws -> ResultsReading {
         var configuration = KafkaConsumerConfiguration(client: client, groupID: "pushfan-audit-\(getpid())-\(UInt32.random(in: 0...UInt32.max))")
@@ -190,7 +191,7 @@ struct ResultsReading {
     mutating func add(_ record: KafkaRecord, campaigns: Set<CampaignKey>) {
         guard let decoded = record.withValueBytes({ try? MessageCodec.decode(ResultRecord.self, from: $0) }) else {
             if let erasure = record.withValueBytes({ try? MessageCodec.decode(ErasureRecord.self, from: $0) }) {
-                erased[erasure.app, default: []].formUnion(erasure.devices)
+                for device in erasure.devices { erased[erasure.app, default: [:]][device] = erasure.at }
             }
             return
         }

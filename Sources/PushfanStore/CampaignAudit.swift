@@ -35,13 +35,18 @@ package struct CampaignAudit: Sendable {
     package var finalEvent: CampaignEvent?
     /// Device id → requests APNs (the simulator) accepted for it; nil without the log.
     package var accepted: [String: Int]?
-    /// Devices of the app erased on request (tombstones on the topic): erasure took their
-    /// ledger rows, so their results and requests are not held against the ledger, and the
-    /// final event counted them as their results say.
-    package var erased: Set<String>
+    /// Devices of the app erased on request, with when (the tombstones on the topic): erasure
+    /// took their ledger rows, so their results and requests are not held against the
+    /// ledger. A final event written before the erasure counted them as their results say;
+    /// one written after did not (it counts the ledger).
+    package var erased: [String: Int64]
+
+    /// Requests the APNs side names by a token no device of the store has now (an erased
+    /// device's, among others), under this prefix and the token's start.
+    package static let unmappedToken = "token:"
 
     package init(campaign: String, status: String, ledger: [String: LedgerFact], results: [String: DeviceResult], resultRecords: Int,
-                 finalEvent: CampaignEvent?, accepted: [String: Int]? = nil, erased: Set<String> = []) {
+                 finalEvent: CampaignEvent?, accepted: [String: Int]? = nil, erased: [String: Int64] = [:]) {
         (self.campaign, self.status, self.ledger, self.results, self.resultRecords) = (campaign, status, ledger, results, resultRecords)
         (self.finalEvent, self.accepted, self.erased) = (finalEvent, accepted, erased)
     }
@@ -78,13 +83,20 @@ package struct CampaignAudit: Sendable {
         }
         var ledgerCounts: [String: Int] = [:]
         for fact in ledger.values where fact.state != "claimed" { ledgerCounts[fact.state, default: 0] += 1 }
-        let gone = results.filter { erased.contains($0.key) && ledger[$0.key] == nil }
-        for result in gone.values { ledgerCounts[result.outcome.rawValue, default: 0] += 1 }
+        let gone = results.filter { erased[$0.key] != nil && ledger[$0.key] == nil }
+        let countedGone = gone.filter { device, _ in finalEvent.map { erased[device] ?? 0 >= $0.at } ?? false }
+        for result in countedGone.values { ledgerCounts[result.outcome.rawValue, default: 0] += 1 }
         let results = results.filter { gone[$0.key] == nil }
-        let accepted = accepted?.filter { !erased.contains($0.key) || ledger[$0.key] != nil }
+        // An erased device's token maps to no device now: as many unmapped tokens as erased
+        // devices with a result are taken for theirs.
+        var accepted = accepted?.filter { erased[$0.key] == nil || ledger[$0.key] != nil }
+        if let requests = accepted, !gone.isEmpty {
+            let unmapped = requests.keys.filter { $0.hasPrefix(Self.unmappedToken) }.sorted().prefix(gone.count)
+            accepted = requests.filter { !unmapped.contains($0.key) }
+        }
         if let event = finalEvent {
             if event.counts.filter({ $0.value != 0 }) != ledgerCounts {
-                let erasedNote = gone.isEmpty ? "" : " (with \(gone.count) erased devices as their results say)"
+                let erasedNote = countedGone.isEmpty ? "" : " (with \(countedGone.count) erased devices as their results say)"
                 violations.append("the \(event.event.rawValue) event counts \(Self.describe(event.counts)), the ledger\(erasedNote) \(Self.describe(ledgerCounts))")
             }
             let total = event.counts.values.reduce(0, +)

@@ -54,8 +54,9 @@ package struct OperatorLog: Sendable {
         }
     }
 
-    /// Appends `entry`, stamped with the store's time when its group is written (so `at` rises
-    /// with `seq`); entries keep the order they came in.
+    /// Appends `entry`, stamped with the store's time when its group is written (so within one
+    /// process `at` rises with `seq`; across processes, by their clocks and the wait for the
+    /// append lock); entries keep the order they came in.
     package func append(_ entry: OperatorLogEntry) async throws(StoreError) {
         try await appends.submit(entry)
     }

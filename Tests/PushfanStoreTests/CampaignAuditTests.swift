@@ -23,15 +23,25 @@ import Testing
         #expect(report.devices == 3 && report.results == 3 && report.duplicateResults == 1 && report.apnsDuplicates == 1)
     }
 
-    @Test("a device erased on request after the campaign (its ledger row gone, its result and request still recorded) is no violation; the same gap without its tombstone is")
+    @Test("a device erased on request (its ledger row gone, its result and request recorded, its token now unknown) is no violation, erased after the final event or before it; the same gap without its tombstone is")
     func erasedDevicesStandInByTheirResults() {
         var audit = Self.clean
         audit.ledger["d2"] = nil
+        audit.accepted = ["d1": 1, CampaignAudit.unmappedToken + "0a0b0c0d0e0f": 2]
         #expect(!audit.check().violations.isEmpty, "a ledger row missing without an erasure passed")
-        audit.erased = ["d2", "d-other"]
-        let report = audit.check()
+        // After the campaign: the completed event (at 2) counted it.
+        audit.erased = ["d2": 5, "d-other": 1]
+        var report = audit.check()
         #expect(report.violations.isEmpty, "\(report.violations)")
         #expect(report.devices == 2 && report.duplicateResults == 1)
+        // While it ran: the event counts the ledger, which no longer has it.
+        audit.erased["d2"] = 1
+        audit.finalEvent?.counts = ["delivered": 1, "skipped": 1]
+        audit.finalEvent?.audience = 2
+        report = audit.check()
+        #expect(report.violations.isEmpty, "\(report.violations)")
+        audit.erased["d2"] = 5
+        #expect(!audit.check().violations.isEmpty, "an event written before the erasure cannot have left the device out")
     }
 
     /// One broken promise each.
