@@ -58,21 +58,24 @@ struct OutcomeRecorder {
             try await context.store.ledger.record(campaign: task.campaignKey, finals.ledger, owner: context.ledgerOwner, now: context.clock.wallMillis)
         }
         if !finals.marks.isEmpty { try await untilStored { try await context.store.devices.applyHygiene(app: task.app, finals.marks, now: context.clock.wallMillis) } }
-        var results = finals.results
+        // The usual case: the ledger took every outcome, and no device needs a second look.
+        let mine = recorded.count == finals.ledger.count
+            ? finals.results : zip(finals.ledger, finals.results).filter { recorded.contains($0.0.rowKey) }.map(\.1)
+        var results = mine
         // A cap's admission is given back by the ledger's final state, not this worker's
         // answer: it stands for a device delivered, or still another owner's to end.
         var standing = Set<Int64>()
         if recorded.count < finals.ledger.count {
             let others = finals.ledger.map(\.rowKey).filter { !recorded.contains($0) }
             let kept = try await untilStored { try await ledgerResults(others, campaign: finals.campaign, broadcast: finals.broadcast) }
-            results = zip(finals.ledger, finals.results).filter { recorded.contains($0.0.rowKey) }.map(\.1) + kept.map(\.result)
+            results += kept.map(\.result)
             standing = Set(others).subtracting(kept.filter { $0.result.outcome != .delivered }.map(\.rowKey))
         }
         let notReceived = finals.notReceived.filter { !standing.contains($0) }
         if !notReceived.isEmpty { try await untilStored { try await context.store.frequency.forget(campaign: task.campaignKey, rowKeys: notReceived) } }
         let ticket = try await context.writer.devices(results)
         // Counted once, by the worker whose outcome the ledger took.
-        context.metrics.recorded(app: task.app, zip(finals.ledger, finals.results).filter { recorded.contains($0.0.rowKey) }.map(\.1))
+        context.metrics.recorded(app: task.app, mine)
         return ticket
     }
 
